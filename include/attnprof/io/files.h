@@ -1,0 +1,35 @@
+// File output that never leaves a half-written file behind: every writer goes
+// to a temporary name beside the target and renames it into place.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace attnprof::io {
+
+// Any failure to create, write or rename an output. The message names the path
+// and the OS reason, ready for a one-line error.
+class FileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Creates `dir` and its parents; throws FileError if it is a file or not writable.
+void ensure_writable_dir(const std::string& dir);
+
+// A unique temporary path beside `target` (same directory, so rename is atomic).
+std::string temp_path_for(const std::string& target);
+
+// Writes `bytes` to a temp file, flushes it to disk and renames it over `target`.
+// On any failure the temp file is removed and `target` is left as it was.
+void write_file_atomic(const std::string& target, const std::string& bytes);
+
+std::string read_file(const std::string& path);
+
+// gzip framing (RFC 1952), so `gunzip` and Perfetto read it.
+std::string gzip_compress(const std::string& bytes);
+std::string gzip_decompress(const std::string& bytes);
+
+void remove_quietly(const std::string& path) noexcept;
+
+}  // namespace attnprof::io

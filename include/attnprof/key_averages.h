@@ -1,0 +1,90 @@
+// Re-implementation of Python's `prof.key_averages()` and `.table()`
+// (torch/autograd/profiler.py, profiler_util.py, torch 2.11) as pure functions
+// over TraceEvent. Times are nanoseconds inside and microseconds when shown.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attnprof/events.h"
+
+namespace attnprof {
+
+// One row of key_averages: all events with the same (name, device, user
+// annotation) key, summed.
+struct OpStats {
+  std::string name;
+  EventDevice device = EventDevice::Cpu;
+  bool is_user_annotation = false;
+  int64_t count = 0;
+  int64_t cpu_time_total_ns = 0;
+  int64_t self_cpu_time_total_ns = 0;
+  int64_t device_time_total_ns = 0;
+  int64_t self_device_time_total_ns = 0;
+  bool is_async = false;
+
+  double cpu_time_avg_ns() const { return count ? double(cpu_time_total_ns) / count : 0.0; }
+  double device_time_avg_ns() const { return count ? double(device_time_total_ns) / count : 0.0; }
+};
+
+// One event after tree building: the source event plus derived totals.
+struct FunctionEvent {
+  TraceEvent event;
+  std::string key;  // name with ProfilerStep#N folded to ProfilerStep*
+  int parent = -1;
+  std::vector<int> children;
+  int64_t kernel_time_ns = 0;  // device work attributed directly to this CPU op
+  int64_t cpu_time_total_ns = 0;
+  int64_t self_cpu_time_total_ns = 0;
+  int64_t device_time_total_ns = 0;
+  int64_t self_device_time_total_ns = 0;
+};
+
+// Builds the CPU op tree (per thread, by time containment) and attributes each
+// device activity to the CPU op whose id is its linked correlation id. The
+// result is sorted by (start, -end), as Python sorts function events.
+// `use_device` is false for CPU-only profiles, where device times are all zero.
+std::vector<FunctionEvent> build_function_events(const std::vector<TraceEvent>& events,
+                                                 bool use_device);
+
+// Rows in order of the first appearance of their key.
+std::vector<OpStats> key_averages(const std::vector<FunctionEvent>& events);
+
+enum class SortKey {
+  CpuTime,            // cpu_time (avg)
+  CudaTime,           // cuda_time (avg)
+  CpuTimeTotal,
+  CudaTimeTotal,
+  SelfCpuTimeTotal,
+  SelfCudaTimeTotal,
+  Count,
+};
+std::optional<SortKey> parse_sort_key(const std::string& s);
+const std::vector<std::string>& sort_key_names();
+const char* sort_key_name(SortKey k);
+
+// Stable, descending, like Python's sorted(..., reverse=True).
+std::vector<OpStats> sort_rows(std::vector<OpStats> rows, SortKey key);
+
+struct TableTotals {
+  int64_t self_cpu_time_total_ns = 0;
+  int64_t self_device_time_total_ns = 0;  // user annotations on the device excluded
+};
+TableTotals table_totals(const std::vector<OpStats>& rows);
+
+struct TableOptions {
+  SortKey sort_by = SortKey::CpuTimeTotal;
+  int row_limit = 15;             // <= 0 means all rows
+  int max_name_column_width = 55;
+  std::string device_label = "CUDA";
+};
+
+// The text of Python's `key_averages().table(sort_by=..., row_limit=...)`.
+std::string format_key_averages_table(const std::vector<OpStats>& rows, const TableOptions& opt);
+
+// Python's _format_time: "12.345us", "1.234ms", "1.234s".
+std::string format_time_us(double us);
+
+}  // namespace attnprof

@@ -1,0 +1,129 @@
+#include "attnprof/io/files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace attnprof::io {
+
+namespace fs = std::filesystem;
+
+namespace {
+std::string os_reason() { return std::strerror(errno); }
+}  // namespace
+
+void ensure_writable_dir(const std::string& dir) {
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw FileError("output path '" + dir + "' exists and is not a directory");
+  fs::create_directories(dir, ec);
+  if (ec) throw FileError("cannot create output directory '" + dir + "': " + ec.message());
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw FileError("output directory '" + dir + "' is not writable: " + os_reason());
+}
+
+std::string temp_path_for(const std::string& target) {
+  static std::atomic<unsigned> counter{0};
+  const fs::path p(target);
+  // A leading dot keeps half-written files out of globs such as *.json.gz.
+  const std::string name = "." + p.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
+                           std::to_string(counter++);
+  return (p.parent_path() / name).string();
+}
+
+void remove_quietly(const std::string& path) noexcept { ::unlink(path.c_str()); }
+
+void write_file_atomic(const std::string& target, const std::string& bytes) {
+  const std::string tmp = temp_path_for(target);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw FileError("cannot write '" + target + "': " + os_reason());
+  auto fail = [&](const std::string& what) {
+    const std::string reason = os_reason();
+    ::close(fd);
+    remove_quietly(tmp);
+    throw FileError(what + " '" + target + "': " + reason);
+  };
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("cannot write");
+    }
+    done += static_cast<size_t>(n);
+  }
+  // A full disk can surface only at flush time (e.g. /dev/full, NFS).
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) fail("cannot flush");
+  if (::close(fd) != 0) {
+    const std::string reason = os_reason();
+    remove_quietly(tmp);
+    throw FileError("cannot write '" + target + "': " + reason);
+  }
+  if (::rename(tmp.c_str(), target.c_str()) != 0) {
+    const std::string reason = os_reason();
+    remove_quietly(tmp);
+    throw FileError("cannot move into place '" + target + "': " + reason);
+  }
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileError("cannot read '" + path + "': " + os_reason());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string gzip_compress(const std::string& bytes) {
+  z_stream zs{};
+  // windowBits 15 + 16 asks zlib for a gzip header and trailer.
+  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    throw FileError("zlib: deflateInit2 failed");
+  std::string out;
+  out.resize(deflateBound(&zs, bytes.size()));
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  zs.avail_in = static_cast<uInt>(bytes.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&zs, Z_FINISH);
+  deflateEnd(&zs);
+  if (rc != Z_STREAM_END) throw FileError("zlib: deflate failed");
+  out.resize(zs.total_out);
+  return out;
+}
+
+std::string gzip_decompress(const std::string& bytes) {
+  z_stream zs{};
+  if (inflateInit2(&zs, 15 + 16) != Z_OK) throw FileError("zlib: inflateInit2 failed");
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  zs.avail_in = static_cast<uInt>(bytes.size());
+  std::string out;
+  char buf[1 << 16];
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    zs.next_out = reinterpret_cast<Bytef*>(buf);
+    zs.avail_out = sizeof(buf);
+    rc = inflate(&zs, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      inflateEnd(&zs);
+      throw FileError("not a valid gzip stream");
+    }
+    out.append(buf, sizeof(buf) - zs.avail_out);
+    if (rc == Z_OK && zs.avail_in == 0 && zs.avail_out != 0) {
+      inflateEnd(&zs);
+      throw FileError("truncated gzip stream");
+    }
+  }
+  inflateEnd(&zs);
+  return out;
+}
+
+}  // namespace attnprof::io

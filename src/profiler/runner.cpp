@@ -1,0 +1,190 @@
+#include "attnprof/runner.h"
+
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/GradMode.h>
+#include <kineto/ActivityType.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#if defined(ATTNPROF_TORCH_CUDA)
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <cuda_runtime_api.h>
+#endif
+
+#include <stdexcept>
+
+#include "profiler/nvtx_range.h"
+
+// Declared in torch/csrc/profiler/kineto_shim.h, which needs libkineto's private
+// include path; this is the one function attnprof uses from it.
+namespace torch::autograd::profiler {
+TORCH_API void addMetadataJson(const std::string& key, const std::string& value);
+}  // namespace torch::autograd::profiler
+
+namespace attnprof {
+
+namespace kp = torch::autograd::profiler;
+namespace pi = torch::profiler::impl;
+
+bool cuda_available() { return torch::cuda::is_available(); }
+int cuda_device_count() { return static_cast<int>(torch::cuda::device_count()); }
+
+std::string resolve_device(const std::string& requested) {
+  if (requested == "cpu") return "cpu";
+  if (requested == "auto") return cuda_available() ? "cuda:0" : "cpu";
+  int index = 0;
+  if (requested != "cuda") {
+    const std::string prefix = "cuda:";
+    const std::string rest = requested.rfind(prefix, 0) == 0 ? requested.substr(prefix.size()) : "";
+    if (rest.empty() || rest.find_first_not_of("0123456789") != std::string::npos || rest.size() > 4)
+      throw std::invalid_argument("invalid --device '" + requested + "' (valid: auto, cpu, cuda, cuda:N)");
+    index = std::stoi(rest);
+  }
+  if (!cuda_available())
+    throw std::invalid_argument("--device " + requested + ": no CUDA device is available on this machine");
+  if (index >= cuda_device_count())
+    throw std::invalid_argument("--device " + requested + ": only " + std::to_string(cuda_device_count()) +
+                                " CUDA device(s) present (cuda:0.." + std::to_string(cuda_device_count() - 1) + ")");
+  return "cuda:" + std::to_string(index);
+}
+
+Environment describe_environment(const Problem& p) {
+  Environment env;
+  env.torch_version = TORCH_VERSION;
+  env.attnprof_version = ATTNPROF_VERSION;
+  env.device_name = "CPU";
+#if defined(ATTNPROF_TORCH_CUDA)
+  if (p.on_cuda()) {
+    const at::Device d(p.device);
+    env.device_name = at::cuda::getDeviceProperties(d.index())->name;
+    int rt = 0;
+    if (cudaRuntimeGetVersion(&rt) == cudaSuccess)
+      env.cuda_runtime = std::to_string(rt / 1000) + "." + std::to_string((rt % 1000) / 10);
+  }
+#else
+  (void)p;
+#endif
+  return env;
+}
+
+namespace {
+
+void synchronize(const Problem& p) {
+  if (p.on_cuda()) torch::cuda::synchronize(at::Device(p.device).index());
+}
+
+TraceEvent to_trace_event(const kp::KinetoEvent& e) {
+  TraceEvent t;
+  t.name = e.name();
+  t.device = e.deviceType() == c10::DeviceType::CUDA ? EventDevice::Cuda : EventDevice::Cpu;
+  t.start_ns = static_cast<int64_t>(e.startNs());
+  t.end_ns = static_cast<int64_t>(e.endNs());
+  t.thread = e.startThreadId();
+  t.correlation_id = e.correlationId();
+  t.linked_correlation_id = e.linkedCorrelationId();
+  // Python treats an event that ends on another thread as async too.
+  t.is_async = e.isAsync() || e.startThreadId() != e.endThreadId();
+  using AT = libkineto::ActivityType;
+  switch (static_cast<AT>(e.activityType())) {
+    case AT::CONCURRENT_KERNEL: t.activity = "kernel"; break;
+    case AT::GPU_MEMCPY: t.activity = "gpu_memcpy"; break;
+    case AT::GPU_MEMSET: t.activity = "gpu_memset"; break;
+    case AT::GPU_USER_ANNOTATION: t.activity = "gpu_user_annotation"; break;
+    case AT::USER_ANNOTATION: t.activity = "user_annotation"; break;
+    case AT::CUDA_RUNTIME: t.activity = "cuda_runtime"; break;
+    case AT::CUDA_DRIVER: t.activity = "cuda_driver"; break;
+    case AT::CPU_OP: t.activity = "cpu_op"; break;
+    default: t.activity = "other"; break;
+  }
+  t.is_user_annotation = t.activity == "user_annotation" || t.activity == "gpu_user_annotation";
+  return t;
+}
+
+void run_step(Variant& variant, const Problem& p, const at::Tensor& q, const at::Tensor& k,
+              const at::Tensor& v, int step) {
+  const std::string step_name = kStepScopePrefix + std::to_string(step);
+  NvtxRange step_range(step_name.c_str());
+  RECORD_USER_SCOPE(step_name);
+  {
+    NvtxRange fwd_range(kForwardScope);
+    RECORD_USER_SCOPE(kForwardScope);
+    c10::NoGradGuard no_grad;
+    at::Tensor out = variant.forward(q, k, v);
+  }
+  // Each step ends with the device idle, so steps never overlap in the trace.
+  synchronize(p);
+}
+
+std::optional<double> forward_peak_memory(Variant& variant, const Problem& p, const at::Tensor& q,
+                                          const at::Tensor& k, const at::Tensor& v) {
+#if defined(ATTNPROF_TORCH_CUDA)
+  if (!p.on_cuda()) return std::nullopt;
+  namespace alloc = c10::cuda::CUDACachingAllocator;
+  const auto index = at::Device(p.device).index();
+  synchronize(p);
+  alloc::resetPeakStats(index);
+  const auto before = alloc::getDeviceStats(index).allocated_bytes[0].current;
+  {
+    c10::NoGradGuard no_grad;
+    at::Tensor out = variant.forward(q, k, v);
+    synchronize(p);
+  }
+  const auto peak = alloc::getDeviceStats(index).allocated_bytes[0].peak;
+  return static_cast<double>(peak - before);
+#else
+  (void)variant, (void)p, (void)q, (void)k, (void)v;
+  return std::nullopt;
+#endif
+}
+
+}  // namespace
+
+ProfiledRun profile_forward(Variant& variant, const Problem& p, const at::Tensor& q, const at::Tensor& k,
+                            const at::Tensor& v, const RunnerOptions& opt) {
+  ProfiledRun run;
+  c10::OptionalDeviceGuard device_guard;
+  if (p.on_cuda()) device_guard.reset_device(at::Device(p.device));
+
+  for (int i = 0; i < opt.schedule.warmup_iters; ++i) {
+    c10::NoGradGuard no_grad;
+    at::Tensor out = variant.forward(q, k, v);
+  }
+  synchronize(p);
+  run.peak_memory_bytes = forward_peak_memory(variant, p, q, k, v);
+
+  std::set<pi::ActivityType> activities = {pi::ActivityType::CPU};
+  if (p.on_cuda()) activities.insert(pi::ActivityType::CUDA);
+  const pi::ProfilerConfig config(pi::ProfilerState::KINETO);
+
+  const Schedule& s = opt.schedule;
+  int step = 0;
+  for (; step < s.wait; ++step) run_step(variant, p, q, k, v, step);
+  // Kineto's own warm-up: CUPTI buffers and callbacks are set up here, during
+  // steps that are thrown away, so none of that cost lands in the active steps.
+  kp::prepareProfiler(config, activities);
+  for (; step < s.wait + s.warmup; ++step) run_step(variant, p, q, k, v, step);
+  kp::enableProfiler(config, activities);
+  std::unique_ptr<kp::ProfilerResult> result;
+  try {
+    for (; step < s.wait + s.warmup + s.active; ++step) run_step(variant, p, q, k, v, step);
+    if (!opt.trace_metadata_json.empty()) kp::addMetadataJson("attnprof", opt.trace_metadata_json);
+  } catch (...) {
+    kp::disableProfiler();
+    throw;
+  }
+  result = kp::disableProfiler();
+
+  run.events.reserve(result->events().size());
+  for (const auto& e : result->events()) run.events.push_back(to_trace_event(e));
+  if (!opt.trace_path.empty()) {
+    result->save(opt.trace_path);
+    run.trace_saved = true;
+  }
+  return run;
+}
+
+}  // namespace attnprof

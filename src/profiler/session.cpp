@@ -1,0 +1,122 @@
+#include "attnprof/session.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <filesystem>
+
+#include "attnprof/forward_stats.h"
+#include "attnprof/io/files.h"
+#include "attnprof/report/summary.h"
+#include "attnprof/runner.h"
+#include "attnprof/variant.h"
+#include "variants/torch_problem.h"
+
+namespace attnprof {
+
+namespace fs = std::filesystem;
+
+SortKey default_sort_key(const Problem& p) {
+  return p.on_cuda() ? SortKey::CudaTimeTotal : SortKey::CpuTimeTotal;
+}
+
+namespace {
+
+std::string trace_metadata(const RunRecord& r) {
+  nlohmann::json meta = {{"variant", r.variant},
+                         {"problem", report::problem_json(r.problem)},
+                         {"device", r.problem.device},
+                         {"device_name", r.env.device_name},
+                         {"torch_version", r.env.torch_version},
+                         {"attnprof_version", r.env.attnprof_version}};
+  return meta.dump();
+}
+
+// Kineto writes its trace itself; we let it write beside the target and then
+// compress (or just rename) it into place, so a crash never leaves a partial trace.
+void place_trace(const std::string& kineto_path, const std::string& target, bool gzip) {
+  const std::string json = io::read_file(kineto_path);
+  io::remove_quietly(kineto_path);
+  io::write_file_atomic(target, gzip ? io::gzip_compress(json) : json);
+}
+
+}  // namespace
+
+VariantOutcome run_variant(const std::string& name, const Problem& p, const SessionOptions& opt) {
+  VariantOutcome out;
+  RunRecord& r = out.record;
+  r.variant = name;
+  r.problem = p;
+  r.schedule = opt.schedule;
+  r.env = describe_environment(p);
+
+  std::unique_ptr<Variant> variant = make_variant(name);
+  if (!variant) {
+    r.status = "failed";
+    r.reason = "unknown variant";
+    return out;
+  }
+  r.description = variant->description();
+  const Support support = variant->supports(p);
+  if (!support.ok) {
+    r.status = "skipped";
+    r.reason = support.reason;
+    return out;
+  }
+
+  const std::string dir = (fs::path(opt.out_dir) / name).string();
+  io::ensure_writable_dir(dir);
+  const std::string stem = p.file_stem();
+  r.trace_file = (fs::path(name) / (stem + (opt.gzip ? ".json.gz" : ".json"))).string();
+  r.table_file = (fs::path(name) / (stem + ".txt")).string();
+  r.summary_file = (fs::path(name) / (stem + ".summary.json")).string();
+  const std::string kineto_tmp = io::temp_path_for((fs::path(dir) / (stem + ".json")).string());
+
+  ProfiledRun run;
+  try {
+    at::manual_seed(p.seed);
+    const Inputs in = random_inputs(p);
+    variant->prepare(p, in.q, in.k, in.v);
+    for (const Fact& f : variant->facts()) r.facts.emplace_back(f.key, f.value);
+    RunnerOptions ro;
+    ro.schedule = opt.schedule;
+    ro.trace_path = kineto_tmp;
+    ro.trace_metadata_json = trace_metadata(r);
+    run = profile_forward(*variant, p, in.q, in.k, in.v, ro);
+  } catch (const c10::Error& e) {
+    io::remove_quietly(kineto_tmp);
+    r.status = "failed";
+    r.reason = e.what_without_backtrace();
+    r.reason = r.reason.substr(0, r.reason.find('\n'));
+    return out;
+  } catch (const std::exception& e) {
+    io::remove_quietly(kineto_tmp);
+    r.status = "failed";
+    r.reason = e.what();
+    return out;
+  }
+
+  const std::vector<FunctionEvent> fes = build_function_events(run.events, p.on_cuda());
+  r.rows = key_averages(fes);
+  r.forward = forward_stats(fes, kForwardScope);
+  r.peak_memory_bytes = run.peak_memory_bytes;
+  r.tflops = achieved_tflops(p.flops(), p.on_cuda() ? r.forward.device_time_avg_us : r.forward.cpu_time_avg_us);
+
+  TableOptions table_opt;
+  table_opt.sort_by = opt.sort_by.value_or(default_sort_key(p));
+  table_opt.row_limit = opt.row_limit;
+  out.table = format_key_averages_table(r.rows, table_opt);
+
+  try {
+    place_trace(kineto_tmp, (fs::path(opt.out_dir) / r.trace_file).string(), opt.gzip);
+  } catch (...) {
+    io::remove_quietly(kineto_tmp);
+    throw;
+  }
+  io::write_file_atomic((fs::path(opt.out_dir) / r.table_file).string(), out.table);
+  io::write_file_atomic((fs::path(opt.out_dir) / r.summary_file).string(),
+                        report::summary_json(r).dump(2) + "\n");
+  return out;
+}
+
+}  // namespace attnprof

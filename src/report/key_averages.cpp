@@ -1,0 +1,308 @@
+#include "attnprof/key_averages.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+namespace attnprof {
+
+int64_t duration_ns(const TraceEvent& e) { return e.end_ns - e.start_ns; }
+
+bool is_device_work(const TraceEvent& e) {
+  return e.device == EventDevice::Cuda && !e.is_user_annotation;
+}
+
+namespace {
+
+// Utility ops Python's _filter_name drops before aggregation.
+bool filtered_out(const std::string& name) {
+  static const char* const kNames[] = {
+      "[memory]",
+      "[OutOfMemory]",
+      "profiler::_record_function_enter",
+      "profiler::_record_function_enter_new",
+      "profiler::_record_function_exit",
+      "aten::is_leaf",
+      "aten::output_nr",
+      "aten::_version",
+  };
+  for (const char* n : kNames)
+    if (name == n) return true;
+  return false;
+}
+
+std::string rewrite_name(const std::string& name) {
+  if (name.rfind("ProfilerStep#", 0) == 0) return "ProfilerStep*";
+  return name;
+}
+
+bool is_sync_cpu(const FunctionEvent& f) {
+  return f.event.device == EventDevice::Cpu && !f.event.is_async;
+}
+
+void link_cpu_children(std::vector<FunctionEvent>& fes) {
+  // Per thread, a stack of open intervals; events arrive sorted by (start, -end),
+  // so each event's parent is the innermost open interval that contains it.
+  std::unordered_map<uint64_t, std::vector<int>> open_by_thread;
+  for (int i = 0; i < static_cast<int>(fes.size()); ++i) {
+    FunctionEvent& ev = fes[i];
+    if (!is_sync_cpu(ev)) continue;
+    auto& open = open_by_thread[ev.event.thread];
+    while (!open.empty()) {
+      FunctionEvent& parent = fes[open.back()];
+      if (ev.event.start_ns >= parent.event.end_ns || ev.event.end_ns > parent.event.end_ns) {
+        open.pop_back();
+      } else {
+        parent.children.push_back(i);
+        ev.parent = open.back();
+        break;
+      }
+    }
+    open.push_back(i);
+  }
+}
+
+void compute_totals(std::vector<FunctionEvent>& fes, bool use_device) {
+  // Children always sort after their parent, so a reverse sweep sees them first.
+  for (int i = static_cast<int>(fes.size()) - 1; i >= 0; --i) {
+    FunctionEvent& f = fes[i];
+    const bool cpu = f.event.device == EventDevice::Cpu;
+    f.cpu_time_total_ns = cpu ? duration_ns(f.event) : 0;
+    int64_t children_cpu = 0, children_device = 0;
+    for (int c : f.children) {
+      children_cpu += fes[c].cpu_time_total_ns;
+      children_device += fes[c].device_time_total_ns;
+    }
+    f.self_cpu_time_total_ns = (f.event.is_async || !cpu) ? 0 : f.cpu_time_total_ns - children_cpu;
+    if (f.event.is_async || !use_device) {
+      f.device_time_total_ns = f.self_device_time_total_ns = 0;
+    } else if (cpu) {
+      f.device_time_total_ns = f.kernel_time_ns + children_device;
+      f.self_device_time_total_ns = f.device_time_total_ns - children_device;
+    } else {
+      f.device_time_total_ns = f.self_device_time_total_ns = duration_ns(f.event);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<FunctionEvent> build_function_events(const std::vector<TraceEvent>& events,
+                                                 bool use_device) {
+  std::vector<FunctionEvent> fes;
+  fes.reserve(events.size());
+  for (const TraceEvent& e : events) {
+    if (filtered_out(e.name)) continue;
+    FunctionEvent f;
+    f.event = e;
+    f.key = rewrite_name(e.name);
+    fes.push_back(std::move(f));
+  }
+
+  // Device work (and the runtime call that launched it) points at its CPU op
+  // through the linked correlation id.
+  std::unordered_map<uint64_t, std::vector<int>> linked;
+  for (int i = 0; i < static_cast<int>(fes.size()); ++i)
+    if (fes[i].event.linked_correlation_id > 0) linked[fes[i].event.linked_correlation_id].push_back(i);
+  for (FunctionEvent& op : fes) {
+    if (op.event.linked_correlation_id != 0 || !is_sync_cpu(op)) continue;
+    auto it = linked.find(op.event.correlation_id);
+    if (it == linked.end()) continue;
+    for (int j : it->second) {
+      FunctionEvent& other = fes[j];
+      if (other.event.device == EventDevice::Cuda)
+        op.kernel_time_ns += duration_ns(other.event);
+      else  // a runtime call: it belongs on the launching op's thread
+        other.event.thread = op.event.thread;
+    }
+  }
+
+  std::stable_sort(fes.begin(), fes.end(), [](const FunctionEvent& a, const FunctionEvent& b) {
+    return std::make_tuple(a.event.start_ns, -a.event.end_ns) <
+           std::make_tuple(b.event.start_ns, -b.event.end_ns);
+  });
+  link_cpu_children(fes);
+  compute_totals(fes, use_device);
+  return fes;
+}
+
+std::vector<OpStats> key_averages(const std::vector<FunctionEvent>& events) {
+  std::vector<OpStats> rows;
+  std::map<std::tuple<std::string, int, bool>, size_t> index;
+  for (const FunctionEvent& f : events) {
+    auto key = std::make_tuple(f.key, static_cast<int>(f.event.device), f.event.is_user_annotation);
+    auto [it, inserted] = index.emplace(key, rows.size());
+    if (inserted) {
+      OpStats s;
+      s.name = f.key;
+      s.device = f.event.device;
+      s.is_user_annotation = f.event.is_user_annotation;
+      s.is_async = f.event.is_async;
+      rows.push_back(std::move(s));
+    }
+    OpStats& s = rows[it->second];
+    s.count += 1;
+    s.cpu_time_total_ns += f.cpu_time_total_ns;
+    s.self_cpu_time_total_ns += f.self_cpu_time_total_ns;
+    s.device_time_total_ns += f.device_time_total_ns;
+    s.self_device_time_total_ns += f.self_device_time_total_ns;
+  }
+  return rows;
+}
+
+namespace {
+struct SortKeyName {
+  SortKey key;
+  const char* name;
+};
+// Python's names; "cuda" is read as "device" there, so both spellings work.
+constexpr SortKeyName kSortKeys[] = {
+    {SortKey::CpuTime, "cpu_time"},
+    {SortKey::CudaTime, "cuda_time"},
+    {SortKey::CpuTimeTotal, "cpu_time_total"},
+    {SortKey::CudaTimeTotal, "cuda_time_total"},
+    {SortKey::SelfCpuTimeTotal, "self_cpu_time_total"},
+    {SortKey::SelfCudaTimeTotal, "self_cuda_time_total"},
+    {SortKey::Count, "count"},
+};
+}  // namespace
+
+std::optional<SortKey> parse_sort_key(const std::string& s) {
+  std::string n = s;
+  const auto pos = n.find("device");
+  if (pos != std::string::npos) n.replace(pos, 6, "cuda");
+  for (const auto& k : kSortKeys)
+    if (n == k.name) return k.key;
+  return std::nullopt;
+}
+
+const std::vector<std::string>& sort_key_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& k : kSortKeys) v.emplace_back(k.name);
+    return v;
+  }();
+  return names;
+}
+
+const char* sort_key_name(SortKey key) {
+  for (const auto& k : kSortKeys)
+    if (k.key == key) return k.name;
+  return "?";
+}
+
+namespace {
+double sort_value(const OpStats& s, SortKey key) {
+  switch (key) {
+    case SortKey::CpuTime: return s.cpu_time_avg_ns();
+    case SortKey::CudaTime: return s.device_time_avg_ns();
+    case SortKey::CpuTimeTotal: return double(s.cpu_time_total_ns);
+    case SortKey::CudaTimeTotal: return double(s.device_time_total_ns);
+    case SortKey::SelfCpuTimeTotal: return double(s.self_cpu_time_total_ns);
+    case SortKey::SelfCudaTimeTotal: return double(s.self_device_time_total_ns);
+    case SortKey::Count: return double(s.count);
+  }
+  return 0.0;
+}
+}  // namespace
+
+std::vector<OpStats> sort_rows(std::vector<OpStats> rows, SortKey key) {
+  std::stable_sort(rows.begin(), rows.end(), [key](const OpStats& a, const OpStats& b) {
+    return sort_value(a, key) > sort_value(b, key);
+  });
+  return rows;
+}
+
+TableTotals table_totals(const std::vector<OpStats>& rows) {
+  TableTotals t;
+  for (const OpStats& s : rows) {
+    t.self_cpu_time_total_ns += s.self_cpu_time_total_ns;
+    if (s.device == EventDevice::Cuda && !s.is_user_annotation)
+      t.self_device_time_total_ns += s.self_device_time_total_ns;
+  }
+  return t;
+}
+
+std::string format_time_us(double us) {
+  if (us >= 1e6) return fmt::format("{:.3f}s", us / 1e6);
+  if (us >= 1e3) return fmt::format("{:.3f}ms", us / 1e3);
+  return fmt::format("{:.3f}us", us);
+}
+
+namespace {
+std::string time_share(int64_t part_ns, int64_t total_ns) {
+  if (total_ns == 0) return "NaN";
+  return fmt::format("{:.2f}%", double(part_ns) * 100.0 / double(total_ns));
+}
+std::string us(double ns) { return format_time_us(ns / 1000.0); }
+}  // namespace
+
+std::string format_key_averages_table(const std::vector<OpStats>& unsorted, const TableOptions& opt) {
+  if (unsorted.empty()) return "";
+  const std::vector<OpStats> rows = sort_rows(unsorted, opt.sort_by);
+  const bool has_device_time = std::any_of(rows.begin(), rows.end(),
+                                           [](const OpStats& s) { return s.self_device_time_total_ns > 0; });
+
+  size_t longest = 0;
+  for (const OpStats& s : rows) longest = std::max(longest, s.name.size());
+  const int name_width = std::min<int>(static_cast<int>(longest) + 4, opt.max_name_column_width);
+  constexpr int kColumnWidth = 12;
+  constexpr int kSpacing = 2;
+
+  std::vector<std::string> headers = {"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"};
+  if (has_device_time) {
+    const std::string& d = opt.device_label;
+    headers.insert(headers.end(), {"Self " + d, "Self " + d + " %", d + " total", d + " time avg"});
+  }
+  headers.emplace_back("# of Calls");
+
+  std::string sep;
+  auto format_row = [&](const std::vector<std::string>& cells) {
+    std::string line;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const int width = i == 0 ? name_width : kColumnWidth;
+      line += fmt::format("{:>{}}", cells[i], width) + std::string(kSpacing, ' ');
+    }
+    return line + "\n";
+  };
+  for (size_t i = 0; i < headers.size(); ++i)
+    sep += std::string(i == 0 ? name_width : kColumnWidth, '-') + std::string(kSpacing, ' ');
+  sep += "\n";
+
+  const TableTotals totals = table_totals(rows);
+  std::string out = sep + format_row(headers) + sep;
+  int shown = 0;
+  for (const OpStats& s : rows) {
+    if (opt.row_limit > 0 && shown == opt.row_limit) break;
+    ++shown;
+    std::string name = s.name;
+    const size_t max_name = static_cast<size_t>(opt.max_name_column_width);
+    if (name.size() >= max_name - 3) name = name.substr(0, max_name - 3) + "...";
+    std::vector<std::string> cells = {
+        name,
+        time_share(s.self_cpu_time_total_ns, totals.self_cpu_time_total_ns),
+        us(double(s.self_cpu_time_total_ns)),
+        s.is_async ? std::string("0") : time_share(s.cpu_time_total_ns, totals.self_cpu_time_total_ns),
+        us(double(s.cpu_time_total_ns)),
+        us(s.cpu_time_avg_ns()),
+    };
+    if (has_device_time) {
+      cells.push_back(us(double(s.self_device_time_total_ns)));
+      cells.push_back(time_share(s.self_device_time_total_ns, totals.self_device_time_total_ns));
+      cells.push_back(us(double(s.device_time_total_ns)));
+      cells.push_back(us(s.device_time_avg_ns()));
+    }
+    cells.push_back(std::to_string(s.count));
+    out += format_row(cells);
+  }
+  out += sep;
+  out += "Self CPU time total: " + us(double(totals.self_cpu_time_total_ns)) + "\n";
+  if (has_device_time)
+    out += "Self " + opt.device_label + " time total: " + us(double(totals.self_device_time_total_ns)) + "\n";
+  return out;
+}
+
+}  // namespace attnprof
