@@ -8,35 +8,48 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 namespace attnprof::io {
 
-namespace fs = std::filesystem;
-
 namespace {
 std::string os_reason() { return std::strerror(errno); }
 }  // namespace
 
+// POSIX calls rather than std::filesystem: LibTorch's wheel exports its own copy
+// of std::filesystem symbols, which interpose on ours in any binary linking it
+// (std::filesystem::remove_all was seen to crash through them).
 void ensure_writable_dir(const std::string& dir) {
-  std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+  if (dir.empty()) throw FileError("output directory is empty");
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
     throw FileError("output path '" + dir + "' exists and is not a directory");
-  fs::create_directories(dir, ec);
-  if (ec) throw FileError("cannot create output directory '" + dir + "': " + ec.message());
+  // mkdir -p, one component at a time.
+  for (size_t pos = 1; pos <= dir.size(); ++pos) {
+    if (pos != dir.size() && dir[pos] != '/') continue;
+    const std::string prefix = dir.substr(0, pos);
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
+      throw FileError("cannot create output directory '" + dir + "': " + os_reason());
+    if (::stat(prefix.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw FileError("cannot create output directory '" + dir + "': '" + prefix + "' is not a directory");
+  }
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     throw FileError("output directory '" + dir + "' is not writable: " + os_reason());
 }
 
+std::string join_path(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  return a.back() == '/' ? a + b : a + "/" + b;
+}
+
 std::string temp_path_for(const std::string& target) {
   static std::atomic<unsigned> counter{0};
-  const fs::path p(target);
+  const size_t slash = target.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : target.substr(0, slash + 1);
+  const std::string file = slash == std::string::npos ? target : target.substr(slash + 1);
   // A leading dot keeps half-written files out of globs such as *.json.gz.
-  const std::string name = "." + p.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
-                           std::to_string(counter++);
-  return (p.parent_path() / name).string();
+  return dir + "." + file + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
 }
 
 void remove_quietly(const std::string& path) noexcept { ::unlink(path.c_str()); }

@@ -3,8 +3,6 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
-#include <filesystem>
-
 #include "attnprof/forward_stats.h"
 #include "attnprof/io/files.h"
 #include "attnprof/report/summary.h"
@@ -13,8 +11,6 @@
 #include "variants/torch_problem.h"
 
 namespace attnprof {
-
-namespace fs = std::filesystem;
 
 SortKey default_sort_key(const Problem& p) {
   return p.on_cuda() ? SortKey::CudaTimeTotal : SortKey::CpuTimeTotal;
@@ -64,13 +60,13 @@ VariantOutcome run_variant(const std::string& name, const Problem& p, const Sess
     return out;
   }
 
-  const std::string dir = (fs::path(opt.out_dir) / name).string();
+  const std::string dir = io::join_path(opt.out_dir, name);
   io::ensure_writable_dir(dir);
   const std::string stem = p.file_stem();
-  r.trace_file = (fs::path(name) / (stem + (opt.gzip ? ".json.gz" : ".json"))).string();
-  r.table_file = (fs::path(name) / (stem + ".txt")).string();
-  r.summary_file = (fs::path(name) / (stem + ".summary.json")).string();
-  const std::string kineto_tmp = io::temp_path_for((fs::path(dir) / (stem + ".json")).string());
+  r.trace_file = io::join_path(name, stem + (opt.gzip ? ".json.gz" : ".json"));
+  r.table_file = io::join_path(name, stem + ".txt");
+  r.summary_file = io::join_path(name, stem + ".summary.json");
+  const std::string kineto_tmp = io::temp_path_for(io::join_path(dir, stem + ".json"));
 
   ProfiledRun run;
   try {
@@ -108,13 +104,13 @@ VariantOutcome run_variant(const std::string& name, const Problem& p, const Sess
   out.table = format_key_averages_table(r.rows, table_opt);
 
   try {
-    place_trace(kineto_tmp, (fs::path(opt.out_dir) / r.trace_file).string(), opt.gzip);
+    place_trace(kineto_tmp, io::join_path(opt.out_dir, r.trace_file), opt.gzip);
   } catch (...) {
     io::remove_quietly(kineto_tmp);
     throw;
   }
-  io::write_file_atomic((fs::path(opt.out_dir) / r.table_file).string(), out.table);
-  io::write_file_atomic((fs::path(opt.out_dir) / r.summary_file).string(),
+  io::write_file_atomic(io::join_path(opt.out_dir, r.table_file), out.table);
+  io::write_file_atomic(io::join_path(opt.out_dir, r.summary_file),
                         report::summary_json(r).dump(2) + "\n");
   return out;
 }

@@ -17,6 +17,9 @@ class FileError : public std::runtime_error {
 // Creates `dir` and its parents; throws FileError if it is a file or not writable.
 void ensure_writable_dir(const std::string& dir);
 
+// "a/b" from "a" and "b".
+std::string join_path(const std::string& a, const std::string& b);
+
 // A unique temporary path beside `target` (same directory, so rename is atomic).
 std::string temp_path_for(const std::string& target);
 

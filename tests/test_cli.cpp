@@ -1,0 +1,159 @@
+// The attnprof executable as a user meets it: exit codes, one-line errors, and
+// the files a run leaves (valid JSON traces with the steps, scopes and metadata).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <random>
+
+#include "attnprof/io/files.h"
+#include "test_util.h"
+
+using namespace attnprof::testing;
+
+namespace {
+
+struct Result {
+  int rc = -1;
+  std::string out, err;
+};
+
+Result run_cli(const std::string& args) {
+  const std::string d = make_temp_dir("io");
+  const std::string out = d + "/stdout", err = d + "/stderr";
+  const std::string cmd = std::string(ATTNPROF_EXE) + " " + args + " >" + out + " 2>" + err;
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = attnprof::io::read_file(out);
+  r.err = attnprof::io::read_file(err);
+  remove_tree(d);
+  return r;
+}
+
+int lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+const char* kTiny = "--batch 1 --heads 2 --seq 33 --head-dim 32 --device cpu";
+
+}  // namespace
+
+TEST(Cli, HelpListsFlagsAndExitsZero) {
+  const Result r = run_cli("--help");
+  EXPECT_EQ(r.rc, 0);
+  for (const char* flag : {"--variant", "--dtype", "--device", "--batch", "--heads", "--seq", "--head-dim",
+                           "--causal", "--seed", "--out", "--no-gzip", "--sort-by", "--row-limit", "--warmup-iters",
+                           "--wait", "--warmup", "--active", "--list-variants"})
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+}
+
+TEST(Cli, BadDtypeIsUsageErrorNamingChoices) {
+  const Result r = run_cli("--dtype fp8");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("'fp8'"), std::string::npos);
+  EXPECT_NE(r.err.find("bf16, fp16, fp32"), std::string::npos);
+}
+
+TEST(Cli, BadVariantSuggestsClosest) {
+  const Result r = run_cli("--variant sdpa-flsh");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("did you mean 'sdpa-flash'"), std::string::npos) << r.err;
+}
+
+TEST(Cli, NonPositiveAndNonNumericSizes) {
+  for (const char* args : {"--seq 0", "--batch -3", "--heads 0", "--head-dim -1", "--seq abc", "--active 0"}) {
+    const Result r = run_cli(args);
+    EXPECT_EQ(r.rc, 2) << args;
+    EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
+  }
+}
+
+TEST(Cli, BadDeviceAndSortKey) {
+  Result r = run_cli("--device tpu");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("cuda:N"), std::string::npos) << r.err;
+  r = run_cli("--device cuda:99");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  r = run_cli("--sort-by nonsense");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("cuda_time_total"), std::string::npos) << r.err;
+}
+
+TEST(Cli, UnwritableOutIsExitFourAndWritesNothing) {
+  const std::string d = make_temp_dir("unwritable");
+  const std::string file = d + "/a_file";
+  attnprof::io::write_file_atomic(file, "not a directory");
+  for (const std::string out : {file, file + "/sub"}) {
+    const Result r = run_cli(std::string(kTiny) + " --out " + out);
+    EXPECT_EQ(r.rc, 4) << r.err;
+    EXPECT_NE(r.err.find(out), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(attnprof::io::read_file(file), "not a directory");
+  remove_tree(d);
+}
+
+TEST(Cli, SingleUnsupportedVariantExitsThree) {
+  const Result r = run_cli(std::string(kTiny) + " --variant sdpa-cudnn --out /tmp/attnprof_never_written");
+  EXPECT_EQ(r.rc, 3);
+  EXPECT_NE(r.err.find("sdpa-cudnn cannot run here"), std::string::npos) << r.err;
+  EXPECT_FALSE(path_exists("/tmp/attnprof_never_written/sdpa-cudnn"));
+}
+
+TEST(Cli, RunWritesValidTraceTableAndSummary) {
+  const std::string d = make_temp_dir("run");
+  for (bool gzip : {true, false}) {
+    const Result r = run_cli(std::string(kTiny) + " --variant naive,sdpa-efficient --out " + d +
+                             (gzip ? "" : " --no-gzip"));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.out.find("Self CPU time total"), std::string::npos);
+    EXPECT_NE(r.out.find("Skipped (1)"), std::string::npos) << r.out;  // efficient has no CPU kernel
+    const std::string stem = d + "/naive/1_2_33_32_bf16";
+    const std::string trace_path = stem + (gzip ? ".json.gz" : ".json");
+    std::string text = attnprof::io::read_file(trace_path);
+    if (gzip) text = attnprof::io::gzip_decompress(text);
+    const auto trace = nlohmann::json::parse(text);
+    ASSERT_TRUE(trace.contains("traceEvents"));
+    std::set<std::string> names;
+    for (const auto& e : trace["traceEvents"])
+      if (e.contains("name")) names.insert(e["name"].get<std::string>());
+    EXPECT_TRUE(names.count("ProfilerStep#2") && names.count("ProfilerStep#4")) << "schedule wait=1 warmup=1 active=3";
+    EXPECT_FALSE(names.count("ProfilerStep#1")) << "warm-up steps must not be in the trace";
+    EXPECT_TRUE(names.count("attn_fwd"));
+    ASSERT_TRUE(trace.contains("attnprof"));
+    const auto& meta = trace["attnprof"];
+    EXPECT_EQ(meta["variant"], "naive");
+    EXPECT_EQ(meta["problem"]["seq"], 33);
+    EXPECT_EQ(meta["problem"]["dtype"], "bf16");
+    EXPECT_EQ(meta["device"], "cpu");
+    EXPECT_FALSE(meta["torch_version"].get<std::string>().empty());
+
+    const std::string table = attnprof::io::read_file(stem + ".txt");
+    EXPECT_NE(table.find("attn_fwd"), std::string::npos);
+    EXPECT_NE(r.out.find(table), std::string::npos) << "the printed table is the file's table";
+    const auto summary = nlohmann::json::parse(attnprof::io::read_file(stem + ".summary.json"));
+    EXPECT_EQ(summary["variant"], "naive");
+    EXPECT_EQ(summary["status"], "ok");
+    EXPECT_EQ(summary["headline"]["forwards_profiled"], 3);
+    EXPECT_GT(summary["headline"]["forward_cpu_time_avg_us"].get<double>(), 0.0);
+    EXPECT_FALSE(summary["ops"].empty());
+  }
+  // No temp files anywhere under the output directory.
+  for (const std::string& p : list_tree(d)) EXPECT_EQ(p.find(".tmp."), std::string::npos) << p;
+  remove_tree(d);
+}
+
+TEST(Cli, ListVariantsSaysWhatRunsHere) {
+  const Result r = run_cli("--list-variants --device cpu");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_NE(r.out.find("naive"), std::string::npos);
+  EXPECT_NE(r.out.find("cannot run here"), std::string::npos);
+  EXPECT_NE(r.out.find("runs here"), std::string::npos);
+}
