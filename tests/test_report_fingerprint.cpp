@@ -1,0 +1,218 @@
+// Every kernel name below was seen in the seven core variants on the H200
+// (docs: /work/shared/reference/h200-baseline.md), except the made-up unknowns.
+#include "attnprof/report/fingerprint.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace attnprof::report {
+namespace {
+
+struct Expected {
+  KernelFamily family;
+  MathUnit math;
+  Precision precision;
+  std::string arch;
+  std::string tile;
+};
+
+void expect_fingerprint(const std::string& name, const Expected& want) {
+  SCOPED_TRACE(name);
+  const KernelFingerprint fp = fingerprint_kernel(name);
+  EXPECT_EQ(family_name(fp.family), family_name(want.family));
+  EXPECT_EQ(math_unit_name(fp.math_unit), math_unit_name(want.math));
+  EXPECT_EQ(precision_name(fp.precision), precision_name(want.precision));
+  EXPECT_EQ(fp.arch, want.arch);
+  EXPECT_EQ(fp.tile, want.tile);
+  EXPECT_FALSE(fp.summary.empty());
+  EXPECT_EQ(fp.summary.find('\n'), std::string::npos);
+}
+
+TEST(Fingerprint, NvjetQKt) {
+  expect_fingerprint("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT",
+                     {KernelFamily::cublas_nvjet, MathUnit::tensor_cores,
+                      Precision::sixteen_bit, "sm90", "256x128"});
+}
+
+TEST(Fingerprint, NvjetPV) {
+  expect_fingerprint("nvjet_sm90_tst_64x512_64x2_1x2_h_bz_coopB_NNT",
+                     {KernelFamily::cublas_nvjet, MathUnit::tensor_cores,
+                      Precision::sixteen_bit, "sm90", "64x512"});
+}
+
+TEST(Fingerprint, NvjetSummaryNamesTheFacts) {
+  EXPECT_EQ(fingerprint_kernel("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT").summary,
+            "cuBLAS (nvjet): tensor cores, 16-bit, sm90, tile 256x128");
+}
+
+TEST(Fingerprint, XmmaFp32GemmsRunOnCudaCores) {
+  const Expected want{KernelFamily::cublas_xmma, MathUnit::cuda_cores, Precision::fp32,
+                      "sm80", "128x128x8"};
+  expect_fingerprint(
+      "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_"
+      "aligna4_alignc4_execute_kernel__5x_cublas",
+      want);
+  expect_fingerprint(
+      "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_"
+      "aligna4_alignc4_execute_kernel__5x_cublas",
+      want);
+}
+
+TEST(Fingerprint, XmmaBf16GemmRunsOnTensorCores) {
+  expect_fingerprint(
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_"
+      "execute_segment_k_off_kernel__5x_cublas",
+      {KernelFamily::cublas_xmma, MathUnit::tensor_cores, Precision::bf16, "sm90",
+       "128x128x64"});
+}
+
+TEST(Fingerprint, CutlassMemEfficientAttention) {
+  expect_fingerprint(
+      "fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<"
+      "cutlass::bfloat16_t, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)",
+      {KernelFamily::cutlass_fmha, MathUnit::tensor_cores, Precision::bf16, "sm80", "64x64"});
+}
+
+TEST(Fingerprint, FlashAttention2) {
+  expect_fingerprint(
+      "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, "
+      "false, cutlass::bfloat16_t, Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, "
+      "false, true, false, false, false, true, false, false>(pytorch_flash::Flash_fwd_params)",
+      {KernelFamily::flash_attention_2, MathUnit::tensor_cores, Precision::bf16, "unknown",
+       "128x128"});
+}
+
+TEST(Fingerprint, FlashAttention2Fp16) {
+  const auto fp = fingerprint_kernel(
+      "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, "
+      "false, cutlass::half_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::half_t> >, false, "
+      "true, false, false, false, true, false, false>(pytorch_flash::Flash_fwd_params)");
+  EXPECT_EQ(fp.precision, Precision::fp16);
+  EXPECT_EQ(fp.tile, "128x64");
+}
+
+TEST(Fingerprint, CudnnSdpa) {
+  expect_fingerprint(
+      "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_"
+      "kernel0_0",
+      {KernelFamily::cudnn_generated, MathUnit::tensor_cores, Precision::sixteen_bit, "sm90",
+       "64x128x64"});
+}
+
+TEST(Fingerprint, AtenElementwiseScale) {
+  expect_fingerprint(
+      "void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<c10::BFloat16, "
+      "c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, "
+      "std::array<char*, 2> >(int, at::native::AUnaryFunctor<c10::BFloat16, c10::BFloat16, "
+      "c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2>)",
+      {KernelFamily::aten_elementwise, MathUnit::cuda_cores, Precision::bf16, "unknown",
+       "unknown"});
+}
+
+TEST(Fingerprint, AtenSoftmax) {
+  expect_fingerprint(
+      "void (anonymous namespace)::softmax_warp_forward<c10::BFloat16, c10::BFloat16, float, 10, "
+      "false, false>(c10::BFloat16*, c10::BFloat16 const*, int, int, int, bool const*, int, bool)",
+      {KernelFamily::aten_softmax, MathUnit::cuda_cores, Precision::bf16, "unknown", "unknown"});
+  expect_fingerprint(
+      "void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, false, "
+      "false>(float*, float const*, int, int, int, bool const*, int, bool)",
+      {KernelFamily::aten_softmax, MathUnit::cuda_cores, Precision::fp32, "unknown", "unknown"});
+}
+
+TEST(Fingerprint, AtenReduce) {
+  expect_fingerprint(
+      "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
+      "at::native::func_wrapper_t<float, at::native::MaxNanFunctor<float> >, unsigned int, float, "
+      "4, 4> >(at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+      "at::native::MaxNanFunctor<float> >, unsigned int, float, 4, 4>)",
+      {KernelFamily::aten_reduce, MathUnit::cuda_cores, Precision::fp32, "unknown", "unknown"});
+}
+
+TEST(Fingerprint, AtenReduceWithElidedArguments) {
+  expect_fingerprint("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<...> >(...)",
+                     {KernelFamily::aten_reduce, MathUnit::cuda_cores, Precision::unknown,
+                      "unknown", "unknown"});
+}
+
+TEST(Fingerprint, AtenTriuTril) {
+  expect_fingerprint("void at::native::triu_tril_kernel<bool, long, false, 4, true>(...)",
+                     {KernelFamily::aten_triu_tril, MathUnit::cuda_cores, Precision::unknown,
+                      "unknown", "unknown"});
+  expect_fingerprint("void at::native::triu_tril_kernel<...>",
+                     {KernelFamily::aten_triu_tril, MathUnit::cuda_cores, Precision::unknown,
+                      "unknown", "unknown"});
+}
+
+TEST(Fingerprint, AtenCopyIsNotPlainElementwise) {
+  expect_fingerprint(
+      "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous "
+      "namespace)::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() "
+      "const::{lambda()#12}::operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul> "
+      ">(int, ...)",
+      {KernelFamily::aten_copy, MathUnit::cuda_cores, Precision::unknown, "unknown", "unknown"});
+}
+
+TEST(Fingerprint, MemcpyAndMemset) {
+  expect_fingerprint("Memcpy DtoD (Device -> Device)",
+                     {KernelFamily::memcpy, MathUnit::memory, Precision::unknown, "unknown",
+                      "unknown"});
+  EXPECT_EQ(fingerprint_kernel("Memcpy DtoD (Device -> Device)").summary,
+            "memcpy: DtoD, memory");
+  expect_fingerprint("Memset (Device)", {KernelFamily::memset, MathUnit::memory,
+                                         Precision::unknown, "unknown", "unknown"});
+}
+
+TEST(Fingerprint, OurKernels) {
+  const auto fp = fingerprint_kernel(
+      "void attnprof::kernels::flash_fwd_wgmma_sm90<64, 128, cutlass::bfloat16_t>(attnprof::Params)");
+  EXPECT_EQ(fp.family, KernelFamily::attnprof);
+  EXPECT_EQ(family_name(fp.family), "attnprof (ours)");
+  EXPECT_EQ(fp.math_unit, MathUnit::tensor_cores);
+  EXPECT_EQ(fp.precision, Precision::bf16);
+  EXPECT_EQ(fp.arch, "sm90");
+}
+
+TEST(Fingerprint, LegacyCublasAndCutlass) {
+  expect_fingerprint("ampere_sgemm_128x64_tn", {KernelFamily::cublas_legacy,
+                                                MathUnit::cuda_cores, Precision::fp32, "sm80",
+                                                "128x64"});
+  expect_fingerprint("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn",
+                     {KernelFamily::cublas_legacy, MathUnit::tensor_cores, Precision::bf16,
+                      "sm80", "128x128"});
+  expect_fingerprint("volta_h884gemm_64x64_ldg8_nn", {KernelFamily::cublas_legacy,
+                                                      MathUnit::tensor_cores, Precision::fp16,
+                                                      "sm70", "64x64"});
+  expect_fingerprint(
+      "void cutlass::Kernel<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8>"
+      "(Params)",
+      {KernelFamily::cutlass, MathUnit::tensor_cores, Precision::bf16, "sm80", "64x64"});
+}
+
+TEST(Fingerprint, UnknownNamesDecodeNothing) {
+  for (const char* name :
+       {"", "my_kernel", "void foo::bar<float>(float*)", "kernel_128x64_sm90",
+        "smash_sm80x_kernel", "nvjetpack_256x128", "Memcp", "(anonymous namespace)::helper"}) {
+    SCOPED_TRACE(name);
+    const KernelFingerprint fp = fingerprint_kernel(name);
+    EXPECT_EQ(fp.family, KernelFamily::unknown);
+    EXPECT_EQ(fp.math_unit, MathUnit::unknown);
+    EXPECT_EQ(fp.precision, Precision::unknown);
+    EXPECT_EQ(fp.arch, "unknown");
+    EXPECT_EQ(fp.tile, "unknown");
+    EXPECT_EQ(fp.summary, "unknown kernel");
+    EXPECT_EQ(family_name(fp.family), "unknown");
+  }
+}
+
+TEST(Fingerprint, NvjetWithoutA16BitTagLeavesMathUnknown) {
+  const auto fp = fingerprint_kernel("nvjet_sm90_tss_128x128_64x4_1x2_zz_NNT");
+  EXPECT_EQ(fp.family, KernelFamily::cublas_nvjet);
+  EXPECT_EQ(fp.math_unit, MathUnit::unknown);
+  EXPECT_EQ(fp.precision, Precision::unknown);
+  EXPECT_EQ(fp.arch, "sm90");
+}
+
+}  // namespace
+}  // namespace attnprof::report
