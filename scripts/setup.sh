@@ -12,17 +12,21 @@ BUILD_DIR=${BUILD_DIR:-build}
 TORCH_PIN=${ATTNPROF_TORCH_PIP:-torch==2.11.0}
 say() { printf '[setup] %s\n' "$*" >&2; }
 
-# --- system packages (Debian names); only what is missing, only where apt works
+# --- system packages (Debian names); only what is missing, only where apt works.
+# Tools count as present when on PATH (the GPU machine has pip's cmake and ninja).
 need=()
-for pkg in cmake g++ ninja-build libcli11-dev nlohmann-json3-dev zlib1g-dev libgtest-dev python3-venv; do
+for tool in cmake:cmake g++:g++ ninja:ninja-build; do
+  command -v "${tool%%:*}" >/dev/null || need+=("${tool#*:}")
+done
+for pkg in libcli11-dev nlohmann-json3-dev zlib1g-dev libgtest-dev python3-venv; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ((${#need[@]})); then
-  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-    say "installing ${need[*]}"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] &&
+     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"; } >/dev/null 2>&1; then
+    say "installed ${need[*]}"
   else
-    say "missing packages (${need[*]}); continuing in case they are provided another way"
+    say "could not install ${need[*]}; continuing in case they are provided another way"
   fi
 fi
 
