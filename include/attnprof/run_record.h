@@ -41,6 +41,30 @@ struct ForwardStats {
   std::vector<Kernel> kernels;
 };
 
+// One device kernel as Kineto describes it (the trace's kernel args), and the
+// runtime/driver call that launched it.
+struct KernelLaunch {
+  std::string name;
+  std::string launch_api;  // e.g. cudaLaunchKernel, cuLaunchKernelEx; empty if unknown
+  int grid[3] = {0, 0, 0};
+  int block[3] = {0, 0, 0};
+  int registers_per_thread = 0;
+  int64_t shared_memory_bytes = 0;  // static + dynamic, per block
+  // CUPTI's estimate; nullopt where it reports 0 for a driver-API launch (not measured).
+  std::optional<double> est_occupancy_pct;
+  double time_us = 0.0;  // duration of this launch in the first profiled forward
+};
+
+// Forward time without the profiler: back-to-back forwards between two CUDA
+// events (steady clock on CPU), repeated; the spread is over the repetitions.
+struct EventTiming {
+  int iters_per_rep = 0;
+  int reps = 0;
+  int input_sets = 1;  // >1 when inputs were rotated to keep them out of L2
+  double median_us = 0.0, min_us = 0.0, max_us = 0.0;
+  std::string clock;  // "cuda_event" or "steady_clock"
+};
+
 struct RunRecord {
   std::string variant;
   std::string description;
@@ -55,6 +79,11 @@ struct RunRecord {
   ForwardStats forward;
   std::optional<double> peak_memory_bytes;  // device memory of one forward
   std::optional<double> tflops;
+  std::vector<KernelLaunch> launches;  // first profiled forward, in launch order
+  std::optional<EventTiming> timing;
+  // profiled forward device time / unprofiled median (CPU runs: CPU times).
+  std::optional<double> profiler_overhead;
+  bool output_finite = true;  // NaN/Inf check on the forward's output
   // Files written for this run, relative to the output directory.
   std::string trace_file, table_file, summary_file;
 };

@@ -1,0 +1,50 @@
+// Options shared by every subcommand, defined once, and their validation.
+// Validation errors are UsageError: one line, exit code 2.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attnprof/problem.h"
+#include "attnprof/session.h"
+
+namespace attnprof::cli {
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct CliOptions {
+  std::vector<std::string> variants = {"naive"};
+  std::string dtype = "bf16";
+  std::string device = "auto";
+  int64_t batch = 8, heads = 16, seq = 1024, head_dim = 64;
+  bool causal = true;
+  uint64_t seed = 0;
+  std::string out = "traces";
+  bool no_gzip = false;
+  std::string sort_by;
+  int row_limit = 15;
+  int warmup_iters = 3, wait = 1, warmup = 1, active = 3;
+  bool list_variants = false;
+};
+
+// The problem, schedule and output flags (everything but --variant and the shape).
+void add_run_options(CLI::App& app, CliOptions& o);
+// --batch --heads --seq --head-dim --dtype
+void add_shape_options(CLI::App& app, CliOptions& o);
+
+std::string join(const std::vector<std::string>& v, const char* sep = ", ");
+// "invalid --dtype 'bf61' (valid: bf16, fp16, fp32; did you mean 'bf16'?)"
+std::string invalid_choice(const std::string& flag, const std::string& value, const std::vector<std::string>& valid);
+std::vector<std::string> expand_variants(const std::vector<std::string>& requested);
+void check_positive(const char* flag, int64_t v, int64_t max);
+Problem build_problem(const CliOptions& o);
+SessionOptions build_session(const CliOptions& o);
+int run_profile(const CliOptions& o);
+int list_variants(const CliOptions& o);
+
+}  // namespace attnprof::cli
