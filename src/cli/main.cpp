@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <vector>
 
 #include "cli/exit_codes.h"
 #include "cli/options.h"
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   add_run_options(app, o);
   app.add_flag("--list-variants", o.list_variants, "List the variants, what each shows, and whether it can run here");
   app.set_version_flag("--version", std::string(ATTNPROF_VERSION));
+  const std::vector<Subcommand> subcommands = {add_sweep_command(app), add_compare_command(app)};
 
   try {
     app.parse(argc, argv);
@@ -36,6 +38,8 @@ int main(int argc, char** argv) {
     return exit_code::kUsage;
   }
   try {
+    for (const Subcommand& sub : subcommands)
+      if (sub.app->parsed()) return sub.action();
     return o.list_variants ? list_variants(o) : run_profile(o);
   } catch (const UsageError& e) {
     fmt::print(stderr, "attnprof: error: {}\n", e.what());

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -44,6 +45,15 @@ std::vector<std::string> expand_variants(const std::vector<std::string>& request
 void check_positive(const char* flag, int64_t v, int64_t max);
 Problem build_problem(const CliOptions& o);
 SessionOptions build_session(const CliOptions& o);
+// A subcommand registers its options on `app` and returns what to run when the
+// user chose it. Actions return an exit code; they never call exit().
+struct Subcommand {
+  CLI::App* app = nullptr;
+  std::function<int()> action;
+};
+Subcommand add_sweep_command(CLI::App& app);    // cli/sweep_command.cpp
+Subcommand add_compare_command(CLI::App& app);  // cli/compare_command.cpp
+
 int run_profile(const CliOptions& o);
 int list_variants(const CliOptions& o);
 
