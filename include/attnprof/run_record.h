@@ -39,6 +39,14 @@ struct ForwardStats {
     double total_us = 0.0;
   };
   std::vector<Kernel> kernels;
+  // The first forward's device work one by one, in execution order; the
+  // correlation id finds each launch's details in the trace.
+  struct Launch {
+    std::string name;
+    uint64_t correlation_id = 0;
+    double time_us = 0.0;
+  };
+  std::vector<Launch> first_forward;
 };
 
 // One device kernel as Kineto describes it (the trace's kernel args), and the

@@ -38,6 +38,13 @@ inline constexpr const char* kStepScopePrefix = "ProfilerStep#";
 ProfiledRun profile_forward(Variant& variant, const Problem& p, const at::Tensor& q,
                             const at::Tensor& k, const at::Tensor& v, const RunnerOptions& opt);
 
+// Forward time without the profiler: `total_iters` forwards after the warm-up,
+// split into up to 10 repetitions timed with CUDA events (steady clock on CPU).
+// When q, k, v fit in the L2 cache, several input sets are rotated so the cache
+// is not what gets measured. nullopt when total_iters <= 0.
+std::optional<EventTiming> time_forward(Variant& variant, const Problem& p, const at::Tensor& q,
+                                        const at::Tensor& k, const at::Tensor& v, int total_iters);
+
 // Environment facts for the summary and the trace metadata.
 Environment describe_environment(const Problem& p);
 

@@ -15,7 +15,11 @@ struct SessionOptions {
   Schedule schedule;
   std::optional<SortKey> sort_by;  // default: cuda_time_total on CUDA, cpu_time_total on CPU
   int row_limit = 15;
+  int timing_iters = -1;  // forwards timed without the profiler; <0: default for the device
 };
+
+// 100 on CUDA; 3 on CPU, where one default-sized forward takes about a second.
+int default_timing_iters(const Problem& p);
 
 struct VariantOutcome {
   RunRecord record;

@@ -19,6 +19,11 @@ void add_shape_options(CLI::App& app, CliOptions& o) {
 }
 
 void add_run_options(CLI::App& app, CliOptions& o) {
+  app.add_option("--timing-iters", o.timing_iters,
+                 "Forwards timed without the profiler (CUDA events; steady clock on CPU); "
+                 "default 100 on CUDA, 3 on CPU; 0 = skip");
+  app.add_flag("--kernels", o.kernels, "Also print each kernel's launch API, grid, block, registers, "
+               "shared memory and estimated occupancy");
   app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N (auto: CUDA if present, else CPU)")->capture_default_str();
   app.add_flag("--causal,!--no-causal", o.causal, "Causal mask (default) or none");
   app.add_option("--seed", o.seed, "Seed for the random inputs")->capture_default_str();
@@ -124,6 +129,7 @@ SessionOptions build_session(const CliOptions& o) {
   }
   if (o.row_limit < 0) throw UsageError(fmt::format("--row-limit must be >= 0 (0 = all rows), got {}", o.row_limit));
   s.row_limit = o.row_limit;
+  s.timing_iters = o.timing_iters;
   if (o.warmup_iters < 0 || o.wait < 0 || o.warmup < 0)
     throw UsageError("--warmup-iters, --wait and --warmup must be >= 0");
   if (o.active <= 0) throw UsageError(fmt::format("--active must be at least 1, got {}", o.active));

@@ -31,6 +31,8 @@ struct CliOptions {
   int row_limit = 15;
   int warmup_iters = 3, wait = 1, warmup = 1, active = 3;
   bool list_variants = false;
+  int timing_iters = -1;
+  bool kernels = false;
 };
 
 // The problem, schedule and output flags (everything but --variant and the shape).

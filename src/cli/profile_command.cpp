@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "attnprof/io/files.h"
+#include "attnprof/report/launch_facts.h"
 #include "attnprof/report/summary.h"
 #include "attnprof/runner.h"
 #include "attnprof/session.h"
@@ -73,7 +74,8 @@ int run_profile(const CliOptions& o) {
       fmt::print(stderr, "attnprof: {} failed: {}\n", r.variant, r.reason);
       continue;
     }
-    fmt::print("\n{}\n{}\n", out.table, report::headline_text(r));
+    fmt::print("\n{}\n{}", out.table, report::headline_text(r));
+    if (o.kernels && !r.launches.empty()) fmt::print("\n{}", report::format_launch_table(r.launches));
     fmt::print("  files: {}/{{{}, {}, {}}}\n", s.out_dir, r.trace_file, r.table_file, r.summary_file);
     std::fflush(stdout);
   }

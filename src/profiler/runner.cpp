@@ -11,10 +11,14 @@
 
 #if defined(ATTNPROF_TORCH_CUDA)
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <cuda_runtime_api.h>
 #endif
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <stdexcept>
 
 #include "profiler/nvtx_range.h"
@@ -141,7 +145,73 @@ std::optional<double> forward_peak_memory(Variant& variant, const Problem& p, co
 #endif
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 }  // namespace
+
+std::optional<EventTiming> time_forward(Variant& variant, const Problem& p, const at::Tensor& q,
+                                        const at::Tensor& k, const at::Tensor& v, int total_iters) {
+  if (total_iters <= 0) return std::nullopt;
+  c10::OptionalDeviceGuard device_guard;
+  if (p.on_cuda()) device_guard.reset_device(at::Device(p.device));
+  c10::NoGradGuard no_grad;
+  EventTiming t;
+  t.reps = std::min(total_iters, 10);
+  t.iters_per_rep = std::max(1, total_iters / t.reps);
+
+  struct Set {
+    at::Tensor q, k, v;
+  };
+  std::vector<Set> sets = {{q, k, v}};
+#if defined(ATTNPROF_TORCH_CUDA)
+  if (p.on_cuda()) {
+    // Enough sets to make the rotation at least 4x the L2 (60 MB on an H200).
+    const double l2 = at::cuda::getDeviceProperties(at::Device(p.device).index())->l2CacheSize;
+    const double set_bytes = 3.0 * double(q.numel()) * double(q.element_size());
+    const int want = static_cast<int>(std::min(64.0, std::ceil(4.0 * l2 / set_bytes)));
+    for (int i = 1; i < want; ++i) sets.push_back({at::randn_like(q), at::randn_like(k), at::randn_like(v)});
+  }
+#endif
+  t.input_sets = static_cast<int>(sets.size());
+  for (const Set& s : sets) variant.forward(s.q, s.k, s.v);  // first touch of every set
+  synchronize(p);
+
+  std::vector<double> per_forward_us;
+  size_t next = 0;
+  for (int r = 0; r < t.reps; ++r) {
+    auto run_rep = [&] {
+      for (int i = 0; i < t.iters_per_rep; ++i, ++next) {
+        const Set& s = sets[next % sets.size()];
+        variant.forward(s.q, s.k, s.v);
+      }
+    };
+#if defined(ATTNPROF_TORCH_CUDA)
+    if (p.on_cuda()) {
+      t.clock = "cuda_event";
+      at::cuda::CUDAEvent start(cudaEventDefault), end(cudaEventDefault);
+      start.record();
+      run_rep();
+      end.record();
+      end.synchronize();
+      per_forward_us.push_back(double(start.elapsed_time(end)) * 1000.0 / t.iters_per_rep);
+      continue;
+    }
+#endif
+    t.clock = "steady_clock";
+    const auto t0 = std::chrono::steady_clock::now();
+    run_rep();
+    const auto t1 = std::chrono::steady_clock::now();
+    per_forward_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / t.iters_per_rep);
+  }
+  t.median_us = median(per_forward_us);
+  t.min_us = *std::min_element(per_forward_us.begin(), per_forward_us.end());
+  t.max_us = *std::max_element(per_forward_us.begin(), per_forward_us.end());
+  return t;
+}
 
 ProfiledRun profile_forward(Variant& variant, const Problem& p, const at::Tensor& q, const at::Tensor& k,
                             const at::Tensor& v, const RunnerOptions& opt) {

@@ -1,10 +1,12 @@
 #include "attnprof/session.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 
 #include "attnprof/forward_stats.h"
 #include "attnprof/io/files.h"
+#include "attnprof/report/launch_facts.h"
 #include "attnprof/report/summary.h"
 #include "attnprof/runner.h"
 #include "attnprof/variant.h"
@@ -15,6 +17,8 @@ namespace attnprof {
 SortKey default_sort_key(const Problem& p) {
   return p.on_cuda() ? SortKey::CudaTimeTotal : SortKey::CpuTimeTotal;
 }
+
+int default_timing_iters(const Problem& p) { return p.on_cuda() ? 100 : 3; }
 
 namespace {
 
@@ -30,10 +34,12 @@ std::string trace_metadata(const RunRecord& r) {
 
 // Kineto writes its trace itself; we let it write beside the target and then
 // compress (or just rename) it into place, so a crash never leaves a partial trace.
-void place_trace(const std::string& kineto_path, const std::string& target, bool gzip) {
-  const std::string json = io::read_file(kineto_path);
+// Returns the trace text, which also holds the kernels' launch details.
+std::string place_trace(const std::string& kineto_path, const std::string& target, bool gzip) {
+  std::string json = io::read_file(kineto_path);
   io::remove_quietly(kineto_path);
   io::write_file_atomic(target, gzip ? io::gzip_compress(json) : json);
+  return json;
 }
 
 }  // namespace
@@ -79,6 +85,13 @@ VariantOutcome run_variant(const std::string& name, const Problem& p, const Sess
     ro.trace_path = kineto_tmp;
     ro.trace_metadata_json = trace_metadata(r);
     run = profile_forward(*variant, p, in.q, in.k, in.v, ro);
+    r.timing = time_forward(*variant, p, in.q, in.k, in.v,
+                            opt.timing_iters >= 0 ? opt.timing_iters : default_timing_iters(p));
+    {
+      // Outside every timed region: a fast variant that returns NaN is not fast.
+      c10::NoGradGuard no_grad;
+      r.output_finite = at::isfinite(variant->forward(in.q, in.k, in.v)).all().item<bool>();
+    }
   } catch (const c10::Error& e) {
     io::remove_quietly(kineto_tmp);
     r.status = "failed";
@@ -96,18 +109,26 @@ VariantOutcome run_variant(const std::string& name, const Problem& p, const Sess
   r.rows = key_averages(fes);
   r.forward = forward_stats(fes, kForwardScope);
   r.peak_memory_bytes = run.peak_memory_bytes;
-  r.tflops = achieved_tflops(p.flops(), p.on_cuda() ? r.forward.device_time_avg_us : r.forward.cpu_time_avg_us);
+  const double profiled_us = p.on_cuda() ? r.forward.device_time_avg_us : r.forward.cpu_time_avg_us;
+  r.tflops = achieved_tflops(p.flops(), profiled_us);
+  if (r.timing && r.timing->median_us > 0.0) r.profiler_overhead = profiled_us / r.timing->median_us;
+  if (!r.output_finite) r.warnings.push_back("output contains NaN or Inf");
 
   TableOptions table_opt;
   table_opt.sort_by = opt.sort_by.value_or(default_sort_key(p));
   table_opt.row_limit = opt.row_limit;
   out.table = format_key_averages_table(r.rows, table_opt);
 
+  std::string trace_text;
   try {
-    place_trace(kineto_tmp, io::join_path(opt.out_dir, r.trace_file), opt.gzip);
+    trace_text = place_trace(kineto_tmp, io::join_path(opt.out_dir, r.trace_file), opt.gzip);
   } catch (...) {
     io::remove_quietly(kineto_tmp);
     throw;
+  }
+  if (p.on_cuda()) {
+    const auto trace = nlohmann::json::parse(trace_text, nullptr, /*allow_exceptions=*/false);
+    if (!trace.is_discarded()) r.launches = report::launch_facts(trace, r.forward.first_forward);
   }
   io::write_file_atomic(io::join_path(opt.out_dir, r.table_file), out.table);
   io::write_file_atomic(io::join_path(opt.out_dir, r.summary_file),

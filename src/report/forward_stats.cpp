@@ -35,6 +35,7 @@ ForwardStats forward_stats(const std::vector<FunctionEvent>& fes, const std::str
       if (!is_device_work(d.event) || !ops.count(d.event.linked_correlation_id)) continue;
       ++device_work;
       if (!first) continue;
+      st.first_forward.push_back({d.event.name, d.event.correlation_id, double(duration_ns(d.event)) / 1000.0});
       auto it = std::find_if(st.kernels.begin(), st.kernels.end(),
                              [&](const ForwardStats::Kernel& k) { return k.name == d.event.name; });
       if (it == st.kernels.end()) it = st.kernels.insert(st.kernels.end(), {d.event.name, 0, 0.0});

@@ -27,6 +27,25 @@ json op_row_json(const OpStats& s) {
 
 namespace {
 json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+json launch_json(const KernelLaunch& k) {
+  return json{{"name", k.name},
+              {"launch_api", k.launch_api},
+              {"grid", {k.grid[0], k.grid[1], k.grid[2]}},
+              {"block", {k.block[0], k.block[1], k.block[2]}},
+              {"registers_per_thread", k.registers_per_thread},
+              {"shared_memory_bytes", k.shared_memory_bytes},
+              {"est_occupancy_pct", optional_number(k.est_occupancy_pct)},
+              {"time_us", k.time_us}};
+}
+
+json timing_json(const std::optional<EventTiming>& t) {
+  if (!t) return nullptr;
+  return json{{"clock", t->clock},       {"reps", t->reps},         {"iters_per_rep", t->iters_per_rep},
+              {"input_sets", t->input_sets}, {"median_us", t->median_us}, {"min_us", t->min_us},
+              {"max_us", t->max_us}};
+}
+
 }  // namespace
 
 json summary_json(const RunRecord& r) {
@@ -37,6 +56,8 @@ json summary_json(const RunRecord& r) {
     kernels.push_back({{"name", k.name}, {"count", k.count}, {"time_us", k.total_us}});
   json rows = json::array();
   for (const OpStats& s : r.rows) rows.push_back(op_row_json(s));
+  json launches = json::array();
+  for (const KernelLaunch& k : r.launches) launches.push_back(launch_json(k));
   const bool cuda = r.problem.on_cuda();
   return json{
       {"schema_version", kSummarySchemaVersion},
@@ -66,7 +87,12 @@ json summary_json(const RunRecord& r) {
         {"kernels", kernels},
         {"tflops", optional_number(r.tflops)},
         {"tflops_basis", cuda ? "forward CUDA time" : "forward CPU time"},
-        {"peak_memory_bytes", optional_number(r.peak_memory_bytes)}}},
+        {"peak_memory_bytes", optional_number(r.peak_memory_bytes)},
+        {cuda ? "gpu_time_median_us" : "cpu_time_median_us", r.timing ? json(r.timing->median_us) : json(nullptr)},
+        {"profiler_overhead", optional_number(r.profiler_overhead)},
+        {"output_finite", r.output_finite}}},
+      {"timing", timing_json(r.timing)},
+      {"launches", launches},
       {"files", {{"trace", r.trace_file}, {"table", r.table_file}, {"summary", r.summary_file}}},
       {"ops", rows},
   };
@@ -98,6 +124,15 @@ std::string headline_text(const RunRecord& r) {
   } else {
     out += fmt::format("  forward CPU time avg  : {}\n", format_time_us(f.cpu_time_avg_us));
   }
+  if (r.timing) {
+    out += fmt::format("  unprofiled median     : {} ({}, {} reps x {} forwards, min {}, max {}{})\n",
+                       format_time_us(r.timing->median_us), r.problem.on_cuda() ? "CUDA events" : "steady clock",
+                       r.timing->reps, r.timing->iters_per_rep, format_time_us(r.timing->min_us),
+                       format_time_us(r.timing->max_us),
+                       r.timing->input_sets > 1 ? fmt::format(", {} input sets rotated", r.timing->input_sets) : "");
+    if (r.profiler_overhead) out += fmt::format("  profiled / unprofiled : {:.3f}\n", *r.profiler_overhead);
+  }
+  if (!r.output_finite) out += "  WARNING               : the output contains NaN or Inf\n";
   if (r.tflops)
     out += fmt::format("  achieved TFLOP/s      : {:.3g}{}\n", *r.tflops,
                        r.problem.causal ? " (causal: half the score matrix counted)" : "");

@@ -1,0 +1,100 @@
+#include "attnprof/report/launch_facts.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "attnprof/key_averages.h"
+#include "attnprof/report/table_data.h"
+
+namespace attnprof::report {
+
+using nlohmann::json;
+
+namespace {
+
+const json* args_of(const json& e) {
+  auto it = e.find("args");
+  return it != e.end() && it->is_object() ? &*it : nullptr;
+}
+
+template <typename T>
+T number_or(const json& args, const char* key, T fallback) {
+  auto it = args.find(key);
+  return it != args.end() && it->is_number() ? it->get<T>() : fallback;
+}
+
+void read_dim3(const json& args, const char* key, int out[3]) {
+  auto it = args.find(key);
+  if (it == args.end() || !it->is_array()) return;
+  for (size_t i = 0; i < 3 && i < it->size(); ++i)
+    if ((*it)[i].is_number_integer()) out[i] = (*it)[i].get<int>();
+}
+
+bool is_driver_api(const std::string& api) { return api.rfind("cu", 0) == 0 && api.rfind("cuda", 0) != 0; }
+
+}  // namespace
+
+std::vector<KernelLaunch> launch_facts(const json& trace, const std::vector<ForwardStats::Launch>& work) {
+  std::unordered_map<uint64_t, const json*> device_events;
+  std::unordered_map<uint64_t, std::string> launchers;
+  auto events = trace.find("traceEvents");
+  if (events != trace.end() && events->is_array()) {
+    for (const json& e : *events) {
+      const json* args = args_of(e);
+      if (!args || !e.contains("cat") || !e["cat"].is_string()) continue;
+      const auto corr = number_or<int64_t>(*args, "correlation", -1);
+      if (corr < 0) continue;
+      const std::string cat = e["cat"].get<std::string>();
+      if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset")
+        device_events[static_cast<uint64_t>(corr)] = &e;
+      else if ((cat == "cuda_runtime" || cat == "cuda_driver") && e.contains("name") && e["name"].is_string())
+        launchers[static_cast<uint64_t>(corr)] = e["name"].get<std::string>();
+    }
+  }
+  std::vector<KernelLaunch> out;
+  for (const auto& w : work) {
+    KernelLaunch k;
+    k.name = w.name;
+    k.time_us = w.time_us;
+    if (auto l = launchers.find(w.correlation_id); l != launchers.end()) k.launch_api = l->second;
+    if (auto d = device_events.find(w.correlation_id); d != device_events.end()) {
+      const json& args = (*d->second)["args"];
+      read_dim3(args, "grid", k.grid);
+      read_dim3(args, "block", k.block);
+      k.registers_per_thread = number_or<int>(args, "registers per thread", 0);
+      k.shared_memory_bytes = number_or<int64_t>(args, "shared memory", 0);
+      if (args.contains("est. achieved occupancy %")) {
+        const double occ = number_or<double>(args, "est. achieved occupancy %", 0.0);
+        // CUPTI reports 0 for launches it cannot model (driver-API launches such
+        // as cuDNN's cuLaunchKernelEx): that is "not measured", not 0%.
+        if (!(occ == 0.0 && is_driver_api(k.launch_api))) k.est_occupancy_pct = occ;
+      }
+    }
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+std::string format_launch_table(const std::vector<KernelLaunch>& launches) {
+  Table t;
+  t.columns = {"#", "Kernel", "Time", "Launch API", "Grid", "Block", "Regs", "Smem", "Est. occupancy"};
+  t.numeric = {true, false, true, false, false, false, true, true, true};
+  int i = 0;
+  for (const KernelLaunch& k : launches) {
+    const bool is_kernel = k.block[0] > 0;
+    std::string name = k.name.size() > 60 ? k.name.substr(0, 57) + "..." : k.name;
+    t.rows.push_back({
+        std::to_string(++i), name, format_time_us(k.time_us), k.launch_api.empty() ? "?" : k.launch_api,
+        is_kernel ? fmt::format("{}x{}x{}", k.grid[0], k.grid[1], k.grid[2]) : "-",
+        is_kernel ? fmt::format("{}x{}x{}", k.block[0], k.block[1], k.block[2]) : "-",
+        is_kernel ? std::to_string(k.registers_per_thread) : "-",
+        is_kernel ? fmt::format("{} B", k.shared_memory_bytes) : "-",
+        !is_kernel ? "-" : k.est_occupancy_pct ? fmt::format("{:.0f}%", *k.est_occupancy_pct) : "not measured",
+    });
+  }
+  return to_text(t);
+}
+
+}  // namespace attnprof::report

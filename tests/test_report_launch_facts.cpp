@@ -1,0 +1,59 @@
+// Launch facts come from the kernel events' args in a Kineto trace, joined to
+// the launching runtime/driver call by correlation id.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "attnprof/report/launch_facts.h"
+
+using namespace attnprof;
+using nlohmann::json;
+
+namespace {
+json trace_with(const json& events) { return json{{"traceEvents", events}}; }
+}  // namespace
+
+TEST(LaunchFacts, JoinsKernelArgsAndLauncherByCorrelation) {
+  const json trace = trace_with(json::array({
+      {{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", "cudaLaunchKernel"}, {"args", {{"correlation", 11}}}},
+      {{"ph", "X"}, {"cat", "kernel"}, {"name", "k1"},
+       {"args", {{"correlation", 11}, {"grid", {64, 16, 8}}, {"block", {128, 1, 1}}, {"registers per thread", 168},
+                 {"shared memory", 49152}, {"est. achieved occupancy %", 12}}}},
+      {{"ph", "X"}, {"cat", "cuda_driver"}, {"name", "cuLaunchKernelEx"}, {"args", {{"correlation", 12}}}},
+      {{"ph", "X"}, {"cat", "kernel"}, {"name", "cudnn_k"},
+       {"args", {{"correlation", 12}, {"grid", {132, 1, 1}}, {"block", {384, 1, 1}}, {"registers per thread", 90},
+                 {"shared memory", 200000}, {"est. achieved occupancy %", 0}}}},
+      {{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", "cudaMemsetAsync"}, {"args", {{"correlation", 13}}}},
+      {{"ph", "X"}, {"cat", "gpu_memset"}, {"name", "Memset (Device)"}, {"args", {{"correlation", 13}}}},
+  }));
+  const auto facts = report::launch_facts(trace, {{"k1", 11, 10.0}, {"cudnn_k", 12, 20.0}, {"Memset (Device)", 13, 1.0},
+                                                  {"missing", 99, 2.0}});
+  ASSERT_EQ(facts.size(), 4u);
+  EXPECT_EQ(facts[0].launch_api, "cudaLaunchKernel");
+  EXPECT_EQ(facts[0].grid[0], 64);
+  EXPECT_EQ(facts[0].grid[2], 8);
+  EXPECT_EQ(facts[0].block[0], 128);
+  EXPECT_EQ(facts[0].registers_per_thread, 168);
+  EXPECT_EQ(facts[0].shared_memory_bytes, 49152);
+  ASSERT_TRUE(facts[0].est_occupancy_pct.has_value());
+  EXPECT_DOUBLE_EQ(*facts[0].est_occupancy_pct, 12.0);
+  EXPECT_EQ(facts[1].launch_api, "cuLaunchKernelEx");
+  EXPECT_FALSE(facts[1].est_occupancy_pct.has_value()) << "0% from a driver-API launch is 'not measured'";
+  EXPECT_EQ(facts[2].launch_api, "cudaMemsetAsync");
+  EXPECT_EQ(facts[3].launch_api, "");
+  EXPECT_EQ(facts[3].block[0], 0);
+
+  const std::string table = report::format_launch_table(facts);
+  EXPECT_NE(table.find("not measured"), std::string::npos) << table;
+  EXPECT_NE(table.find("64x16x8"), std::string::npos) << table;
+  EXPECT_NE(table.find("12%"), std::string::npos) << table;
+}
+
+TEST(LaunchFacts, ToleratesMalformedTraces) {
+  for (const json& bad : {json::object(), json{{"traceEvents", 5}}, json{{"traceEvents", {1, "x", nullptr}}},
+                          trace_with(json::array({{{"cat", "kernel"}, {"args", {{"correlation", "11"}}}}}))}) {
+    const auto facts = report::launch_facts(bad, {{"k", 11, 1.0}});
+    ASSERT_EQ(facts.size(), 1u);
+    EXPECT_EQ(facts[0].registers_per_thread, 0);
+  }
+}
