@@ -249,7 +249,10 @@ ProfiledRun profile_forward(Variant& variant, const Problem& p, const at::Tensor
   result = kp::disableProfiler();
 
   run.events.reserve(result->events().size());
-  for (const auto& e : result->events()) run.events.push_back(to_trace_event(e));
+  // Python's _parse_kineto_results drops the events the collector marked hidden;
+  // so do we, or key_averages would count ops Python's table never shows.
+  for (const auto& e : result->events())
+    if (!e.isHiddenEvent()) run.events.push_back(to_trace_event(e));
   if (!opt.trace_path.empty()) {
     result->save(opt.trace_path);
     run.trace_saved = true;

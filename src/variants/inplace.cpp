@@ -17,7 +17,7 @@ class Inplace : public ScoreMatrixVariant {
     return "as naive with at::mul and masked_fill_ in place: no DtoD Memcpy";
   }
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
-    at::Tensor scores = at::mul(at::matmul(q, k.transpose(-2, -1)), scale_);
+    at::Tensor scores = at::mul(at::matmul(q, k.transpose(-2, -1)), scale_tensor_);
     if (mask_.defined()) scores.masked_fill_(mask_, -std::numeric_limits<double>::infinity());
     return at::matmul(at::softmax(scores, -1), v);
   }

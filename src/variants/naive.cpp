@@ -17,7 +17,7 @@ class Naive : public ScoreMatrixVariant {
     return "matmul, * scale, out-of-place masked_fill, softmax, matmul (note the DtoD Memcpy)";
   }
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
-    at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale_;
+    at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale_tensor_;
     if (mask_.defined()) scores = scores.masked_fill(mask_, -std::numeric_limits<double>::infinity());
     return at::matmul(at::softmax(scores, -1), v);
   }

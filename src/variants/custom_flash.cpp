@@ -1,0 +1,82 @@
+// custom-flash: attnprof's own fused attention forward (FlashAttention-2 style,
+// mma.sync m16n8k16 + cp.async; src/kernels/flash_attention), one kernel per
+// forward, called through the dispatcher as attnprof::flash_attention.
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+#include <cmath>
+
+#include "attnprof/problem.h"
+#include "attnprof/variant.h"
+#include "variants/factories.h"
+
+namespace attnprof {
+namespace {
+
+class CustomFlash final : public Variant {
+ public:
+  std::string name() const override { return "custom-flash"; }
+  std::string description() const override {
+    return "attnprof's fused attention CUDA kernel: Q tile on chip, K/V streamed through shared "
+           "memory (cp.async), mma.sync tensor cores, online softmax (1 kernel)";
+  }
+
+  Support supports(const Problem& p) const override {
+#ifndef ATTNPROF_HAVE_CUDA_KERNELS
+    (void)p;
+    return Support::no("custom-flash needs attnprof built with the CUDA kernels (this build has none: no CUDA toolkit at configure time)");
+#else
+    if (!p.on_cuda()) {
+      return Support::no("custom-flash needs a CUDA device (this run is on " + p.device + ")");
+    }
+    if (p.dtype == DType::FP32) {
+      return Support::no("custom-flash supports bf16 and fp16, not fp32 (its tensor-core MMA takes 16-bit inputs)");
+    }
+    if (p.head_dim != 64 && p.head_dim != 128) {
+      return Support::no("custom-flash supports head_dim 64 and 128, not " + std::to_string(p.head_dim));
+    }
+    auto op = c10::Dispatcher::singleton().findSchema({"attnprof::flash_attention", ""});
+    if (!op || !op->hasKernelForDispatchKey(c10::DispatchKey::CUDA)) {
+      return Support::no("custom-flash: attnprof::flash_attention has no CUDA kernel registered");
+    }
+    return Support::yes();
+#endif
+  }
+
+  void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k,
+               const at::Tensor& v) override {
+    (void)q, (void)k, (void)v;
+    scale_ = p.softmax_scale();
+    causal_ = p.causal;
+    prepared_ = true;
+  }
+
+  at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
+    static auto op =
+        c10::Dispatcher::singleton()
+            .findSchemaOrThrow("attnprof::flash_attention", "")
+            .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
+                                                      const at::Tensor&, bool, double)>();
+    const double scale = prepared_ ? scale_ : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+    return std::get<0>(op.call(q, k, v, causal_, scale));
+  }
+
+  std::vector<Fact> facts() const override {
+    return {{"kernel", "attnprof::flash::flash_fwd_kernel (mma.sync m16n8k16, 3-stage cp.async K/V ring)"}};
+  }
+
+ private:
+  double scale_ = 1.0;
+  bool causal_ = true;
+  bool prepared_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Variant> make_custom_flash() { return std::make_unique<CustomFlash>(); }
+
+}  // namespace attnprof
