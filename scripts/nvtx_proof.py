@@ -56,13 +56,18 @@ def main():
                 p = run([args.ncu, "--nvtx", "--nvtx-include", flt, "--clock-control", "none",
                          "--metrics", "gpu__time_duration.sum", "--csv"] + base)
                 lines = [l for l in p.stdout.splitlines() if l.startswith('"')]
-                ids = {r["ID"] for r in csv.DictReader(io.StringIO("\n".join(lines)))} if lines else set()
-                if ids:
-                    got, used = len(ids), flt
+                recs = list(csv.DictReader(io.StringIO("\n".join(lines)))) if lines else []
+                names = {r["ID"]: r.get("Kernel Name", "?") for r in recs}
+                if names:
+                    got, used = len(names), flt
                     break
             ok = got == expected
             failures += not ok
             rows.append((variant, str(per_fwd), str(expected), str(got), f"{'ok' if ok else 'MISMATCH'} (filter {used})"))
+            if not ok:
+                ncu_names = sorted(set(names.values())) if got else []
+                rows.append(("", "", "", "", "attnprof: " + "; ".join(f"{k['count']}x {k['name'][:60]}" for k in kernels)))
+                rows.append(("", "", "", "", "ncu: " + "; ".join(n[:60] for n in ncu_names)))
     print(f"{'variant':<16}{'kernels/fwd':>12}{'expected':>10}{'ncu':>6}  verdict")
     for r in rows:
         print(f"{r[0]:<16}{r[1]:>12}{r[2]:>10}{r[3]:>6}  {r[4]}")

@@ -241,6 +241,9 @@ ProfiledRun profile_forward(Variant& variant, const Problem& p, const at::Tensor
   std::unique_ptr<kp::ProfilerResult> result;
   try {
     for (; step < s.wait + s.warmup + s.active; ++step) run_step(variant, p, q, k, v, step);
+    // Python's profile.__exit__ synchronises the device before disabling; doing the
+    // same keeps the two tables' cudaDeviceSynchronize counts equal.
+    synchronize(p);
     if (!opt.trace_metadata_json.empty()) kp::addMetadataJson("attnprof", opt.trace_metadata_json);
   } catch (...) {
     kp::disableProfiler();
