@@ -11,6 +11,8 @@ const std::vector<VariantEntry>& variant_registry() {
       {"sdpa-flash", make_sdpa_flash},
       {"sdpa-cudnn", make_sdpa_cudnn},
       {"sdpa-auto", make_sdpa_auto},
+      {"custom-softmax", make_custom_softmax},
+      {"custom-flash", make_custom_flash},
   };
   return registry;
 }

@@ -1,0 +1,16 @@
+// Schemas of attnprof's own operators. Compiled in every build, with or
+// without CUDA: the schemas exist everywhere, the CUDA implementations
+// (ops_cuda.cpp) only where the kernels were built. Callers that need a kernel
+// ask the dispatcher whether one is registered for CUDA (custom_flash.cpp).
+#include <torch/library.h>
+
+TORCH_LIBRARY(attnprof, m) {
+  // q, k, v: [batch, heads, seq, head_dim], contiguous, bf16 or fp16, head_dim 64
+  // or 128. out: like q. lse: [batch, heads, seq_q] float32, natural log.
+  // causal: top-left aligned (key j visible to query i iff j <= i).
+  m.def("flash_attention(Tensor q, Tensor k, Tensor v, bool causal, float scale) -> (Tensor out, Tensor lse)");
+  // softmax(scale · scores) over the last dimension of a contiguous
+  // [..., seq_q, seq_k] tensor (bf16, fp16 or fp32), keys after the query masked
+  // when causal. Rows with nothing visible give zeros.
+  m.def("scaled_masked_softmax(Tensor scores, float scale, bool causal) -> Tensor");
+}

@@ -1,0 +1,263 @@
+// out = softmax(scale · in) along the last dimension with keys after the query
+// masked (causal), in one pass: each score row is read once and each
+// probability written once.
+//
+// Fast path: one warp per row, the whole row held in registers as fp32
+// (up to 16 vectors of 16 bytes per lane: 4096 bf16/fp16 or 2048 fp32
+// columns), 16-byte loads and stores. Under causal masking the masked tail of a
+// row is not read at all, only written as zeros. Rows that are not 16-byte
+// aligned or longer than that use a block-per-row kernel that reads the row
+// three times (max, sum, write).
+// Rows with no visible finite score (all −inf) produce zeros, not NaN.
+#include <c10/cuda/CUDAException.h>
+#include <c10/util/Exception.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/scaled_masked_softmax/scaled_masked_softmax.h"
+
+namespace attnprof::softmax {
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+template <typename T>
+struct Vec;  // 16-byte vector of T <-> 8 or 4 floats
+template <>
+struct Vec<__nv_bfloat16> {
+  static constexpr int kN = 8;
+  __device__ static void unpack(const uint4& v, float* f) {
+    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 x = __bfloat1622float2(h[i]);
+      f[2 * i] = x.x;
+      f[2 * i + 1] = x.y;
+    }
+  }
+  __device__ static uint4 pack(const float* f) {
+    uint4 v;
+    __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&v);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
+    return v;
+  }
+};
+template <>
+struct Vec<__half> {
+  static constexpr int kN = 8;
+  __device__ static void unpack(const uint4& v, float* f) {
+    const __half2* h = reinterpret_cast<const __half2*>(&v);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 x = __half22float2(h[i]);
+      f[2 * i] = x.x;
+      f[2 * i + 1] = x.y;
+    }
+  }
+  __device__ static uint4 pack(const float* f) {
+    uint4 v;
+    __half2* h = reinterpret_cast<__half2*>(&v);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(f[2 * i], f[2 * i + 1]);
+    return v;
+  }
+};
+template <>
+struct Vec<float> {
+  static constexpr int kN = 4;
+  __device__ static void unpack(const uint4& v, float* f) {
+    f[0] = __uint_as_float(v.x);
+    f[1] = __uint_as_float(v.y);
+    f[2] = __uint_as_float(v.z);
+    f[3] = __uint_as_float(v.w);
+  }
+  __device__ static uint4 pack(const float* f) {
+    return make_uint4(__float_as_uint(f[0]), __float_as_uint(f[1]), __float_as_uint(f[2]),
+                      __float_as_uint(f[3]));
+  }
+};
+
+template <typename T>
+__device__ __forceinline__ float to_float(T x) {
+  return static_cast<float>(x);
+}
+template <>
+__device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+template <>
+__device__ __forceinline__ float to_float<__half>(__half x) {
+  return __half2float(x);
+}
+template <typename T>
+__device__ __forceinline__ T from_float(float x) {
+  return static_cast<T>(x);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
+
+__device__ __forceinline__ float warp_max(float x) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+  return x;
+}
+__device__ __forceinline__ float warp_sum(float x) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
+// 4 rows (warps) per block: a finished block frees its slot sooner than one of 8
+// rows would. 144 registers at 16 vectors per lane (sm_90a); 4.06 TB/s measured
+// at 4x16x4096x4096 bf16 (94% of the 4.3 TB/s copy rate).
+constexpr int kWarpKernelThreads = 128;
+
+// One warp per row; kVecs 16-byte vectors per lane cover the row.
+template <typename T, int kVecs>
+__global__ void __launch_bounds__(kWarpKernelThreads)
+    scaled_masked_softmax_warp_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows,
+                                      int seq_q, int seq_k, float scale_log2, bool causal) {
+  constexpr int kN = Vec<T>::kN;
+  const int lane = threadIdx.x % 32;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (kWarpKernelThreads / 32) + threadIdx.x / 32;
+  if (row >= rows) return;
+  const int visible = causal ? min(seq_k, static_cast<int>(row % seq_q) + 1) : seq_k;
+  const uint4* src = reinterpret_cast<const uint4*>(in + row * seq_k);
+  uint4* dst = reinterpret_cast<uint4*>(out + row * seq_k);
+
+  // Load everything first (kVecs independent 16-byte loads in flight per lane).
+  uint4 raw[kVecs];
+#pragma unroll
+  for (int i = 0; i < kVecs; ++i) {
+    const int col = (i * 32 + lane) * kN;
+    raw[i] = col < visible ? __ldcs(src + i * 32 + lane) : make_uint4(0, 0, 0, 0);
+  }
+  float x[kVecs][kN];
+  float mx = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kVecs; ++i) {
+    Vec<T>::unpack(raw[i], x[i]);
+    const int col = (i * 32 + lane) * kN;
+#pragma unroll
+    for (int e = 0; e < kN; ++e) {
+      x[i][e] = col + e < visible ? x[i][e] * scale_log2 : -INFINITY;
+      mx = fmaxf(mx, x[i][e]);
+    }
+  }
+  mx = warp_max(mx);
+  // Fully masked (or all −inf) row: zeros. Subtracting 0 makes every exp2 0.
+  const float mx_safe = mx == -INFINITY ? 0.f : mx;
+  float sum = 0.f;
+#pragma unroll
+  for (int i = 0; i < kVecs; ++i) {
+#pragma unroll
+    for (int e = 0; e < kN; ++e) {
+      x[i][e] = exp2f(x[i][e] - mx_safe);
+      sum += x[i][e];
+    }
+  }
+  sum = warp_sum(sum);
+  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+#pragma unroll
+  for (int i = 0; i < kVecs; ++i) {
+    const int col = (i * 32 + lane) * kN;
+    if (col < seq_k) {
+#pragma unroll
+      for (int e = 0; e < kN; ++e) x[i][e] *= inv;
+      dst[i * 32 + lane] = Vec<T>::pack(x[i]);
+    }
+  }
+}
+
+constexpr int kBlockKernelThreads = 256;
+
+__device__ __forceinline__ float block_reduce(float x, bool is_max, float* smem) {
+  x = is_max ? warp_max(x) : warp_sum(x);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();  // smem reused between calls
+  if (lane == 0) smem[warp] = x;
+  __syncthreads();
+  x = lane < kBlockKernelThreads / 32 ? smem[lane] : (is_max ? -INFINITY : 0.f);
+  return is_max ? warp_max(x) : warp_sum(x);
+}
+
+// Any row length and alignment: one block per row, three reads of the row.
+template <typename T>
+__global__ void __launch_bounds__(kBlockKernelThreads)
+    scaled_masked_softmax_block_kernel(const T* __restrict__ in, T* __restrict__ out, int seq_q,
+                                       int seq_k, float scale_log2, bool causal) {
+  __shared__ float smem[kBlockKernelThreads / 32];
+  const int64_t row = blockIdx.x;
+  const int visible = causal ? min(seq_k, static_cast<int>(row % seq_q) + 1) : seq_k;
+  const T* src = in + row * seq_k;
+  T* dst = out + row * seq_k;
+  float mx = -INFINITY;
+  for (int c = threadIdx.x; c < visible; c += kBlockKernelThreads)
+    mx = fmaxf(mx, to_float(src[c]) * scale_log2);
+  mx = block_reduce(mx, true, smem);
+  const float mx_safe = mx == -INFINITY ? 0.f : mx;
+  float sum = 0.f;
+  for (int c = threadIdx.x; c < visible; c += kBlockKernelThreads)
+    sum += exp2f(to_float(src[c]) * scale_log2 - mx_safe);
+  sum = block_reduce(sum, false, smem);
+  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+  for (int c = threadIdx.x; c < seq_k; c += kBlockKernelThreads)
+    dst[c] = from_float<T>(c < visible ? exp2f(to_float(src[c]) * scale_log2 - mx_safe) * inv : 0.f);
+}
+
+template <typename T, int kVecs>
+void launch_warp(const SoftmaxParams& p, cudaStream_t stream) {
+  constexpr int kRowsPerBlock = kWarpKernelThreads / 32;
+  const int64_t blocks = (p.rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  scaled_masked_softmax_warp_kernel<T, kVecs><<<static_cast<unsigned>(blocks), kWarpKernelThreads, 0, stream>>>(
+      static_cast<const T*>(p.in), static_cast<T*>(p.out), p.rows, p.seq_q, p.seq_k,
+      p.scale * kLog2e, p.causal);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <typename T>
+void run_typed(const SoftmaxParams& p, cudaStream_t stream) {
+  constexpr int kN = Vec<T>::kN;
+  const bool aligned = p.seq_k % kN == 0 && reinterpret_cast<uintptr_t>(p.in) % 16 == 0 &&
+                       reinterpret_cast<uintptr_t>(p.out) % 16 == 0;
+  const int vecs_needed = (p.seq_k + 32 * kN - 1) / (32 * kN);
+  if (aligned && vecs_needed <= 16) {
+    // Round up to a power of two: five instantiations per dtype.
+    if (vecs_needed <= 1) return launch_warp<T, 1>(p, stream);
+    if (vecs_needed <= 2) return launch_warp<T, 2>(p, stream);
+    if (vecs_needed <= 4) return launch_warp<T, 4>(p, stream);
+    if (vecs_needed <= 8) return launch_warp<T, 8>(p, stream);
+    return launch_warp<T, 16>(p, stream);
+  }
+  TORCH_CHECK(p.rows <= 0x7fffffff, "attnprof scaled_masked_softmax: too many rows (", p.rows, ")");
+  scaled_masked_softmax_block_kernel<T><<<static_cast<unsigned>(p.rows), kBlockKernelThreads, 0, stream>>>(
+      static_cast<const T*>(p.in), static_cast<T*>(p.out), p.seq_q, p.seq_k, p.scale * kLog2e,
+      p.causal);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+void run_scaled_masked_softmax(const SoftmaxParams& p, CUstream_st* stream) {
+  if (p.rows == 0 || p.seq_k == 0) return;
+  switch (p.kind) {
+    case ScalarKind::BF16:
+      return run_typed<__nv_bfloat16>(p, stream);
+    case ScalarKind::FP16:
+      return run_typed<__half>(p, stream);
+    case ScalarKind::FP32:
+      return run_typed<float>(p, stream);
+  }
+}
+
+}  // namespace attnprof::softmax
