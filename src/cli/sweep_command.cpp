@@ -1,18 +1,277 @@
-// `attnprof sweep`: placeholder registration until the sweep lands (issue 5).
+// `attnprof sweep`: every combination of the axes, one run_variant each, with
+// points that cannot fit skipped before they are tried; then sweep.csv and one
+// SVG per metric (vs seq, one line per variant).
+#include <c10/util/Exception.h>
 #include <fmt/format.h>
 
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <memory>
+
+#include "attnprof/device_memory.h"
+#include "attnprof/interrupt.h"
+#include "attnprof/io/files.h"
+#include "attnprof/report/memory_predictor.h"
+#include "attnprof/report/summary.h"
+#include "attnprof/report/svg_plot.h"
+#include "attnprof/report/table_data.h"
+#include "attnprof/runner.h"
+#include "attnprof/session.h"
+#include "attnprof/variant.h"
 #include "cli/exit_codes.h"
 #include "cli/options.h"
 
 namespace attnprof::cli {
+namespace {
+
+struct SweepOptions {
+  CliOptions run;  // device, causal, seed, out, schedule
+  std::vector<int64_t> seq, head_dim, batch, heads;
+  std::vector<std::string> dtype, variant;
+};
+
+struct Point {
+  std::string variant;
+  Problem problem;
+  RunRecord record;  // status ok / skipped / failed
+};
+
+report::MemoryFamily memory_family(const std::string& variant) {
+  if (variant == "naive") return report::MemoryFamily::materialised_scores_naive;
+  if (variant == "inplace") return report::MemoryFamily::materialised_scores_inplace;
+  if (variant == "sdpa-math") return report::MemoryFamily::sdpa_math_fp32;
+  return report::MemoryFamily::fused;
+}
+
+// The reason to skip `p` before trying it, or "" to run it.
+std::string predict_skip(const std::string& variant, const Problem& p, const std::optional<MemoryBudget>& budget) {
+  if (!budget) return "";
+  report::AttentionShape s{p.batch, p.heads, p.seq, p.head_dim, dtype_bytes(p.dtype), p.causal};
+  const auto pred = report::predict_forward_memory(s, memory_family(variant));
+  if (!pred) return fmt::format("needs more than 16 EiB (predicted), {} {}", report::format_bytes(double(budget->bytes)), budget->what);
+  if (pred->peak_bytes <= budget->bytes) return "";
+  return fmt::format("needs ~{} (predicted), {} {}", report::format_bytes(double(pred->peak_bytes)),
+                     report::format_bytes(double(budget->bytes)), budget->what);
+}
+
+std::string format_duration(double s) {
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  if (s < 3600) return fmt::format("{:.0f}m{:02.0f}s", std::floor(s / 60), std::fmod(s, 60));
+  return fmt::format("{:.0f}h{:02.0f}m", std::floor(s / 3600), std::fmod(s / 60, 60));
+}
+
+std::string cell(double v) { return fmt::format("{:.6g}", v); }
+
+report::Table sweep_table(const std::vector<Point>& points) {
+  report::Table t;
+  t.columns = {"variant", "batch", "heads", "seq", "head_dim", "dtype", "status", "reason", "gpu_time_us",
+               "event_median_us", "cpu_time_us", "tflops", "kernels_per_forward", "peak_memory_bytes"};
+  t.numeric = {false, true, true, true, true, false, false, false, true, true, true, true, true, true};
+  for (const Point& pt : points) {
+    const RunRecord& r = pt.record;
+    const Problem& p = pt.problem;
+    const bool ok = r.status == "ok", cuda = p.on_cuda();
+    t.rows.push_back({pt.variant, std::to_string(p.batch), std::to_string(p.heads), std::to_string(p.seq),
+                      std::to_string(p.head_dim), dtype_name(p.dtype), r.status, r.reason,
+                      ok && cuda ? cell(r.forward.device_time_avg_us) : "",
+                      ok && r.timing ? cell(r.timing->median_us) : "", ok ? cell(r.forward.cpu_time_avg_us) : "",
+                      ok && r.tflops ? cell(*r.tflops) : "", ok && cuda ? cell(r.forward.kernels_per_forward) : "",
+                      ok && r.peak_memory_bytes ? cell(*r.peak_memory_bytes) : ""});
+  }
+  return t;
+}
+
+struct Metric {
+  const char* file;
+  const char* title;
+  const char* y_label;
+  std::optional<double> (*value)(const RunRecord&);
+};
+
+const Metric kGpuTime{"gpu_time_us", "Forward GPU time (profiled)", "forward GPU time (µs)",
+                      [](const RunRecord& r) { return std::optional<double>(r.forward.device_time_avg_us); }};
+const Metric kCpuTime{"cpu_time_us", "Forward CPU time", "forward CPU time (µs)",
+                      [](const RunRecord& r) { return std::optional<double>(r.forward.cpu_time_avg_us); }};
+const Metric kTflops{"tflops", "Achieved TFLOP/s", "TFLOP/s", [](const RunRecord& r) { return r.tflops; }};
+
+// One plot per (dtype, batch, heads, head_dim) group; files carry a suffix for
+// each axis that has several values.
+std::vector<std::string> write_plots(const SweepOptions& o, const std::vector<Point>& points, const std::string& dir) {
+  const bool cuda = !points.empty() && points.front().problem.on_cuda();
+  std::vector<const Metric*> metrics = cuda ? std::vector<const Metric*>{&kGpuTime, &kTflops}
+                                            : std::vector<const Metric*>{&kCpuTime, &kTflops};
+  using Key = std::tuple<std::string, int64_t, int64_t, int64_t>;
+  std::map<Key, std::vector<const Point*>> groups;
+  std::vector<Key> order;
+  for (const Point& pt : points) {
+    const Key k{dtype_name(pt.problem.dtype), pt.problem.batch, pt.problem.heads, pt.problem.head_dim};
+    if (!groups.count(k)) order.push_back(k);
+    groups[k].push_back(&pt);
+  }
+  std::string device_name;
+  for (const Point& pt : points)
+    if (pt.record.status == "ok" && !pt.record.env.device_name.empty()) device_name = pt.record.env.device_name;
+  std::vector<std::string> written;
+  for (const Key& k : order) {
+    const auto& [dtype, b, h, d] = k;
+    std::string suffix;
+    if (o.dtype.size() > 1) suffix += "_" + dtype;
+    if (o.batch.size() > 1) suffix += fmt::format("_b{}", b);
+    if (o.heads.size() > 1) suffix += fmt::format("_h{}", h);
+    if (o.head_dim.size() > 1) suffix += fmt::format("_d{}", d);
+    for (const Metric* m : metrics) {
+      report::LinePlot plot;
+      plot.title = fmt::format("{} vs sequence length: B={} H={} D={} {} {}{}", m->title, b, h, d, dtype,
+                               o.run.causal ? "causal" : "non-causal", device_name.empty() ? "" : ", " + device_name);
+      plot.x_label = "sequence length";
+      plot.y_label = m->y_label;
+      plot.log_x = plot.log_y = true;
+      for (const std::string& v : o.variant) {
+        report::PlotSeries s{v, {}};
+        for (const Point* pt : groups[k]) {
+          if (pt->variant != v) continue;
+          const auto y = pt->record.status == "ok" ? m->value(pt->record) : std::nullopt;
+          s.points.push_back({double(pt->problem.seq), y.value_or(std::numeric_limits<double>::quiet_NaN())});
+        }
+        plot.series.push_back(std::move(s));
+      }
+      const std::string path = io::join_path(dir, std::string(m->file) + suffix + ".svg");
+      io::write_file_atomic(path, report::render_svg(plot));
+      written.push_back(path);
+    }
+  }
+  return written;
+}
+
+int run_sweep(SweepOptions& o) {
+  o.variant = expand_variants(o.variant);
+  for (const auto& [flag, values] : {std::pair<const char*, const std::vector<int64_t>*>{"--seq", &o.seq},
+                                     {"--head-dim", &o.head_dim}, {"--batch", &o.batch}, {"--heads", &o.heads}})
+    if (values->empty()) throw UsageError(fmt::format("{} needs at least one value", flag));
+  for (const std::string& d : o.dtype)
+    if (!parse_dtype(d)) throw UsageError(invalid_choice("--dtype", d, dtype_names()));
+  // Every point validated (sizes, device) before the first one runs.
+  std::vector<Point> points;
+  for (const std::string& dt : o.dtype)
+    for (int64_t b : o.batch)
+      for (int64_t h : o.heads)
+        for (int64_t d : o.head_dim)
+          for (const std::string& v : o.variant)
+            for (int64_t s : o.seq) {
+              CliOptions c = o.run;
+              c.dtype = dt, c.batch = b, c.heads = h, c.head_dim = d, c.seq = s;
+              points.push_back({v, build_problem(c), {}});
+            }
+  const SessionOptions session = build_session(o.run);
+  const size_t n = points.size();
+  fmt::print("sweep: {} configurations ({} variant x {} seq x {} head_dim x {} batch x {} heads x {} dtype) on {}\n", n,
+             o.variant.size(), o.seq.size(), o.head_dim.size(), o.batch.size(), o.heads.size(), o.dtype.size(),
+             points.front().problem.device);
+  std::fflush(stdout);
+  if (!cuda_available()) ::setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
+  const std::string sweep_dir = io::join_path(o.run.out, "sweep");
+  try {
+    io::ensure_writable_dir(sweep_dir);
+  } catch (const io::FileError& e) {
+    fmt::print(stderr, "attnprof: error: {}\n", e.what());
+    return exit_code::kOutput;
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  install_interrupt_handlers();
+  int ok = 0, skipped = 0, failed = 0;
+  size_t attempted = 0;
+  for (size_t i = 0; i < n && !interrupt_signal(); ++i, attempted = i) {
+    Point& pt = points[i];
+    const Problem& p = pt.problem;
+    const double el = elapsed();
+    const std::string eta = i == 0 ? "?" : format_duration(el / double(i) * double(n - i));
+    fmt::print(stderr, "[{}/{}] {} {} {} | elapsed {}, ~{} left\n", i + 1, n, pt.variant, p.shape_string(),
+               dtype_name(p.dtype), format_duration(el), eta);
+    std::fflush(stderr);
+    RunRecord& r = pt.record;
+    r.variant = pt.variant;
+    r.problem = p;
+    std::unique_ptr<Variant> variant = make_variant(pt.variant);
+    const Support support = variant ? variant->supports(p) : Support::no("unknown variant");
+    variant.reset();
+    std::string skip = support.ok ? predict_skip(pt.variant, p, available_memory(p.device)) : support.reason;
+    if (skip.empty()) {
+      try {
+        r = run_variant(pt.variant, p, session).record;
+      } catch (const c10::OutOfMemoryError& e) {
+        std::string what = e.what_without_backtrace();
+        r.status = "failed", r.reason = what.substr(0, what.find('\n'));
+      } catch (const io::FileError& e) {
+        fmt::print(stderr, "attnprof: error: {}\n", e.what());
+        return exit_code::kOutput;
+      }
+      if (r.status == "failed" && is_out_of_memory_reason(r.reason)) {
+        release_cached_memory(p.device);
+        skip = "out of memory: " + r.reason;
+      }
+    }
+    if (!skip.empty()) {
+      r.status = "skipped";
+      r.reason = skip;
+    }
+    if (r.status == "interrupted") {
+      attempted = i + 1;
+      fmt::print(stderr, "attnprof: sweep interrupted during point {}/{}; writing what finished\n", i + 1, n);
+      break;
+    }
+    if (r.status == "ok") ++ok;
+    else if (r.status == "skipped") ++skipped, fmt::print(stderr, "  skipped: {}\n", r.reason);
+    else ++failed, fmt::print(stderr, "  failed: {}\n", r.reason);
+  }
+
+  points.resize(attempted);  // an interrupted sweep reports the points it reached
+  const report::Table table = sweep_table(points);
+  std::vector<std::string> files;
+  try {
+    files = report::write_table_files(table, io::join_path(sweep_dir, "sweep"));
+    for (const std::string& f : write_plots(o, points, sweep_dir)) files.push_back(f);
+  } catch (const io::FileError& e) {
+    fmt::print(stderr, "attnprof: error: {}\n", e.what());
+    return exit_code::kOutput;
+  }
+  fmt::print("\n{}\nsweep: {} ok, {} skipped, {} failed in {}\n", report::to_text(table), ok, skipped, failed,
+             format_duration(elapsed()));
+  fmt::print("files: {}\n", join(files, ", "));
+  if (const int sig = interrupt_signal()) return 128 + sig;
+  // Skips are expected (that is what the predictor is for); a failure is not.
+  return failed ? exit_code::kRunFailed : exit_code::kOk;
+}
+
+}  // namespace
 
 Subcommand add_sweep_command(CLI::App& app) {
+  auto o = std::make_shared<SweepOptions>();
+  const CliOptions defaults;
+  o->seq = {defaults.seq};
+  o->head_dim = {defaults.head_dim};
+  o->batch = {defaults.batch};
+  o->heads = {defaults.heads};
+  o->dtype = {defaults.dtype};
+  o->variant = {"naive", "inplace", "sdpa-math", "sdpa-efficient", "sdpa-flash", "sdpa-cudnn"};
   Subcommand s;
-  s.app = app.add_subcommand("sweep", "Sweep shapes, dtypes and variants; write a CSV and SVG plots");
-  s.action = [] {
-    fmt::print(stderr, "attnprof: error: sweep is not implemented yet\n");
-    return exit_code::kUsage;
-  };
+  s.app = app.add_subcommand("sweep",
+                             "Sweep shapes, dtypes and variants (comma lists); write OUT/sweep/sweep.csv and SVG "
+                             "plots of forward time and TFLOP/s vs seq");
+  CLI::App& sub = *s.app;
+  sub.add_option("--seq", o->seq, "Sequence lengths, e.g. 512,1024,2048")->delimiter(',')->capture_default_str();
+  sub.add_option("--head-dim", o->head_dim, "Head dimensions")->delimiter(',')->capture_default_str();
+  sub.add_option("--batch", o->batch, "Batch sizes")->delimiter(',')->capture_default_str();
+  sub.add_option("--heads", o->heads, "Head counts")->delimiter(',')->capture_default_str();
+  sub.add_option("--dtype", o->dtype, "Dtypes: bf16, fp16, fp32")->delimiter(',')->capture_default_str();
+  sub.add_option("--variant", o->variant, "Variants (comma list, or 'all')")->delimiter(',')->capture_default_str();
+  add_run_options(sub, o->run);
+  s.action = [o] { return run_sweep(*o); };
   return s;
 }
 

@@ -1,0 +1,258 @@
+// summary_json -> read_summary must give back what compare needs, and every
+// defect in the input must be a one-line SummaryError naming file and field.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "attnprof/io/files.h"
+#include "attnprof/report/summary.h"
+#include "attnprof/report/summary_reader.h"
+#include "test_util.h"
+
+using namespace attnprof;
+using namespace attnprof::report;
+using nlohmann::json;
+
+namespace {
+
+RunRecord sample() {
+  RunRecord r;
+  r.variant = "naive";
+  r.description = "matmul, \"scale\", softmax";
+  r.problem.batch = 4, r.problem.heads = 8, r.problem.seq = 1024, r.problem.head_dim = 128;
+  r.problem.dtype = DType::FP16;
+  r.problem.causal = false;
+  r.problem.device = "cuda:0";
+  r.problem.seed = 7;
+  r.env = {"2.11.0", "NVIDIA H200", "0.1.0", "12.8"};
+  r.schedule = {2, 1, 1, 5};
+  r.facts = {{"sdpa_backend", "flash"}, {"mask", "prepared"}};
+  r.warnings = {"w1"};
+  OpStats a;
+  a.name = "aten::bmm";
+  a.count = 10, a.cpu_time_total_ns = 123456, a.self_cpu_time_total_ns = 2345, a.device_time_total_ns = 99999,
+  a.self_device_time_total_ns = 99001;
+  OpStats k;
+  k.name = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT";
+  k.device = EventDevice::Cuda;
+  k.count = 10, k.device_time_total_ns = 5000001, k.self_device_time_total_ns = 5000001;
+  OpStats u;
+  u.name = "attn_fwd";
+  u.is_user_annotation = true;
+  u.count = 5, u.cpu_time_total_ns = 1000;
+  r.rows = {a, k, u};
+  r.forward.forwards = 5;
+  r.forward.cpu_time_avg_us = 12.5;
+  r.forward.device_time_avg_us = 321.25;
+  r.forward.kernels_per_forward = 6;
+  r.forward.kernels = {{"nvjet_sm90_tst", 2, 100.5}, {"Memcpy DtoD (Device -> Device)", 1, 3.25}};
+  r.peak_memory_bytes = 4.5 * (1 << 30);
+  r.tflops = 123.4;
+  KernelLaunch l;
+  l.name = "nvjet_sm90_tst";
+  l.launch_api = "cuLaunchKernelEx";
+  l.grid[0] = 132, l.block[0] = 384, l.registers_per_thread = 168, l.shared_memory_bytes = 200000;
+  l.est_occupancy_pct = 12.5;
+  l.time_us = 50.25;
+  KernelLaunch l2 = l;
+  l2.est_occupancy_pct.reset();
+  r.launches = {l, l2};
+  r.timing = EventTiming{10, 5, 2, 300.0, 290.0, 310.0, "cuda_event"};
+  r.profiler_overhead = 1.07;
+  r.output_finite = false;
+  r.trace_file = "naive/x.json.gz", r.table_file = "naive/x.txt", r.summary_file = "naive/x.summary.json";
+  return r;
+}
+
+std::string error_of(const json& j) {
+  try {
+    read_summary(j, "s.json");
+  } catch (const SummaryError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string error_of_text(const std::string& text) {
+  try {
+    read_summary_text(text, "s.json");
+  } catch (const SummaryError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool one_line(const std::string& s) { return !s.empty() && s.find('\n') == std::string::npos; }
+
+}  // namespace
+
+TEST(SummaryReader, RoundTripKeepsEveryField) {
+  const RunRecord r = sample();
+  const RunRecord b = read_summary(summary_json(r));
+  EXPECT_EQ(b.variant, r.variant);
+  EXPECT_EQ(b.description, r.description);
+  EXPECT_EQ(b.status, "ok");
+  EXPECT_EQ(b.problem.shape_string(), r.problem.shape_string());
+  EXPECT_EQ(b.problem.dtype, DType::FP16);
+  EXPECT_FALSE(b.problem.causal);
+  EXPECT_EQ(b.problem.device, "cuda:0");
+  EXPECT_EQ(b.problem.seed, 7u);
+  EXPECT_EQ(b.env.device_name, "NVIDIA H200");
+  EXPECT_EQ(b.env.cuda_runtime, "12.8");
+  EXPECT_EQ(b.schedule.active, 5);
+  EXPECT_EQ(b.schedule.warmup_iters, 2);
+  ASSERT_EQ(b.facts.size(), 2u);
+  EXPECT_EQ(b.warnings, r.warnings);
+  ASSERT_EQ(b.rows.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(b.rows[i].name, r.rows[i].name);
+    EXPECT_EQ(b.rows[i].device, r.rows[i].device);
+    EXPECT_EQ(b.rows[i].is_user_annotation, r.rows[i].is_user_annotation);
+    EXPECT_EQ(b.rows[i].count, r.rows[i].count);
+    EXPECT_EQ(b.rows[i].cpu_time_total_ns, r.rows[i].cpu_time_total_ns);
+    EXPECT_EQ(b.rows[i].self_cpu_time_total_ns, r.rows[i].self_cpu_time_total_ns);
+    EXPECT_EQ(b.rows[i].device_time_total_ns, r.rows[i].device_time_total_ns);
+    EXPECT_EQ(b.rows[i].self_device_time_total_ns, r.rows[i].self_device_time_total_ns);
+  }
+  EXPECT_EQ(b.forward.forwards, 5);
+  EXPECT_DOUBLE_EQ(b.forward.cpu_time_avg_us, 12.5);
+  EXPECT_DOUBLE_EQ(b.forward.device_time_avg_us, 321.25);
+  EXPECT_DOUBLE_EQ(b.forward.kernels_per_forward, 6);
+  ASSERT_EQ(b.forward.kernels.size(), 2u);
+  EXPECT_EQ(b.forward.kernels[1].name, "Memcpy DtoD (Device -> Device)");
+  EXPECT_EQ(b.forward.kernels[0].count, 2);
+  EXPECT_DOUBLE_EQ(b.forward.kernels[0].total_us, 100.5);
+  EXPECT_DOUBLE_EQ(*b.peak_memory_bytes, *r.peak_memory_bytes);
+  EXPECT_DOUBLE_EQ(*b.tflops, 123.4);
+  ASSERT_EQ(b.launches.size(), 2u);
+  EXPECT_EQ(b.launches[0].launch_api, "cuLaunchKernelEx");
+  EXPECT_EQ(b.launches[0].grid[0], 132);
+  EXPECT_EQ(b.launches[0].block[0], 384);
+  EXPECT_EQ(b.launches[0].registers_per_thread, 168);
+  EXPECT_EQ(b.launches[0].shared_memory_bytes, 200000);
+  EXPECT_DOUBLE_EQ(*b.launches[0].est_occupancy_pct, 12.5);
+  EXPECT_FALSE(b.launches[1].est_occupancy_pct);
+  EXPECT_DOUBLE_EQ(b.launches[0].time_us, 50.25);
+  ASSERT_TRUE(b.timing);
+  EXPECT_DOUBLE_EQ(b.timing->median_us, 300.0);
+  EXPECT_EQ(b.timing->reps, 5);
+  EXPECT_EQ(b.timing->input_sets, 2);
+  EXPECT_EQ(b.timing->clock, "cuda_event");
+  EXPECT_DOUBLE_EQ(*b.profiler_overhead, 1.07);
+  EXPECT_FALSE(b.output_finite);
+  EXPECT_EQ(b.summary_file, r.summary_file);
+}
+
+TEST(SummaryReader, CpuRunNullsReadAsAbsent) {
+  RunRecord r = sample();
+  r.problem.device = "cpu";
+  r.peak_memory_bytes.reset();
+  r.tflops.reset();
+  r.timing.reset();
+  const RunRecord b = read_summary(summary_json(r));
+  EXPECT_EQ(b.problem.device, "cpu");
+  EXPECT_DOUBLE_EQ(b.forward.device_time_avg_us, 0.0);  // written as null on CPU
+  EXPECT_FALSE(b.tflops);
+  EXPECT_FALSE(b.peak_memory_bytes);
+  EXPECT_FALSE(b.timing);
+}
+
+TEST(SummaryReader, WrongTypesNameTheField) {
+  const json good = summary_json(sample());
+  struct Case {
+    const char* pointer;
+    json value;
+    const char* field;
+  };
+  const std::vector<Case> cases = {
+      {"/variant", 3, "'variant'"},
+      {"/headline/tflops", "fast", "'headline.tflops'"},
+      {"/problem/batch", -1, "'problem.batch'"},
+      {"/problem/batch", 1.5, "'problem.batch'"},
+      {"/problem/seq", 1e30, "'problem.seq'"},
+      {"/problem/head_dim", json(uint64_t(1) << 63), "'problem.head_dim'"},
+      {"/problem/dtype", "fp8", "'problem.dtype'"},
+      {"/problem/device", "tpu", "'problem.device'"},
+      {"/ops/1/count", "ten", "'ops[1].count'"},
+      {"/ops/0/device", "gpu", "'ops[0].device'"},
+      {"/ops/2/cpu_time_total_us", -5.0, "'ops[2].cpu_time_total_us'"},
+      {"/headline/kernels/1/name", nullptr, "'headline.kernels[1].name'"},
+      {"/headline", json::array(), "'headline'"},
+      {"/launches/0/grid", json::array({1, 2}), "'launches[0].grid'"},
+      {"/launches/0/est_occupancy_pct", 400.0, "'launches[0].est_occupancy_pct'"},
+      {"/timing/median_us", "x", "'timing.median_us'"},
+      {"/facts/mask", 1, "'facts.mask'"},
+      {"/status", "great", "'status'"},
+      {"/schema_version", 2, "'schema_version'"},
+      {"/schema_version", "1", "'schema_version'"},
+      {"/tool", "other", "'tool'"},
+  };
+  for (const Case& c : cases) {
+    json j = good;
+    j[json::json_pointer(c.pointer)] = c.value;
+    const std::string e = error_of(j);
+    EXPECT_TRUE(one_line(e)) << c.pointer << ": " << e;
+    EXPECT_NE(e.find("s.json"), std::string::npos) << e;
+    EXPECT_NE(e.find(c.field), std::string::npos) << c.pointer << ": " << e;
+  }
+}
+
+TEST(SummaryReader, MissingFieldsAreNamed) {
+  const json good = summary_json(sample());
+  for (const char* pointer : {"/variant", "/problem", "/headline/forwards_profiled", "/ops", "/schema_version"}) {
+    json j = good;
+    const json::json_pointer p(pointer);
+    j[p.parent_pointer()].erase(p.back());
+    const std::string e = error_of(j);
+    EXPECT_NE(e.find("missing"), std::string::npos) << pointer << ": " << e;
+  }
+  EXPECT_NE(error_of(json::array()).find("expected an object"), std::string::npos);
+  EXPECT_NE(error_of(json(3)).find("expected an object"), std::string::npos);
+}
+
+TEST(SummaryReader, TruncatedDeepAndHugeTextThrow) {
+  const std::string text = summary_json(sample()).dump(2);
+  for (size_t cut : {size_t(0), size_t(1), text.size() / 3, text.size() - 2}) {
+    const std::string e = error_of_text(text.substr(0, cut));
+    EXPECT_TRUE(one_line(e)) << cut << ": " << e;
+    EXPECT_NE(e.find("s.json"), std::string::npos);
+  }
+  EXPECT_NE(error_of_text(std::string(100000, '[') + std::string(100000, ']')).find("nested deeper"),
+            std::string::npos);
+  EXPECT_NE(error_of_text(std::string(kMaxSummaryBytes + 1, ' ')).find("larger than"), std::string::npos);
+  EXPECT_NE(error_of_text("{\"a\": \"\xff\xfe\"}").find("not valid JSON"), std::string::npos);
+}
+
+TEST(SummaryReader, FilesPlainGzipMissingAndBombs) {
+  const std::string d = attnprof::testing::make_temp_dir("reader");
+  ASSERT_FALSE(d.empty());
+  const std::string text = summary_json(sample()).dump(2);
+  io::write_file_atomic(d + "/a.summary.json", text);
+  io::write_file_atomic(d + "/a.summary.json.gz", io::gzip_compress(text));
+  EXPECT_EQ(read_summary_file(d + "/a.summary.json").variant, "naive");
+  EXPECT_EQ(read_summary_file(d + "/a.summary.json.gz").forward.kernels.size(), 2u);
+
+  auto error_of_file = [](const std::string& path) -> std::string {
+    try {
+      read_summary_file(path);
+    } catch (const SummaryError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  std::string e = error_of_file(d + "/missing.json");
+  EXPECT_NE(e.find("missing.json: cannot read"), std::string::npos) << e;
+  e = error_of_file(d);
+  EXPECT_NE(e.find("cannot read"), std::string::npos) << e;
+  const std::string gz = io::gzip_compress(text);
+  io::write_file_atomic(d + "/t.gz", gz.substr(0, gz.size() / 2));
+  e = error_of_file(d + "/t.gz");
+  EXPECT_NE(e.find("truncated gzip"), std::string::npos) << e;
+  // 64 MiB of spaces compresses to ~64 KiB: refused while inflating.
+  io::write_file_atomic(d + "/bomb.gz", io::gzip_compress(std::string(size_t(64) << 20, ' ')));
+  e = error_of_file(d + "/bomb.gz");
+  EXPECT_NE(e.find("expands past"), std::string::npos) << e;
+  io::write_file_atomic(d + "/big.json", std::string(kMaxSummaryBytes + 10, ' '));
+  e = error_of_file(d + "/big.json");
+  EXPECT_NE(e.find("larger than"), std::string::npos) << e;
+  attnprof::testing::remove_tree(d);
+}

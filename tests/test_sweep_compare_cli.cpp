@@ -1,0 +1,163 @@
+// `attnprof sweep` and `attnprof compare` as a user meets them: the real
+// executable on tiny CPU shapes; exit codes, one-line errors, files parsed back.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include <cstdlib>
+
+#include "attnprof/io/files.h"
+#include "test_util.h"
+
+using namespace attnprof::testing;
+
+namespace {
+
+struct Result {
+  int rc = -1;
+  std::string out, err;
+};
+
+Result run_cli(const std::string& args) {
+  const std::string d = make_temp_dir("io");
+  const std::string out = d + "/stdout", err = d + "/stderr";
+  const std::string cmd = std::string(ATTNPROF_EXE) + " " + args + " >" + out + " 2>" + err;
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = attnprof::io::read_file(out);
+  r.err = attnprof::io::read_file(err);
+  remove_tree(d);
+  return r;
+}
+
+int lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+int count(const std::string& s, const std::string& needle) {
+  int n = 0;
+  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
+  return n;
+}
+
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  for (size_t pos = 0, nl; (nl = s.find('\n', pos)) != std::string::npos; pos = nl + 1) out.push_back(s.substr(pos, nl - pos));
+  return out;
+}
+
+const char* kFast = "--batch 1 --heads 2 --device cpu --warmup-iters 0 --wait 0 --warmup 0 --active 1";
+
+}  // namespace
+
+TEST(SweepCli, PrintsCountWritesCsvAndSvgs) {
+  const std::string d = make_temp_dir("sweep");
+  const Result r = run_cli(std::string("sweep --seq 16,32 --head-dim 16 --variant naive,sdpa-math ") + kFast +
+                           " --out " + d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("sweep: 4 configurations", 0), 0u) << r.out;
+  EXPECT_NE(r.err.find("[4/4] sdpa-math"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("elapsed"), std::string::npos);
+  EXPECT_NE(r.err.find("left"), std::string::npos);
+
+  const std::vector<std::string> csv = split_lines(attnprof::io::read_file(d + "/sweep/sweep.csv"));
+  ASSERT_EQ(csv.size(), 5u);
+  EXPECT_EQ(csv[0],
+            "variant,batch,heads,seq,head_dim,dtype,status,reason,gpu_time_us,event_median_us,cpu_time_us,tflops,"
+            "kernels_per_forward,peak_memory_bytes");
+  EXPECT_EQ(csv[1].rfind("naive,1,2,16,16,bf16,ok,", 0), 0u) << csv[1];
+  EXPECT_EQ(csv[4].rfind("sdpa-math,1,2,32,16,bf16,ok,", 0), 0u) << csv[4];
+  const nlohmann::json j = nlohmann::json::parse(attnprof::io::read_file(d + "/sweep/sweep.json"));
+  ASSERT_EQ(j.size(), 4u);
+  EXPECT_GT(std::stod(j[0]["cpu_time_us"].get<std::string>()), 0.0);
+
+  for (const char* svg : {"/sweep/cpu_time_us.svg", "/sweep/tflops.svg"}) {
+    const std::string s = attnprof::io::read_file(d + svg);
+    EXPECT_NE(s.find("<svg"), std::string::npos) << svg;
+    EXPECT_EQ(count(s, "<path"), 2) << svg;  // one line per variant
+    EXPECT_NE(s.find("sequence length"), std::string::npos);
+    EXPECT_NE(s.find("naive"), std::string::npos);
+    EXPECT_NE(s.find("sdpa-math"), std::string::npos);
+  }
+  EXPECT_FALSE(path_exists(d + "/sweep/gpu_time_us.svg"));  // CPU run
+  EXPECT_TRUE(path_exists(d + "/naive/1_2_16_16_bf16.summary.json"));
+  remove_tree(d);
+}
+
+TEST(SweepCli, SeveralHeadDimsGetOnePlotEach) {
+  const std::string d = make_temp_dir("sweep");
+  const Result r = run_cli(std::string("sweep --seq 16 --head-dim 16,32 --variant naive ") + kFast + " --out " + d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("sweep: 2 configurations", 0), 0u) << r.out;
+  for (const char* f : {"cpu_time_us_d16.svg", "cpu_time_us_d32.svg", "tflops_d16.svg", "tflops_d32.svg"})
+    EXPECT_TRUE(path_exists(d + "/sweep/" + f)) << f;
+  remove_tree(d);
+}
+
+TEST(SweepCli, PredictedTooLargeIsSkippedWithReason) {
+  const std::string d = make_temp_dir("sweep");
+  const Result r = run_cli(std::string("sweep --seq 16,2000000 --head-dim 16 --variant naive ") + kFast + " --out " + d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::vector<std::string> csv = split_lines(attnprof::io::read_file(d + "/sweep/sweep.csv"));
+  ASSERT_EQ(csv.size(), 3u);
+  EXPECT_EQ(csv[1].rfind("naive,1,2,16,16,bf16,ok,", 0), 0u) << csv[1];
+  EXPECT_EQ(csv[2].rfind("naive,1,2,2000000,16,bf16,skipped,\"needs ~", 0), 0u) << csv[2];
+  EXPECT_NE(csv[2].find("TiB (predicted)"), std::string::npos) << csv[2];
+  EXPECT_NE(r.err.find("skipped: needs ~"), std::string::npos) << r.err;
+  EXPECT_FALSE(path_exists(d + "/naive/1_2_2000000_16_bf16.summary.json"));
+  remove_tree(d);
+}
+
+TEST(SweepCli, BadAxesAreUsageErrors) {
+  for (const char* args : {"sweep --seq 0", "sweep --seq 16,abc", "sweep --dtype bf16,fp8", "sweep --variant nave",
+                           "sweep --head-dim -4", "sweep --device tpu"}) {
+    const Result r = run_cli(args);
+    EXPECT_EQ(r.rc, 2) << args << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
+  }
+}
+
+TEST(CompareCli, TwoRealRunsFilesAndDirectories) {
+  const std::string d = make_temp_dir("compare");
+  for (const char* sub : {"/a", "/b"}) {
+    const Result r = run_cli(std::string("--variant naive --seq 32 --head-dim 16 ") + kFast + " --out " + d + sub);
+    ASSERT_EQ(r.rc, 0) << r.err;
+  }
+  const std::string a = d + "/a/naive/1_2_32_16_bf16.summary.json", b = d + "/b/naive/1_2_32_16_bf16.summary.json";
+  Result r = run_cli("compare " + a + " " + b + " --csv " + d + "/diff.csv --md " + d + "/diff.md");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("forward CPU time"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("aten::softmax"), std::string::npos) << r.out;
+  const std::vector<std::string> csv = split_lines(attnprof::io::read_file(d + "/diff.csv"));
+  ASSERT_GT(csv.size(), 5u);
+  EXPECT_EQ(csv[0], "summary,section,name,device,metric,A,B,B/A,note");
+  EXPECT_NE(attnprof::io::read_file(d + "/diff.md").find("| metric"), std::string::npos);
+
+  r = run_cli("compare " + d + "/a " + d + "/b");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("== naive/1_2_32_16_bf16.summary.json"), std::string::npos) << r.out;
+  remove_tree(d);
+}
+
+TEST(CompareCli, BadInputsExitFourWithOneLine) {
+  const std::string d = make_temp_dir("compare");
+  attnprof::io::write_file_atomic(d + "/bad.summary.json", "{\"schema_version\": 1, \"variant\": ");
+  attnprof::io::write_file_atomic(d + "/typed.summary.json", "{\"schema_version\": 1, \"variant\": 3}");
+  for (const std::string& args : {"compare " + d + "/bad.summary.json " + d + "/typed.summary.json",
+                                  "compare " + d + "/typed.summary.json " + d + "/typed.summary.json",
+                                  "compare " + d + "/missing.json " + d + "/bad.summary.json"}) {
+    const Result r = run_cli(args);
+    EXPECT_EQ(r.rc, 4) << args << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
+    EXPECT_NE(r.err.find(d + "/"), std::string::npos) << r.err;  // names the file
+  }
+  Result r = run_cli("compare " + d + "/bad.summary.json " + d);
+  EXPECT_EQ(r.rc, 2) << r.err;  // a file and a directory
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  r = run_cli("compare " + d + "/bad.summary.json");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  remove_tree(d);
+}
