@@ -80,7 +80,7 @@ struct RunRecord {
   Environment env;
   Schedule schedule;
   std::vector<std::pair<std::string, std::string>> facts;
-  std::string status = "ok";  // ok | skipped | failed
+  std::string status = "ok";  // ok | skipped | failed | interrupted
   std::string reason;         // why skipped or failed
   std::vector<std::string> warnings;
   std::vector<OpStats> rows;  // key_averages, in first-seen order
@@ -92,6 +92,8 @@ struct RunRecord {
   // profiled forward device time / unprofiled median (CPU runs: CPU times).
   std::optional<double> profiler_overhead;
   bool output_finite = true;  // NaN/Inf check on the forward's output
+  // Where this run's wall time went, in order (ms): set-up, warm-up, profiling, ...
+  std::vector<std::pair<std::string, double>> phases_ms;
   // Files written for this run, relative to the output directory.
   std::string trace_file, table_file, summary_file;
 };

@@ -19,6 +19,18 @@ struct ProfiledRun {
   std::vector<TraceEvent> events;
   std::optional<double> peak_memory_bytes;
   bool trace_saved = false;
+  std::vector<std::pair<std::string, double>> phases_ms;  // wall time of each stage
+};
+
+// Wall-clock stopwatch for phase breakdowns.
+class PhaseClock {
+ public:
+  PhaseClock();
+  // Milliseconds since the previous lap (or construction), appended as `name`.
+  void lap(const std::string& name, std::vector<std::pair<std::string, double>>& phases);
+
+ private:
+  int64_t last_ns_;
 };
 
 struct RunnerOptions {

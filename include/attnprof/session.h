@@ -16,6 +16,9 @@ struct SessionOptions {
   std::optional<SortKey> sort_by;  // default: cuda_time_total on CUDA, cpu_time_total on CPU
   int row_limit = 15;
   int timing_iters = -1;  // forwards timed without the profiler; <0: default for the device
+  // Process start to main() (dynamic loading of LibTorch), recorded as the first
+  // phase of the first variant's run.
+  std::optional<double> startup_ms;
 };
 
 // 100 on CUDA; 3 on CPU, where one default-sized forward takes about a second.

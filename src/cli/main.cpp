@@ -3,16 +3,39 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/exit_codes.h"
 #include "cli/options.h"
 
+namespace {
+// Milliseconds from process start to now (10 ms resolution): /proc gives the
+// start time in clock ticks since boot and the uptime in seconds.
+std::optional<double> ms_since_process_start() {
+  std::ifstream stat("/proc/self/stat"), uptime("/proc/uptime");
+  std::string line;
+  double up = 0.0;
+  if (!std::getline(stat, line) || !(uptime >> up)) return std::nullopt;
+  std::istringstream fields(line.substr(line.rfind(')') + 2));  // skip "pid (comm) "
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+    if (i == 22) return up * 1000.0 - std::stod(field) * 1000.0 / double(sysconf(_SC_CLK_TCK));
+  }
+  return std::nullopt;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace attnprof;
   using namespace attnprof::cli;
   CliOptions o;
+  o.startup_ms = ms_since_process_start();
   CLI::App app{"attnprof: what really runs on the GPU when a model computes attention.\n"
                "Profiles one or more attention variants with the PyTorch (Kineto) profiler and writes\n"
                "a Chrome trace (open it in ui.perfetto.dev), a key-averages table and a summary JSON."};
@@ -21,6 +44,9 @@ int main(int argc, char** argv) {
       ->delimiter(',')->capture_default_str();
   add_shape_options(app, o);
   add_run_options(app, o);
+  app.add_option("--peak-tflops", o.peak_tflops,
+                 "Device peak for the at-a-glance table's % of peak (default: from a table of known GPUs)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--list-variants", o.list_variants, "List the variants, what each shows, and whether it can run here");
   app.set_version_flag("--version", std::string(ATTNPROF_VERSION));
   const std::vector<Subcommand> subcommands = {add_sweep_command(app), add_compare_command(app)};

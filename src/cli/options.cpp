@@ -130,6 +130,7 @@ SessionOptions build_session(const CliOptions& o) {
   if (o.row_limit < 0) throw UsageError(fmt::format("--row-limit must be >= 0 (0 = all rows), got {}", o.row_limit));
   s.row_limit = o.row_limit;
   s.timing_iters = o.timing_iters;
+  s.startup_ms = o.startup_ms;
   if (o.warmup_iters < 0 || o.wait < 0 || o.warmup < 0)
     throw UsageError("--warmup-iters, --wait and --warmup must be >= 0");
   if (o.active <= 0) throw UsageError(fmt::format("--active must be at least 1, got {}", o.active));

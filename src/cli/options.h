@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -33,6 +34,8 @@ struct CliOptions {
   bool list_variants = false;
   int timing_iters = -1;
   bool kernels = false;
+  std::optional<double> startup_ms;  // measured in main()
+  std::optional<double> peak_tflops;  // --peak-tflops, for the at-a-glance table
 };
 
 // The problem, schedule and output flags (everything but --variant and the shape).

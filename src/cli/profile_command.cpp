@@ -4,8 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "attnprof/interrupt.h"
 #include "attnprof/io/files.h"
+#include "attnprof/report/at_a_glance.h"
 #include "attnprof/report/launch_facts.h"
+#include "attnprof/report/table_data.h"
 #include "attnprof/report/summary.h"
 #include "attnprof/runner.h"
 #include "attnprof/session.h"
@@ -31,7 +34,7 @@ int list_variants(const CliOptions& o) {
 int run_profile(const CliOptions& o) {
   const std::vector<std::string> names = expand_variants(o.variants);
   const Problem p = build_problem(o);
-  const SessionOptions s = build_session(o);
+  SessionOptions s = build_session(o);
   // Without a GPU, Kineto logs "gpuGetDeviceCount failed" as an ERROR on every run
   // (and copies it into the trace); it is expected there, so keep it quiet unless
   // the user chose a log level.
@@ -45,9 +48,11 @@ int run_profile(const CliOptions& o) {
     return exit_code::kOutput;
   }
 
+  install_interrupt_handlers();
   int failed = 0, skipped = 0;
   std::vector<std::string> skipped_lines;
-  for (size_t i = 0; i < names.size(); ++i) {
+  std::vector<RunRecord> records;  // every variant's outcome, for the at-a-glance table
+  for (size_t i = 0; i < names.size() && !interrupt_signal(); ++i) {
     fmt::print(stderr, "[{}/{}] {} ({} {} on {})\n", i + 1, names.size(), names[i], p.shape_string(),
                dtype_name(p.dtype), p.device);
     std::fflush(stderr);
@@ -58,7 +63,14 @@ int run_profile(const CliOptions& o) {
       fmt::print(stderr, "attnprof: error: {}\n", e.what());
       return exit_code::kOutput;
     }
+    s.startup_ms.reset();  // process start-up belongs to the first variant only
+    records.push_back(out.record);
     const RunRecord& r = out.record;
+    if (r.status == "interrupted") {
+      fmt::print(stderr, "attnprof: interrupted during {}; finished variants keep their files; {} marks it\n",
+                 r.variant, io::join_path(s.out_dir, r.summary_file));
+      break;
+    }
     if (r.status == "skipped") {
       ++skipped;
       if (names.size() == 1) {
@@ -80,6 +92,19 @@ int run_profile(const CliOptions& o) {
     std::fflush(stdout);
   }
   if (!skipped_lines.empty()) fmt::print("\nSkipped ({}):\n{}\n", skipped, join(skipped_lines, "\n"));
+  if (records.size() > 1) {
+    const report::AtAGlanceOptions glance{o.peak_tflops};
+    try {
+      const auto files = report::write_at_a_glance(records, s.out_dir, glance);
+      fmt::print("\nAt a glance: {}\n{}", report::at_a_glance_header(records, glance),
+                 report::to_text(report::at_a_glance_table(records, glance)));
+      if (!files.empty()) fmt::print("  files: {} (+ .csv, .md, .json)\n", files.front());
+    } catch (const io::FileError& e) {
+      fmt::print(stderr, "attnprof: error: {}\n", e.what());
+      return exit_code::kOutput;
+    }
+  }
+  if (const int sig = interrupt_signal()) return 128 + sig;  // 130 for SIGINT, 143 for SIGTERM
   return failed ? exit_code::kRunFailed : exit_code::kOk;
 }
 

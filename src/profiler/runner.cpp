@@ -21,6 +21,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "attnprof/interrupt.h"
 #include "profiler/nvtx_range.h"
 
 // Declared in torch/csrc/profiler/kineto_shim.h, which needs libkineto's private
@@ -110,6 +111,7 @@ TraceEvent to_trace_event(const kp::KinetoEvent& e) {
 
 void run_step(Variant& variant, const Problem& p, const at::Tensor& q, const at::Tensor& k,
               const at::Tensor& v, int step) {
+  throw_if_interrupted();
   const std::string step_name = kStepScopePrefix + std::to_string(step);
   NvtxRange step_range(step_name.c_str());
   RECORD_USER_SCOPE(step_name);
@@ -183,6 +185,7 @@ std::optional<EventTiming> time_forward(Variant& variant, const Problem& p, cons
   std::vector<double> per_forward_us;
   size_t next = 0;
   for (int r = 0; r < t.reps; ++r) {
+    throw_if_interrupted();
     auto run_rep = [&] {
       for (int i = 0; i < t.iters_per_rep; ++i, ++next) {
         const Set& s = sets[next % sets.size()];
@@ -213,18 +216,37 @@ std::optional<EventTiming> time_forward(Variant& variant, const Problem& p, cons
   return t;
 }
 
+namespace {
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+PhaseClock::PhaseClock() : last_ns_(now_ns()) {}
+
+void PhaseClock::lap(const std::string& name, std::vector<std::pair<std::string, double>>& phases) {
+  const int64_t t = now_ns();
+  phases.emplace_back(name, double(t - last_ns_) / 1e6);
+  last_ns_ = t;
+}
+
 ProfiledRun profile_forward(Variant& variant, const Problem& p, const at::Tensor& q, const at::Tensor& k,
                             const at::Tensor& v, const RunnerOptions& opt) {
   ProfiledRun run;
   c10::OptionalDeviceGuard device_guard;
   if (p.on_cuda()) device_guard.reset_device(at::Device(p.device));
 
+  PhaseClock clock;
   for (int i = 0; i < opt.schedule.warmup_iters; ++i) {
+    throw_if_interrupted();
     c10::NoGradGuard no_grad;
     at::Tensor out = variant.forward(q, k, v);
   }
   synchronize(p);
+  clock.lap("untraced warm-up", run.phases_ms);
   run.peak_memory_bytes = forward_peak_memory(variant, p, q, k, v);
+  clock.lap("peak-memory forward", run.phases_ms);
 
   std::set<pi::ActivityType> activities = {pi::ActivityType::CPU};
   if (p.on_cuda()) activities.insert(pi::ActivityType::CUDA);
@@ -235,8 +257,16 @@ ProfiledRun profile_forward(Variant& variant, const Problem& p, const at::Tensor
   for (; step < s.wait; ++step) run_step(variant, p, q, k, v, step);
   // Kineto's own warm-up: CUPTI buffers and callbacks are set up here, during
   // steps that are thrown away, so none of that cost lands in the active steps.
+  clock.lap("schedule: wait steps", run.phases_ms);
   kp::prepareProfiler(config, activities);
-  for (; step < s.wait + s.warmup; ++step) run_step(variant, p, q, k, v, step);
+  clock.lap("profiler prepare (CUPTI set-up)", run.phases_ms);
+  try {
+    for (; step < s.wait + s.warmup; ++step) run_step(variant, p, q, k, v, step);
+  } catch (...) {
+    kp::disableProfiler();  // prepared but not started: still must be torn down
+    throw;
+  }
+  clock.lap("schedule: warmup steps", run.phases_ms);
   kp::enableProfiler(config, activities);
   std::unique_ptr<kp::ProfilerResult> result;
   try {
@@ -249,7 +279,9 @@ ProfiledRun profile_forward(Variant& variant, const Problem& p, const at::Tensor
     kp::disableProfiler();
     throw;
   }
+  clock.lap("schedule: active steps", run.phases_ms);
   result = kp::disableProfiler();
+  clock.lap("profiler disable (collect events)", run.phases_ms);
 
   run.events.reserve(result->events().size());
   // Python's _parse_kineto_results drops the events the collector marked hidden;
@@ -260,6 +292,7 @@ ProfiledRun profile_forward(Variant& variant, const Problem& p, const at::Tensor
     result->save(opt.trace_path);
     run.trace_saved = true;
   }
+  clock.lap("copy events, save trace", run.phases_ms);
   return run;
 }
 

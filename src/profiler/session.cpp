@@ -4,7 +4,9 @@
 #include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 
+#include "attnprof/device_memory.h"
 #include "attnprof/forward_stats.h"
+#include "attnprof/interrupt.h"
 #include "attnprof/io/files.h"
 #include "attnprof/report/launch_facts.h"
 #include "attnprof/report/summary.h"
@@ -21,6 +23,8 @@ SortKey default_sort_key(const Problem& p) {
 int default_timing_iters(const Problem& p) { return p.on_cuda() ? 100 : 3; }
 
 namespace {
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 std::string trace_metadata(const RunRecord& r) {
   nlohmann::json meta = {{"variant", r.variant},
@@ -75,16 +79,21 @@ VariantOutcome run_variant(const std::string& name, const Problem& p, const Sess
   const std::string kineto_tmp = io::temp_path_for(io::join_path(dir, stem + ".json"));
 
   ProfiledRun run;
+  if (opt.startup_ms) r.phases_ms.emplace_back("process start to main (loading LibTorch)", *opt.startup_ms);
+  PhaseClock clock;
   try {
     at::manual_seed(p.seed);
     const Inputs in = random_inputs(p);
     variant->prepare(p, in.q, in.k, in.v);
+    clock.lap("inputs and prepare", r.phases_ms);
     for (const Fact& f : variant->facts()) r.facts.emplace_back(f.key, f.value);
     RunnerOptions ro;
     ro.schedule = opt.schedule;
     ro.trace_path = kineto_tmp;
     ro.trace_metadata_json = trace_metadata(r);
     run = profile_forward(*variant, p, in.q, in.k, in.v, ro);
+    r.phases_ms.insert(r.phases_ms.end(), run.phases_ms.begin(), run.phases_ms.end());
+    clock = PhaseClock();
     r.timing = time_forward(*variant, p, in.q, in.k, in.v,
                             opt.timing_iters >= 0 ? opt.timing_iters : default_timing_iters(p));
     {
@@ -92,11 +101,26 @@ VariantOutcome run_variant(const std::string& name, const Problem& p, const Sess
       c10::NoGradGuard no_grad;
       r.output_finite = at::isfinite(variant->forward(in.q, in.k, in.v)).all().item<bool>();
     }
+    clock.lap("unprofiled timing and NaN check", r.phases_ms);
+  } catch (const Interrupted&) {
+    // Stopped at a step boundary: nothing of this variant but its summary, which
+    // says so; the variants before it keep their files.
+    io::remove_quietly(kineto_tmp);
+    r.status = "interrupted";
+    r.reason = "stopped by signal " + std::to_string(interrupt_signal());
+    io::write_file_atomic(io::join_path(opt.out_dir, r.summary_file), report::summary_json(r).dump(2) + "\n");
+    r.trace_file.clear(), r.table_file.clear();
+    return out;
+  } catch (const c10::OutOfMemoryError& e) {
+    io::remove_quietly(kineto_tmp);
+    release_cached_memory(p.device);
+    r.status = "skipped";
+    r.reason = "out of memory: " + first_line(e.what_without_backtrace());
+    return out;
   } catch (const c10::Error& e) {
     io::remove_quietly(kineto_tmp);
     r.status = "failed";
-    r.reason = e.what_without_backtrace();
-    r.reason = r.reason.substr(0, r.reason.find('\n'));
+    r.reason = first_line(e.what_without_backtrace());
     return out;
   } catch (const std::exception& e) {
     io::remove_quietly(kineto_tmp);
@@ -131,6 +155,7 @@ VariantOutcome run_variant(const std::string& name, const Problem& p, const Sess
     if (!trace.is_discarded()) r.launches = report::launch_facts(trace, r.forward.first_forward);
   }
   io::write_file_atomic(io::join_path(opt.out_dir, r.table_file), out.table);
+  clock.lap("aggregate, gzip and write trace and table", r.phases_ms);
   io::write_file_atomic(io::join_path(opt.out_dir, r.summary_file),
                         report::summary_json(r).dump(2) + "\n");
   return out;

@@ -56,6 +56,8 @@ json summary_json(const RunRecord& r) {
     kernels.push_back({{"name", k.name}, {"count", k.count}, {"time_us", k.total_us}});
   json rows = json::array();
   for (const OpStats& s : r.rows) rows.push_back(op_row_json(s));
+  json phases = json::array();
+  for (const auto& [name, ms] : r.phases_ms) phases.push_back({{"phase", name}, {"ms", ms}});
   json launches = json::array();
   for (const KernelLaunch& k : r.launches) launches.push_back(launch_json(k));
   const bool cuda = r.problem.on_cuda();
@@ -93,6 +95,7 @@ json summary_json(const RunRecord& r) {
         {"output_finite", r.output_finite}}},
       {"timing", timing_json(r.timing)},
       {"launches", launches},
+      {"phases_ms", phases},
       {"files", {{"trace", r.trace_file}, {"table", r.table_file}, {"summary", r.summary_file}}},
       {"ops", rows},
   };
