@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attnprof/problem.h"
+#include "attnprof/report/memory_predictor.h"
 
 namespace attnprof {
 
@@ -45,6 +46,9 @@ class Variant {
   // q, k, v: [batch, heads, seq, head_dim], contiguous, problem dtype and device.
   virtual at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) = 0;
   virtual std::vector<Fact> facts() const { return {}; }
+  // How the forward's peak memory grows, so a run can be skipped before it
+  // allocates what the device does not have. Fused kernels: O(S) per head.
+  virtual report::MemoryFamily memory_family() const { return report::MemoryFamily::fused; }
 };
 
 using VariantFactory = std::unique_ptr<Variant> (*)();

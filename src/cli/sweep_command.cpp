@@ -1,7 +1,6 @@
 // `attnprof sweep`: every combination of the axes, one run_variant each, with
 // points that cannot fit skipped before they are tried; then sweep.csv and one
 // SVG per metric (vs seq, one line per variant).
-#include <c10/util/Exception.h>
 #include <fmt/format.h>
 
 #include <chrono>
@@ -12,10 +11,8 @@
 #include <map>
 #include <memory>
 
-#include "attnprof/device_memory.h"
 #include "attnprof/interrupt.h"
 #include "attnprof/io/files.h"
-#include "attnprof/report/memory_predictor.h"
 #include "attnprof/report/summary.h"
 #include "attnprof/report/svg_plot.h"
 #include "attnprof/report/table_data.h"
@@ -39,24 +36,6 @@ struct Point {
   Problem problem;
   RunRecord record;  // status ok / skipped / failed
 };
-
-report::MemoryFamily memory_family(const std::string& variant) {
-  if (variant == "naive") return report::MemoryFamily::materialised_scores_naive;
-  if (variant == "inplace") return report::MemoryFamily::materialised_scores_inplace;
-  if (variant == "sdpa-math") return report::MemoryFamily::sdpa_math_fp32;
-  return report::MemoryFamily::fused;
-}
-
-// The reason to skip `p` before trying it, or "" to run it.
-std::string predict_skip(const std::string& variant, const Problem& p, const std::optional<MemoryBudget>& budget) {
-  if (!budget) return "";
-  report::AttentionShape s{p.batch, p.heads, p.seq, p.head_dim, dtype_bytes(p.dtype), p.causal};
-  const auto pred = report::predict_forward_memory(s, memory_family(variant));
-  if (!pred) return fmt::format("needs more than 16 EiB (predicted), {} {}", report::format_bytes(double(budget->bytes)), budget->what);
-  if (pred->peak_bytes <= budget->bytes) return "";
-  return fmt::format("needs ~{} (predicted), {} {}", report::format_bytes(double(pred->peak_bytes)),
-                     report::format_bytes(double(budget->bytes)), budget->what);
-}
 
 std::string format_duration(double s) {
   if (s < 60) return fmt::format("{:.0f}s", s);
@@ -197,28 +176,12 @@ int run_sweep(SweepOptions& o) {
     RunRecord& r = pt.record;
     r.variant = pt.variant;
     r.problem = p;
-    std::unique_ptr<Variant> variant = make_variant(pt.variant);
-    const Support support = variant ? variant->supports(p) : Support::no("unknown variant");
-    variant.reset();
-    std::string skip = support.ok ? predict_skip(pt.variant, p, available_memory(p.device)) : support.reason;
-    if (skip.empty()) {
-      try {
-        r = run_variant(pt.variant, p, session).record;
-      } catch (const c10::OutOfMemoryError& e) {
-        std::string what = e.what_without_backtrace();
-        r.status = "failed", r.reason = what.substr(0, what.find('\n'));
-      } catch (const io::FileError& e) {
-        fmt::print(stderr, "attnprof: error: {}\n", e.what());
-        return exit_code::kOutput;
-      }
-      if (r.status == "failed" && is_out_of_memory_reason(r.reason)) {
-        release_cached_memory(p.device);
-        skip = "out of memory: " + r.reason;
-      }
-    }
-    if (!skip.empty()) {
-      r.status = "skipped";
-      r.reason = skip;
+    try {
+      // Support, the memory prediction and out-of-memory all come back as a skip.
+      r = run_variant(pt.variant, p, session).record;
+    } catch (const io::FileError& e) {
+      fmt::print(stderr, "attnprof: error: {}\n", e.what());
+      return exit_code::kOutput;
     }
     if (r.status == "interrupted") {
       attempted = i + 1;

@@ -6,6 +6,7 @@
 
 #include "attnprof/device_memory.h"
 #include "attnprof/forward_stats.h"
+#include "attnprof/report/memory_predictor.h"
 #include "attnprof/interrupt.h"
 #include "attnprof/io/files.h"
 #include "attnprof/report/launch_facts.h"
@@ -25,6 +26,17 @@ int default_timing_iters(const Problem& p) { return p.on_cuda() ? 100 : 3; }
 namespace {
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// "" when the forward should fit, else why not ("needs ~4.4 GiB (predicted), 2 GiB free").
+std::string predicted_not_to_fit(const Variant& v, const Problem& p) {
+  const std::optional<MemoryBudget> budget = available_memory(p.device);
+  if (!budget) return "";
+  const report::AttentionShape shape{p.batch, p.heads, p.seq, p.head_dim, dtype_bytes(p.dtype), p.causal};
+  const auto need = report::predict_forward_memory(shape, v.memory_family());
+  if (need && need->peak_bytes <= budget->bytes) return "";
+  return "needs ~" + (need ? report::format_bytes(double(need->peak_bytes)) : std::string("more than 16 EiB")) +
+         " (predicted), " + report::format_bytes(double(budget->bytes)) + " " + budget->what;
+}
 
 std::string trace_metadata(const RunRecord& r) {
   nlohmann::json meta = {{"variant", r.variant},
@@ -67,6 +79,12 @@ VariantOutcome run_variant(const std::string& name, const Problem& p, const Sess
   if (!support.ok) {
     r.status = "skipped";
     r.reason = support.reason;
+    return out;
+  }
+
+  if (const std::string why = predicted_not_to_fit(*variant, p); !why.empty()) {
+    r.status = "skipped";
+    r.reason = why;
     return out;
   }
 

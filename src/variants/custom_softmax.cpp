@@ -23,6 +23,9 @@ class CustomSoftmax final : public Variant {
     return "matmul Q·Kᵀ, then attnprof's fused scale+mask+softmax CUDA kernel, then matmul ·V "
            "(3 kernels)";
   }
+  report::MemoryFamily memory_family() const override {
+    return report::MemoryFamily::materialised_scores_inplace;
+  }
 
   Support supports(const Problem& p) const override {
 #ifndef ATTNPROF_HAVE_CUDA_KERNELS

@@ -142,6 +142,10 @@ class Sdpa : public Variant {
     return at::scaled_dot_product_attention(q, k, v, std::nullopt, 0.0, causal_);
   }
 
+  report::MemoryFamily memory_family() const override {
+    return backend_ == at::SDPBackend::math ? report::MemoryFamily::sdpa_math_fp32 : report::MemoryFamily::fused;
+  }
+
   std::vector<Fact> facts() const override {
     if (backend_) return {};
     return {{"sdpa_backend", chosen_}};
