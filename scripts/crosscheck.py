@@ -47,12 +47,7 @@ PYTHON_ONLY = {}
 ANNOTATIONS = {"attn_fwd", "ProfilerStep*"}
 # Ops whose call counts legitimately differ, and why. A difference is explained
 # only when C++'s count is exactly `factor` times Python's.
-COUNT_EXPLAINED = {
-    "aten::mul": (2, "inside ATen (SDPA math's q * scale), mul.Scalar redispatches to mul.Tensor and "
-                     "LibTorch's profiler records both as nested aten::mul events; Python's profiler, on the "
-                     "same build, records one (seen 2026-11-30, cause not established). Self times agree; "
-                     "only calls and CUDA total differ"),
-}
+COUNT_EXPLAINED = {}
 
 
 def python_forward(variant, q, k, v, causal):

@@ -259,3 +259,49 @@ TEST(ForwardStats, Tflops) {
   EXPECT_NEAR(*achieved_tflops(2e12, 1e6), 2.0, 1e-12);
   EXPECT_FALSE(achieved_tflops(1.0, 0.0).has_value());
 }
+
+TEST(KeyAverages, SameNameSingleChildFoldsIntoParent) {
+  // mul.Scalar redispatching to mul.Tensor: two nested aten::mul, one row in Python.
+  std::vector<TraceEvent> ev = {
+      cpu_op("aten::mul", 0, 100, 1),
+      cpu_op("aten::mul", 10, 90, 2),
+      cpu_op("aten::to", 20, 30, 3),
+      launch(40, 50, 500, 2),
+      kernel("mul_kernel", 60, 80, 500, 2),
+  };
+  const auto fes = build_function_events(ev, true);
+  const auto rows = key_averages(fes);
+  const OpStats& mul = row(rows, "aten::mul");
+  EXPECT_EQ(mul.count, 1);
+  EXPECT_EQ(mul.cpu_time_total_ns, 100'000);
+  EXPECT_EQ(mul.self_device_time_total_ns, 20'000) << "the parent takes over the child's kernels";
+  EXPECT_EQ(mul.self_cpu_time_total_ns, 100'000 - 10'000 - 10'000);  // children: aten::to and the launch
+  EXPECT_EQ(row(rows, "aten::to").count, 1);
+}
+
+TEST(KeyAverages, SameNameWithSiblingsIsKept) {
+  std::vector<TraceEvent> ev = {cpu_op("aten::copy_", 0, 100, 1), cpu_op("aten::copy_", 10, 40, 2),
+                                cpu_op("aten::empty", 50, 60, 3)};
+  EXPECT_EQ(row(key_averages(build_function_events(ev, false)), "aten::copy_").count, 2);
+}
+
+TEST(ForwardStats, RuntimeCallIdsNeverCaptureAnotherForwardsWork) {
+  // CUPTI numbers runtime calls independently of op ids: here forward 1's launch
+  // has CUPTI id 7 and forward 2's op also has id 7. Forward 2's kernel must not
+  // be counted in forward 1.
+  std::vector<TraceEvent> ev = {
+      cpu_op("attn_fwd", 0, 100, 1, true),
+      cpu_op("aten::mm", 10, 90, 2),
+      launch(20, 30, 7, 2),
+      kernel("k_first", 40, 60, 7, 2),
+      cpu_op("attn_fwd", 200, 300, 6, true),
+      cpu_op("aten::mm", 210, 290, 7),
+      launch(220, 230, 8, 7),
+      kernel("k_second", 240, 260, 8, 7),
+  };
+  const ForwardStats st = forward_stats(build_function_events(ev, true), "attn_fwd");
+  EXPECT_EQ(st.forwards, 2);
+  EXPECT_DOUBLE_EQ(st.kernels_per_forward, 1.0);
+  ASSERT_EQ(st.first_forward.size(), 1u);
+  EXPECT_EQ(st.first_forward[0].name, "k_first");
+}

@@ -35,16 +35,20 @@ struct FunctionEvent {
   std::string key;  // name with ProfilerStep#N folded to ProfilerStep*
   int parent = -1;
   std::vector<int> children;
-  int64_t kernel_time_ns = 0;  // device work attributed directly to this CPU op
+  // Device work (indices into the same vector) attributed directly to this CPU op.
+  std::vector<int> kernels;
+  int64_t kernel_time_ns = 0;
   int64_t cpu_time_total_ns = 0;
   int64_t self_cpu_time_total_ns = 0;
   int64_t device_time_total_ns = 0;
   int64_t self_device_time_total_ns = 0;
 };
 
-// Builds the CPU op tree (per thread, by time containment) and attributes each
-// device activity to the CPU op whose id is its linked correlation id. The
-// result is sorted by (start, -end), as Python sorts function events.
+// Builds the CPU op tree (per thread, by time containment), attributes each
+// device activity to the CPU op whose id is its linked correlation id, and
+// folds a child into its parent when both have the same name and it is the only
+// child (Python's _remove_dup_nodes: mul.Scalar calling mul.Tensor is one row).
+// The result is sorted by (start, -end), as Python sorts function events.
 // `use_device` is false for CPU-only profiles, where device times are all zero.
 std::vector<FunctionEvent> build_function_events(const std::vector<TraceEvent>& events,
                                                  bool use_device);

@@ -1,19 +1,22 @@
 #include "attnprof/forward_stats.h"
 
 #include <algorithm>
-#include <unordered_set>
 
 namespace attnprof {
 
 namespace {
-void collect_subtree(const std::vector<FunctionEvent>& fes, int root, std::unordered_set<uint64_t>& ids) {
-  std::vector<int> stack = {root};
+// Device work owned by the ops of the subtree at `root`, in execution order.
+std::vector<int> subtree_kernels(const std::vector<FunctionEvent>& fes, int root) {
+  std::vector<int> work, stack = {root};
   while (!stack.empty()) {
     const int i = stack.back();
     stack.pop_back();
-    ids.insert(fes[i].event.correlation_id);
+    for (int k : fes[i].kernels)
+      if (is_device_work(fes[k].event)) work.push_back(k);
     for (int c : fes[i].children) stack.push_back(c);
   }
+  std::sort(work.begin(), work.end());  // fes is sorted by start time
+  return work;
 }
 }  // namespace
 
@@ -28,19 +31,18 @@ ForwardStats forward_stats(const std::vector<FunctionEvent>& fes, const std::str
     ++st.forwards;
     cpu_ns += double(f.cpu_time_total_ns);
     device_ns += double(f.device_time_total_ns);
-    std::unordered_set<uint64_t> ops;
-    collect_subtree(fes, i, ops);
-    // fes is sorted by start time, so this walks device work in execution order.
-    for (const FunctionEvent& d : fes) {
-      if (!is_device_work(d.event) || !ops.count(d.event.linked_correlation_id)) continue;
-      ++device_work;
-      if (!first) continue;
-      st.first_forward.push_back({d.event.name, d.event.correlation_id, double(duration_ns(d.event)) / 1000.0});
-      auto it = std::find_if(st.kernels.begin(), st.kernels.end(),
-                             [&](const ForwardStats::Kernel& k) { return k.name == d.event.name; });
-      if (it == st.kernels.end()) it = st.kernels.insert(st.kernels.end(), {d.event.name, 0, 0.0});
-      it->count += 1;
-      it->total_us += double(duration_ns(d.event)) / 1000.0;
+    const std::vector<int> work = subtree_kernels(fes, i);
+    device_work += static_cast<int64_t>(work.size());
+    if (first) {
+      for (int k : work) {
+        const TraceEvent& d = fes[k].event;
+        st.first_forward.push_back({d.name, d.correlation_id, double(duration_ns(d)) / 1000.0});
+        auto it = std::find_if(st.kernels.begin(), st.kernels.end(),
+                               [&](const ForwardStats::Kernel& kn) { return kn.name == d.name; });
+        if (it == st.kernels.end()) it = st.kernels.insert(st.kernels.end(), {d.name, 0, 0.0});
+        it->count += 1;
+        it->total_us += double(duration_ns(d)) / 1000.0;
+      }
     }
     first = false;
   }

@@ -65,11 +65,51 @@ void link_cpu_children(std::vector<FunctionEvent>& fes) {
   }
 }
 
+// Python's EventList._remove_dup_nodes, including its choice that the parent
+// takes over the child's kernels (its own, if any, are dropped).
+void remove_dup_nodes(std::vector<FunctionEvent>& fes) {
+  std::vector<bool> removed(fes.size(), false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < fes.size(); ++i) {
+      FunctionEvent& e = fes[i];
+      if (removed[i] || e.parent < 0) continue;
+      FunctionEvent& parent = fes[e.parent];
+      if (parent.key != e.key || parent.children.size() != 1) continue;
+      parent.children = e.children;
+      parent.kernels = e.kernels;
+      for (int c : e.children) fes[c].parent = e.parent;
+      removed[i] = true;
+      changed = true;
+    }
+  }
+  // Compact, remapping every index.
+  std::vector<int> new_index(fes.size(), -1);
+  std::vector<FunctionEvent> kept;
+  kept.reserve(fes.size());
+  for (size_t i = 0; i < fes.size(); ++i)
+    if (!removed[i]) {
+      new_index[i] = static_cast<int>(kept.size());
+      kept.push_back(std::move(fes[i]));
+    }
+  auto remap = [&](std::vector<int>& v) {
+    for (int& x : v) x = new_index[x];
+  };
+  for (FunctionEvent& f : kept) {
+    if (f.parent >= 0) f.parent = new_index[f.parent];
+    remap(f.children);
+    remap(f.kernels);
+  }
+  fes = std::move(kept);
+}
+
 void compute_totals(std::vector<FunctionEvent>& fes, bool use_device) {
   // Children always sort after their parent, so a reverse sweep sees them first.
   for (int i = static_cast<int>(fes.size()) - 1; i >= 0; --i) {
     FunctionEvent& f = fes[i];
     const bool cpu = f.event.device == EventDevice::Cpu;
+    f.kernel_time_ns = 0;
+    for (int k : f.kernels) f.kernel_time_ns += duration_ns(fes[k].event);
     f.cpu_time_total_ns = cpu ? duration_ns(f.event) : 0;
     int64_t children_cpu = 0, children_device = 0;
     for (int c : f.children) {
@@ -102,8 +142,14 @@ std::vector<FunctionEvent> build_function_events(const std::vector<TraceEvent>& 
     fes.push_back(std::move(f));
   }
 
+  // Python sorts before attributing; the order of each op's kernels follows.
+  std::stable_sort(fes.begin(), fes.end(), [](const FunctionEvent& a, const FunctionEvent& b) {
+    return std::make_tuple(a.event.start_ns, -a.event.end_ns) <
+           std::make_tuple(b.event.start_ns, -b.event.end_ns);
+  });
   // Device work (and the runtime call that launched it) points at its CPU op
-  // through the linked correlation id.
+  // through the linked correlation id. Only front-end ops (no linked id) own
+  // work: runtime calls' own ids are CUPTI's and can equal an op's id.
   std::unordered_map<uint64_t, std::vector<int>> linked;
   for (int i = 0; i < static_cast<int>(fes.size()); ++i)
     if (fes[i].event.linked_correlation_id > 0) linked[fes[i].event.linked_correlation_id].push_back(i);
@@ -114,17 +160,13 @@ std::vector<FunctionEvent> build_function_events(const std::vector<TraceEvent>& 
     for (int j : it->second) {
       FunctionEvent& other = fes[j];
       if (other.event.device == EventDevice::Cuda)
-        op.kernel_time_ns += duration_ns(other.event);
+        op.kernels.push_back(j);
       else  // a runtime call: it belongs on the launching op's thread
         other.event.thread = op.event.thread;
     }
   }
-
-  std::stable_sort(fes.begin(), fes.end(), [](const FunctionEvent& a, const FunctionEvent& b) {
-    return std::make_tuple(a.event.start_ns, -a.event.end_ns) <
-           std::make_tuple(b.event.start_ns, -b.event.end_ns);
-  });
   link_cpu_children(fes);
+  remove_dup_nodes(fes);
   compute_totals(fes, use_device);
   return fes;
 }
