@@ -216,3 +216,22 @@ TEST(Fingerprint, NvjetWithoutA16BitTagLeavesMathUnknown) {
 
 }  // namespace
 }  // namespace attnprof::report
+
+namespace attnprof::report {
+
+TEST(Fingerprint, OurKernelsAsSeenOnTheH200) {
+  const auto flash = fingerprint_kernel(
+      "void attnprof::flash::flash_fwd_kernel<attnprof::flash::FwdKernelTraits<64, 64, 4, 2, 3, 2, "
+      "__nv_bfloat16>, true>(attnprof::flash::FwdParams)");
+  EXPECT_EQ(flash.family, KernelFamily::attnprof);
+  EXPECT_EQ(flash.math_unit, MathUnit::tensor_cores);
+  EXPECT_EQ(flash.precision, Precision::bf16);
+  const auto softmax = fingerprint_kernel(
+      "void attnprof::softmax::(anonymous namespace)::scaled_masked_softmax_warp_kernel<__nv_bfloat16, 4>"
+      "(__nv_bfloat16 const*, __nv_bfloat16*, long, int, int, float, bool)");
+  EXPECT_EQ(softmax.family, KernelFamily::attnprof);
+  EXPECT_EQ(softmax.math_unit, MathUnit::memory);
+  EXPECT_EQ(softmax.precision, Precision::bf16);
+}
+
+}  // namespace attnprof::report

@@ -68,14 +68,32 @@ double forward_kernel_time(const ForwardStats& f) {
   return t;
 }
 
-// The math unit of the kernel that does the most arithmetic time: the largest
-// kernel whose name says tensor cores or CUDA cores. (The overall dominant
-// kernel can be a softmax or a copy, which says nothing about the math path.)
+bool is_matmul_family(KernelFamily f) {
+  switch (f) {
+    case KernelFamily::cublas_nvjet:
+    case KernelFamily::cublas_xmma:
+    case KernelFamily::cublas_legacy:
+    case KernelFamily::cutlass:
+    case KernelFamily::cutlass_fmha:
+    case KernelFamily::flash_attention_2:
+    case KernelFamily::cudnn_generated:
+    case KernelFamily::attnprof:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The math unit of the matrix products: the largest GEMM or attention kernel
+// whose name says tensor cores or CUDA cores. (Elementwise kernels run on CUDA
+// cores too and can take longer, but they are not where the FLOPs are: seen on
+// the H200, naive's mask fill outlasts its two nvjet GEMMs.)
 std::string math_path(const RunRecord& r) {
   const ForwardStats::Kernel* best = nullptr;
   KernelFingerprint best_fp;
   for (const auto& k : r.forward.kernels) {
     const KernelFingerprint fp = fingerprint_kernel(k.name);
+    if (!is_matmul_family(fp.family)) continue;
     if (fp.math_unit != MathUnit::tensor_cores && fp.math_unit != MathUnit::cuda_cores) continue;
     if (!best || k.total_us > best->total_us) best = &k, best_fp = fp;
   }

@@ -273,9 +273,14 @@ MathAndPrecision decode_fmha(const std::vector<std::string_view>& tokens) {
   return {};
 }
 
+// Our kernels are known by name: the flash forward is mma.sync on tensor cores;
+// the scale-mask-softmax kernel is a memory-bound pass over the score rows.
 MathAndPrecision decode_attnprof(std::string_view name) {
   MathAndPrecision out{MathUnit::unknown, first_template_scalar(name)};
-  if (contains(name, "wgmma") || contains(name, "mma")) out.math = MathUnit::tensor_cores;
+  if (contains(name, "wgmma") || contains(name, "mma") || contains(name, "flash_fwd"))
+    out.math = MathUnit::tensor_cores;
+  else if (contains(name, "softmax"))
+    out.math = MathUnit::memory;
   return out;
 }
 
