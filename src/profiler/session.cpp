@@ -66,6 +66,8 @@ VariantOutcome run_variant(const std::string& name, const Problem& p, const Sess
   r.variant = name;
   r.problem = p;
   r.schedule = opt.schedule;
+  if (opt.startup_ms) r.phases_ms.emplace_back("process start to main (loading LibTorch)", *opt.startup_ms);
+  PhaseClock clock;  // from here: the first CUDA call creates the context
   r.env = describe_environment(p);
 
   std::unique_ptr<Variant> variant = make_variant(name);
@@ -97,8 +99,7 @@ VariantOutcome run_variant(const std::string& name, const Problem& p, const Sess
   const std::string kineto_tmp = io::temp_path_for(io::join_path(dir, stem + ".json"));
 
   ProfiledRun run;
-  if (opt.startup_ms) r.phases_ms.emplace_back("process start to main (loading LibTorch)", *opt.startup_ms);
-  PhaseClock clock;
+  clock.lap("device, environment, support check", r.phases_ms);
   try {
     at::manual_seed(p.seed);
     const Inputs in = random_inputs(p);
