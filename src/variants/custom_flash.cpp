@@ -2,22 +2,21 @@
 // mma.sync m16n8k16 + cp.async; src/kernels/flash_attention), one kernel per
 // forward, called through the dispatcher as attnprof::flash_attention.
 #include <ATen/ATen.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 
 #include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
-#include <cmath>
 
 #include "attnprof/problem.h"
 #include "attnprof/variant.h"
+#include "variants/custom_op_variant.h"
 #include "variants/factories.h"
 
 namespace attnprof {
 namespace {
 
-class CustomFlash final : public Variant {
+class CustomFlash final : public CustomOpVariant {
  public:
   std::string name() const override { return "custom-flash"; }
   std::string description() const override {
@@ -26,33 +25,13 @@ class CustomFlash final : public Variant {
   }
 
   Support supports(const Problem& p) const override {
-#ifndef ATTNPROF_HAVE_CUDA_KERNELS
-    (void)p;
-    return Support::no("custom-flash needs attnprof built with the CUDA kernels (this build has none: no CUDA toolkit at configure time)");
-#else
-    if (!p.on_cuda()) {
-      return Support::no("custom-flash needs a CUDA device (this run is on " + p.device + ")");
-    }
-    if (p.dtype == DType::FP32) {
+    const Support base = operator_support("attnprof::flash_attention", p);
+    if (!base.ok) return base;
+    if (p.dtype == DType::FP32)
       return Support::no("custom-flash supports bf16 and fp16, not fp32 (its tensor-core MMA takes 16-bit inputs)");
-    }
-    if (p.head_dim != 64 && p.head_dim != 128) {
+    if (p.head_dim != 64 && p.head_dim != 128)
       return Support::no("custom-flash supports head_dim 64 and 128, not " + std::to_string(p.head_dim));
-    }
-    auto op = c10::Dispatcher::singleton().findSchema({"attnprof::flash_attention", ""});
-    if (!op || !op->hasKernelForDispatchKey(c10::DispatchKey::CUDA)) {
-      return Support::no("custom-flash: attnprof::flash_attention has no CUDA kernel registered");
-    }
     return Support::yes();
-#endif
-  }
-
-  void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k,
-               const at::Tensor& v) override {
-    (void)q, (void)k, (void)v;
-    scale_ = p.softmax_scale();
-    causal_ = p.causal;
-    prepared_ = true;
   }
 
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
@@ -61,18 +40,12 @@ class CustomFlash final : public Variant {
             .findSchemaOrThrow("attnprof::flash_attention", "")
             .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
                                                       const at::Tensor&, bool, double)>();
-    const double scale = prepared_ ? scale_ : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-    return std::get<0>(op.call(q, k, v, causal_, scale));
+    return std::get<0>(op.call(q, k, v, causal_, scale_));
   }
 
   std::vector<Fact> facts() const override {
     return {{"kernel", "attnprof::flash::flash_fwd_kernel (mma.sync m16n8k16, 3-stage cp.async K/V ring)"}};
   }
-
- private:
-  double scale_ = 1.0;
-  bool causal_ = true;
-  bool prepared_ = false;
 };
 
 }  // namespace

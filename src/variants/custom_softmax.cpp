@@ -5,18 +5,18 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
-#include <cmath>
 #include <memory>
 #include <string>
 
 #include "attnprof/problem.h"
 #include "attnprof/variant.h"
+#include "variants/custom_op_variant.h"
 #include "variants/factories.h"
 
 namespace attnprof {
 namespace {
 
-class CustomSoftmax final : public Variant {
+class CustomSoftmax final : public CustomOpVariant {
  public:
   std::string name() const override { return "custom-softmax"; }
   std::string description() const override {
@@ -28,43 +28,17 @@ class CustomSoftmax final : public Variant {
   }
 
   Support supports(const Problem& p) const override {
-#ifndef ATTNPROF_HAVE_CUDA_KERNELS
-    (void)p;
-    return Support::no("custom-softmax needs attnprof built with the CUDA kernels (this build has none: no CUDA toolkit at configure time)");
-#else
-    if (!p.on_cuda()) {
-      return Support::no("custom-softmax needs a CUDA device (this run is on " + p.device + ")");
-    }
-    auto op = c10::Dispatcher::singleton().findSchema({"attnprof::scaled_masked_softmax", ""});
-    if (!op || !op->hasKernelForDispatchKey(c10::DispatchKey::CUDA)) {
-      return Support::no("custom-softmax: attnprof::scaled_masked_softmax has no CUDA kernel registered");
-    }
-    return Support::yes();
-#endif
-  }
-
-  void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k,
-               const at::Tensor& v) override {
-    (void)q, (void)k, (void)v;
-    scale_ = p.softmax_scale();
-    causal_ = p.causal;
-    prepared_ = true;
+    return operator_support("attnprof::scaled_masked_softmax", p);
   }
 
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
     static auto op = c10::Dispatcher::singleton()
                          .findSchemaOrThrow("attnprof::scaled_masked_softmax", "")
                          .typed<at::Tensor(const at::Tensor&, double, bool)>();
-    const double scale = prepared_ ? scale_ : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
     at::Tensor scores = at::matmul(q, k.transpose(-2, -1));
-    at::Tensor probs = op.call(scores, scale, causal_);
+    at::Tensor probs = op.call(scores, scale_, causal_);
     return at::matmul(probs, v);
   }
-
- private:
-  double scale_ = 1.0;
-  bool causal_ = true;
-  bool prepared_ = false;
 };
 
 }  // namespace
