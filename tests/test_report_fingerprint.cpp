@@ -235,3 +235,95 @@ TEST(Fingerprint, OurKernelsAsSeenOnTheH200) {
 }
 
 }  // namespace attnprof::report
+
+namespace attnprof::report {
+
+// Every kernel name the H200 run printed for the nine variants at 8x16x1024x64
+// and 4x16x4096x128 bf16 (BENCHMARKS.md, commit bf61c97): none may decode as
+// unknown, and each gets its library and math unit right.
+TEST(Fingerprint, EveryKernelSeenOnTheH200) {
+  struct Seen {
+    const char* name;
+    KernelFamily family;
+    MathUnit math;
+  };
+  const Seen seen[] = {
+      {"Memcpy DtoD (Device -> Device)",
+       KernelFamily::memcpy, MathUnit::memory},
+      {"Memset (Device)",
+       KernelFamily::memset, MathUnit::memory},
+      {"cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_cga1x1x1_kernel0_0",
+       KernelFamily::cudnn_generated, MathUnit::tensor_cores},
+      {"cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0",
+       KernelFamily::cudnn_generated, MathUnit::tensor_cores},
+      {"fmha_cutlassF_bf16_aligned_64x128_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::bfloat16_t, cutlass::arch::Sm80, true, 64, 128, 128, true, true>::Params)",
+       KernelFamily::cutlass_fmha, MathUnit::tensor_cores},
+      {"fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::bfloat16_t, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)",
+       KernelFamily::cutlass_fmha, MathUnit::tensor_cores},
+      {"nvjet_sm90_tst_128x256_64x4_1x2_h_bz_coopA_NNN",
+       KernelFamily::cublas_nvjet, MathUnit::tensor_cores},
+      {"nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT",
+       KernelFamily::cublas_nvjet, MathUnit::tensor_cores},
+      {"nvjet_sm90_tst_64x512_64x2_1x2_h_bz_coopB_NNT",
+       KernelFamily::cublas_nvjet, MathUnit::tensor_cores},
+      {"sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+       KernelFamily::cublas_xmma, MathUnit::cuda_cores},
+      {"sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+       KernelFamily::cublas_xmma, MathUnit::cuda_cores},
+      {"sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+       KernelFamily::cublas_xmma, MathUnit::cuda_cores},
+      {"void (anonymous namespace)::softmax_warp_forward<c10::BFloat16, c10::BFloat16, float, 10, false, false>(c10::BFloat16*, c10::BFloat16 const*, int, int, int, bool const*, int, bool)",
+       KernelFamily::aten_softmax, MathUnit::cuda_cores},
+      {"void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, false, false>(float*, float const*, int, int, int, bool const*, int, bool)",
+       KernelFamily::aten_softmax, MathUnit::cuda_cores},
+      {"void at::native::(anonymous namespace)::cunn_SoftMaxForwardReg<c10::BFloat16, float, c10::BFloat16, at::native::(anonymous namespace)::SoftMaxForwardEpilogue, long, 4>(c10::BFloat16*, c10::BFloat16 const*, long)",
+       KernelFamily::aten_softmax, MathUnit::cuda_cores},
+      {"void at::native::(anonymous namespace)::cunn_SoftMaxForwardReg<float, float, float, at::native::(anonymous namespace)::SoftMaxForwardEpilogue, long, 4>(float*, float const*, long)",
+       KernelFamily::aten_softmax, MathUnit::cuda_cores},
+      {"void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::where_kernel_impl(at::TensorIterator&)::{lambda()#1}::operator()() const::{lambda()#11}::operator()() const::{lambda(bool, float, float)#1}>(at::TensorIteratorBase&, at::native::(anonymous namespace)::where_kernel_impl(at::TensorIterator&)::{lambda()#1}::operator()() const::{lambda()#11}::operator()() const::{lambda(bool, float, float)#1} const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::where_kernel_impl(at::TensorIterator&)::{lambda()#1}::operator()() const::{lambda()#11}::operator()() const::{lambda(bool, float, float)#1}>(at::TensorIteratorBase&, at::native::(anonymous namespace)::where_kernel_impl(at::TensorIterator&)::{lambda()#1}::operator()() const::{lambda()#11}::operator()() const::{lambda(bool, float, float)#1} const&)::{lambda(int)#1})",
+       KernelFamily::aten_elementwise, MathUnit::cuda_cores},
+      {"void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::CUDAFunctor_add<float> >(at::TensorIteratorBase&, at::native::CUDAFunctor_add<float> const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl_nocast<at::native::CUDAFunctor_add<float> >(at::TensorIteratorBase&, at::native::CUDAFunctor_add<float> const&)::{lambda(int)#1})",
+       KernelFamily::aten_elementwise, MathUnit::cuda_cores},
+      {"void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)::{lambda()#1}::operator()() const::{lambda()#12}::operator()() const::{lambda(c10::BFloat16, bool)#1}>(at::TensorIteratorBase&, at::native::(anonymous namespace)::masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)::{lambda()#1}::operator()() const::{lambda()#12}::operator()() const::{lambda(c10::BFloat16, bool)#1} const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)::{lambda()#1}::operator()() const::{lambda()#12}::operator()() const::{lambda(c10::BFloat16, bool)#1}>(at::TensorIteratorBase&, at::native::(anonymous namespace)::masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)::{lambda()#1}::operator()() const::{lambda()#12}::operator()() const::{lambda(c10::BFloat16, bool)#1} const&)::{lambda(int)#1})",
+       KernelFamily::aten_elementwise, MathUnit::cuda_cores},
+      {"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<bool, at::native::func_wrapper_t<bool, at::native::and_kernel_cuda(at::TensorIterator&)::{lambda()#1}::operator()() const::{lambda()#12}::operator()() const::{lambda(bool, bool)#1}>, unsigned int, bool, 4, 4> >(at::native::ReduceOp<bool, at::native::func_wrapper_t<bool, at::native::and_kernel_cuda(at::TensorIterator&)::{lambda()#1}::operator()() const::{lambda()#12}::operator()() const::{lambda(bool, bool)#1}>, unsigned int, bool, 4, 4>)",
+       KernelFamily::aten_reduce, MathUnit::cuda_cores},
+      {"void at::native::triu_tril_kernel<bool, int, false, 8, false>(at::cuda::detail::TensorInfo<bool, int>, at::cuda::detail::TensorInfo<bool const, int>, long, long, int)",
+       KernelFamily::aten_triu_tril, MathUnit::cuda_cores},
+      {"void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul>, 4, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1>)",
+       KernelFamily::aten_copy, MathUnit::cuda_cores},
+      {"void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::isneginf_kernel_impl(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul> >(int, at::native::(anonymous namespace)::isneginf_kernel_impl(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul>)",
+       KernelFamily::aten_elementwise, MathUnit::cuda_cores},
+      {"void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul> >(int, at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul>)",
+       KernelFamily::aten_elementwise, MathUnit::cuda_cores},
+      {"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<bool>, std::array<char*, 1ul> >(int, at::native::FillFunctor<bool>, std::array<char*, 1ul>)",
+       KernelFamily::aten_elementwise, MathUnit::cuda_cores},
+      {"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
+       KernelFamily::aten_elementwise, MathUnit::cuda_cores},
+      {"void at::native::vectorized_elementwise_kernel<8, at::native::AUnaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul> >(int, at::native::AUnaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul>)",
+       KernelFamily::aten_elementwise, MathUnit::cuda_cores},
+      {"void at::native::vectorized_elementwise_kernel<8, at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul> >(int, at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul>)",
+       KernelFamily::aten_copy, MathUnit::cuda_cores},
+      {"void attnprof::flash::flash_fwd_kernel<attnprof::flash::FwdKernelTraits<128, 32, 4, 2, 3, 1, __nv_bfloat16>, true>(attnprof::flash::FwdParams)",
+       KernelFamily::attnprof, MathUnit::tensor_cores},
+      {"void attnprof::flash::flash_fwd_kernel<attnprof::flash::FwdKernelTraits<64, 64, 4, 2, 3, 2, __nv_bfloat16>, true>(attnprof::flash::FwdParams)",
+       KernelFamily::attnprof, MathUnit::tensor_cores},
+      {"void attnprof::softmax::(anonymous namespace)::scaled_masked_softmax_warp_kernel<__nv_bfloat16, 16>(__nv_bfloat16 const*, __nv_bfloat16*, long, int, int, float, bool)",
+       KernelFamily::attnprof, MathUnit::memory},
+      {"void attnprof::softmax::(anonymous namespace)::scaled_masked_softmax_warp_kernel<__nv_bfloat16, 4>(__nv_bfloat16 const*, __nv_bfloat16*, long, int, int, float, bool)",
+       KernelFamily::attnprof, MathUnit::memory},
+      {"void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, true, false, false, true, true, false, false>(pytorch_flash::Flash_fwd_params)",
+       KernelFamily::flash_attention_2, MathUnit::tensor_cores},
+      {"void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::bfloat16_t, Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, false, true, false, false, true, true, false, false>(pytorch_flash::Flash_fwd_params)",
+       KernelFamily::flash_attention_2, MathUnit::tensor_cores},
+  };
+  for (const Seen& s : seen) {
+    const KernelFingerprint fp = fingerprint_kernel(s.name);
+    EXPECT_EQ(fp.family, s.family) << s.name;
+    EXPECT_EQ(fp.math_unit, s.math) << s.name;
+    EXPECT_NE(fp.summary, "unknown kernel") << s.name;
+  }
+  EXPECT_EQ(sizeof(seen) / sizeof(seen[0]), 34u);
+}
+
+}  // namespace attnprof::report
