@@ -40,6 +40,7 @@ TEST(LaunchFacts, JoinsKernelArgsAndLauncherByCorrelation) {
   EXPECT_EQ(facts[1].launch_api, "cuLaunchKernelEx");
   EXPECT_FALSE(facts[1].est_occupancy_pct.has_value()) << "0% from a driver-API launch is 'not measured'";
   EXPECT_EQ(facts[2].launch_api, "cudaMemsetAsync");
+  EXPECT_FALSE(facts[2].est_occupancy_pct.has_value());
   EXPECT_EQ(facts[3].launch_api, "");
   EXPECT_EQ(facts[3].block[0], 0);
 
@@ -56,4 +57,41 @@ TEST(LaunchFacts, ToleratesMalformedTraces) {
     ASSERT_EQ(facts.size(), 1u);
     EXPECT_EQ(facts[0].registers_per_thread, 0);
   }
+}
+
+// Found by tests/fuzz/launch_facts.cpp under UBSan: numbers that do not fit the
+// field (1e300 as registers, as a correlation id, 1e10 as a grid size) were
+// converted anyway (undefined behaviour for floats, a wrapped value for
+// integers). They now read as absent.
+TEST(LaunchFacts, OutOfRangeNumbersReadAsAbsent) {
+  const json trace = trace_with(json::array({
+      {{"cat", "kernel"}, {"args", {{"correlation", 1e300}, {"registers per thread", 32}}}},
+      {{"cat", "kernel"},
+       {"args", {{"correlation", 11}, {"registers per thread", 1e300}, {"shared memory", -1e300},
+                 {"grid", {int64_t(1) << 40, 2, 3}}, {"block", {1e10, 128, 18446744073709551615ull}},
+                 {"est. achieved occupancy %", 1e300}}}},
+      {{"cat", "cuda_runtime"}, {"name", "cudaLaunchKernel"}, {"args", {{"correlation", 18446744073709551615ull}}}},
+  }));
+  const auto facts = report::launch_facts(trace, {{"k", 11, 1.0}, {"huge", 18446744073709551615ull, 1.0}});
+  ASSERT_EQ(facts.size(), 2u);
+  EXPECT_EQ(facts[0].registers_per_thread, 0);
+  EXPECT_EQ(facts[0].shared_memory_bytes, 0);
+  EXPECT_EQ(facts[0].grid[0], 0);
+  EXPECT_EQ(facts[0].grid[1], 2);
+  EXPECT_EQ(facts[0].block[0], 0);
+  EXPECT_EQ(facts[0].block[1], 128);
+  EXPECT_EQ(facts[0].block[2], 0);
+  EXPECT_EQ(facts[1].launch_api, "") << "a correlation id past int64 matches nothing";
+  EXPECT_FALSE(report::format_launch_table(facts).empty());
+}
+
+TEST(LaunchFacts, ZeroOccupancyIsNotMeasuredForAnyLaunchApi) {
+  const json trace = trace_with(json::array({
+      {{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", "cudaLaunchKernel"}, {"args", {{"correlation", 5}}}},
+      {{"ph", "X"}, {"cat", "kernel"}, {"name", "ours"},
+       {"args", {{"correlation", 5}, {"grid", {8, 1, 1}}, {"block", {128, 1, 1}}, {"est. achieved occupancy %", 0}}}},
+  }));
+  const auto facts = report::launch_facts(trace, {{"ours", 5, 1.0}});
+  ASSERT_EQ(facts.size(), 1u);
+  EXPECT_FALSE(facts[0].est_occupancy_pct.has_value());
 }

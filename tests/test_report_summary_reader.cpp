@@ -256,3 +256,14 @@ TEST(SummaryReader, FilesPlainGzipMissingAndBombs) {
   EXPECT_NE(e.find("larger than"), std::string::npos) << e;
   attnprof::testing::remove_tree(d);
 }
+
+// Found by tests/fuzz/summary_reader.cpp: a number past double's range is
+// nlohmann's out_of_range.406, not a parse_error, and escaped read_summary_text
+// (`attnprof compare` exited 1 with nlohmann's raw message instead of 4).
+TEST(SummaryReader, NumberOverflowIsASummaryError) {
+  for (const char* text : {"{\"schema_version\": 1e999}", "[34.84516666e666664]", "{\"a\": -1e400}"}) {
+    const std::string e = error_of_text(text);
+    EXPECT_NE(e.find("s.json: not valid JSON (number overflow"), std::string::npos) << text << ": " << e;
+    EXPECT_TRUE(one_line(e)) << e;
+  }
+}

@@ -40,13 +40,12 @@ int main(int argc, char** argv) {
                "Profiles one or more attention variants with the PyTorch (Kineto) profiler and writes\n"
                "a Chrome trace (open it in ui.perfetto.dev), a key-averages table and a summary JSON."};
   app.name("attnprof");
-  app.add_option("--variant", o.variants, "Variant(s) to run: a name, a comma list, or 'all' (see --list-variants)")
-      ->delimiter(',')->capture_default_str();
+  add_variant_option(app, o);
   add_shape_options(app, o);
   add_run_options(app, o);
   app.add_option("--peak-tflops", o.peak_tflops,
                  "Device peak for the at-a-glance table's % of peak (default: from a table of known GPUs)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app.add_flag("--list-variants", o.list_variants, "List the variants, what each shows, and whether it can run here");
   app.set_version_flag("--version", std::string(ATTNPROF_VERSION));
   const std::vector<Subcommand> subcommands = {add_sweep_command(app), add_compare_command(app)};

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <tuple>
 
 #include "attnprof/key_averages.h"
 #include "attnprof/runner.h"
@@ -10,12 +13,73 @@
 
 namespace attnprof::cli {
 
+namespace {
+// CLI11 2.1 saturates integers past int64 (99999999999999999999 reads as
+// 2^63-1), so the text as typed is range-checked before it is converted.
+CLI::Validator fits_int64(int64_t max) {
+  return CLI::Validator(
+      [max](std::string& s) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        (void)std::strtoll(s.c_str(), &end, 0);
+        return errno == ERANGE ? fmt::format("{} is out of range (1 to {})", s, max) : std::string();
+      },
+      "");
+}
+// CLI11 2.1 reads "-1" into a uint64_t as 2^64-1.
+const CLI::Validator kNotNegative(
+    [](std::string& s) -> std::string {
+      return s.find('-') != std::string::npos ? fmt::format("must be a non-negative integer, got {}", s)
+                                              : std::string();
+    },
+    "");
+}  // namespace
+
+CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        return end != s.c_str() && *end == '\0' && v > 0 && v < 1e300
+                   ? std::string()
+                   : fmt::format("must be a positive number, got {}", s);
+      },
+      "");
+}
+
 void add_shape_options(CLI::App& app, CliOptions& o) {
   app.add_option("--dtype", o.dtype, "bf16, fp16 or fp32")->capture_default_str();
-  app.add_option("--batch", o.batch, "Batch size")->capture_default_str();
-  app.add_option("--heads", o.heads, "Attention heads")->capture_default_str();
-  app.add_option("--seq", o.seq, "Sequence length")->capture_default_str();
-  app.add_option("--head-dim", o.head_dim, "Head dimension")->capture_default_str();
+  app.add_option("--batch", o.batch, "Batch size")->capture_default_str()->check(fits_int64(kMaxBatch));
+  app.add_option("--heads", o.heads, "Attention heads")->capture_default_str()->check(fits_int64(kMaxHeads));
+  app.add_option("--seq", o.seq, "Sequence length")->capture_default_str()->check(fits_int64(kMaxSeq));
+  app.add_option("--head-dim", o.head_dim, "Head dimension")->capture_default_str()->check(fits_int64(kMaxHeadDim));
+}
+
+void add_variant_option(CLI::App& app, CliOptions& o) {
+  // Split here rather than with CLI11's delimiter, which reads "--variant , --seq 4"
+  // as the variant '--seq'. Empty names (",", "a,,b") are dropped; none left is an error.
+  app.add_option_function<std::vector<std::string>>(
+         "--variant",
+         [&o](const std::vector<std::string>& args) {
+           o.variants.clear();
+           for (const std::string& arg : args) {
+             // CLI11 hands a required value over even when it is the next flag.
+             if (arg.rfind("-", 0) == 0)
+               throw CLI::ValidationError(fmt::format("--variant needs a value before '{}'", arg));
+             size_t start = 0;
+             while (start <= arg.size()) {
+               const size_t comma = std::min(arg.find(',', start), arg.size());
+               if (comma > start) o.variants.push_back(arg.substr(start, comma - start));
+               start = comma + 1;
+             }
+           }
+           if (o.variants.empty())
+             throw CLI::ValidationError(fmt::format("--variant '{}' names no variant (try --list-variants)",
+                                                    join(args, " ")));
+         },
+         "Variant(s) to run: a name, a comma list, or 'all' (see --list-variants); repeatable")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)  // --variant a --variant b runs both
+      ->default_str(join(o.variants, ","));
 }
 
 void add_run_options(CLI::App& app, CliOptions& o) {
@@ -26,7 +90,7 @@ void add_run_options(CLI::App& app, CliOptions& o) {
                "shared memory and estimated occupancy");
   app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N (auto: CUDA if present, else CPU)")->capture_default_str();
   app.add_flag("--causal,!--no-causal", o.causal, "Causal mask (default) or none");
-  app.add_option("--seed", o.seed, "Seed for the random inputs")->capture_default_str();
+  app.add_option("--seed", o.seed, "Seed for the random inputs")->capture_default_str()->check(kNotNegative);
   app.add_option("--out", o.out, "Output directory")->capture_default_str();
   app.add_flag("--no-gzip", o.no_gzip, "Write the trace as plain .json instead of .json.gz");
   app.add_option("--sort-by", o.sort_by,
@@ -102,10 +166,20 @@ Problem build_problem(const CliOptions& o) {
   Problem p;
   const auto dtype = parse_dtype(o.dtype);
   if (!dtype) throw UsageError(invalid_choice("--dtype", o.dtype, dtype_names()));
-  check_positive("--batch", o.batch, 1 << 20);
-  check_positive("--heads", o.heads, 1 << 16);
-  check_positive("--seq", o.seq, 1 << 22);
-  check_positive("--head-dim", o.head_dim, 1 << 12);
+  check_positive("--batch", o.batch, kMaxBatch);
+  check_positive("--heads", o.heads, kMaxHeads);
+  check_positive("--seq", o.seq, kMaxSeq);
+  check_positive("--head-dim", o.head_dim, kMaxHeadDim);
+  // Each flag within its limit can still multiply past int64: q, k and v hold
+  // B*H*S*D elements each, and no tensor (nor address space) holds 2^63 bytes.
+  int64_t elements = 0, bytes = 0;
+  if (__builtin_mul_overflow(o.batch * o.heads, o.seq * o.head_dim, &elements) ||
+      __builtin_mul_overflow(elements, int64_t(dtype_bytes(*dtype)), &bytes))
+    throw UsageError(fmt::format("shape {}x{}x{}x{} (--batch x --heads x --seq x --head-dim) is too large: each of "
+                                 "q, k, v would need {:.3g} bytes, past the 2^63-byte limit of any tensor",
+                                 o.batch, o.heads, o.seq, o.head_dim,
+                                 double(o.batch) * double(o.heads) * double(o.seq) * double(o.head_dim) *
+                                     dtype_bytes(*dtype)));
   p.batch = o.batch, p.heads = o.heads, p.seq = o.seq, p.head_dim = o.head_dim;
   p.dtype = *dtype;
   p.causal = o.causal;
@@ -129,10 +203,21 @@ SessionOptions build_session(const CliOptions& o) {
   }
   if (o.row_limit < 0) throw UsageError(fmt::format("--row-limit must be >= 0 (0 = all rows), got {}", o.row_limit));
   s.row_limit = o.row_limit;
+  // -1 (the default) means 100 on CUDA, 3 on CPU.
+  if (o.timing_iters < -1)
+    throw UsageError(fmt::format("--timing-iters must be >= 0 (0 = skip), got {}", o.timing_iters));
+  if (o.timing_iters > kMaxIters)
+    throw UsageError(fmt::format("--timing-iters {} is too large (at most {})", o.timing_iters, kMaxIters));
   s.timing_iters = o.timing_iters;
   s.startup_ms = o.startup_ms;
-  if (o.warmup_iters < 0 || o.wait < 0 || o.warmup < 0)
-    throw UsageError("--warmup-iters, --wait and --warmup must be >= 0");
+  // Limits keep a typo (--active 1000000000) from running for days; traced steps
+  // are also held in memory by Kineto until the profiler stops.
+  for (const auto& [flag, v, max] : {std::tuple{"--warmup-iters", o.warmup_iters, kMaxIters},
+                                     std::tuple{"--wait", o.wait, kMaxSteps}, std::tuple{"--warmup", o.warmup, kMaxSteps},
+                                     std::tuple{"--active", o.active, kMaxSteps}}) {
+    if (v < 0) throw UsageError(fmt::format("{} must be >= 0, got {}", flag, v));
+    if (v > max) throw UsageError(fmt::format("{} {} is too large (at most {})", flag, v, max));
+  }
   if (o.active <= 0) throw UsageError(fmt::format("--active must be at least 1, got {}", o.active));
   s.schedule = {o.warmup_iters, o.wait, o.warmup, o.active};
   return s;

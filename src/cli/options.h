@@ -42,6 +42,15 @@ struct CliOptions {
 void add_run_options(CLI::App& app, CliOptions& o);
 // --batch --heads --seq --head-dim --dtype
 void add_shape_options(CLI::App& app, CliOptions& o);
+// "must be a positive number, got 0" (CLI::PositiveNumber prints DBL_MAX in full).
+CLI::Validator positive_number();
+// --variant (comma lists, repeatable) into o.variants
+void add_variant_option(CLI::App& app, CliOptions& o);
+
+// Upper limits of the size and schedule flags (README, "Errors and exit codes").
+inline constexpr int64_t kMaxBatch = 1 << 20, kMaxHeads = 1 << 16, kMaxSeq = 1 << 22, kMaxHeadDim = 1 << 12;
+inline constexpr int kMaxIters = 1000000;  // --warmup-iters, --timing-iters (untraced)
+inline constexpr int kMaxSteps = 10000;    // --wait, --warmup, --active (profiler schedule steps)
 
 std::string join(const std::vector<std::string>& v, const char* sep = ", ");
 // "invalid --dtype 'bf61' (valid: bf16, fp16, fp32; did you mean 'bf16'?)"

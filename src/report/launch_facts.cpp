@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <type_traits>
 #include <unordered_map>
 
 #include "attnprof/key_averages.h"
@@ -19,20 +22,43 @@ const json* args_of(const json& e) {
   return it != e.end() && it->is_object() ? &*it : nullptr;
 }
 
+// The trace is untrusted input: a number that does not fit T (1e300 as an int,
+// 2^64-1 as an int64) is "absent", not converted (that would be undefined
+// behaviour for floats and a silently wrapped value for integers).
+template <typename T>
+std::optional<T> number_in_range(const json& v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (v.is_number()) return v.get<double>();
+  } else {
+    using lim = std::numeric_limits<T>;
+    if (v.is_number_unsigned()) {
+      const uint64_t u = v.get<uint64_t>();
+      if (u <= static_cast<uint64_t>(lim::max())) return static_cast<T>(u);
+    } else if (v.is_number_integer()) {
+      const int64_t i = v.get<int64_t>();
+      if (i >= int64_t(lim::min()) && i <= int64_t(lim::max())) return static_cast<T>(i);
+    } else if (v.is_number_float()) {
+      // -min is a power of two, exactly representable; max is not (for int64).
+      const double d = v.get<double>();
+      if (d >= double(lim::min()) && d < -double(lim::min())) return static_cast<T>(d);
+    }
+  }
+  return std::nullopt;
+}
+
 template <typename T>
 T number_or(const json& args, const char* key, T fallback) {
   auto it = args.find(key);
-  return it != args.end() && it->is_number() ? it->get<T>() : fallback;
+  return it != args.end() ? number_in_range<T>(*it).value_or(fallback) : fallback;
 }
 
 void read_dim3(const json& args, const char* key, int out[3]) {
   auto it = args.find(key);
   if (it == args.end() || !it->is_array()) return;
   for (size_t i = 0; i < 3 && i < it->size(); ++i)
-    if ((*it)[i].is_number_integer()) out[i] = (*it)[i].get<int>();
+    if ((*it)[i].is_number_integer())
+      if (const auto v = number_in_range<int>((*it)[i])) out[i] = *v;
 }
-
-bool is_driver_api(const std::string& api) { return api.rfind("cu", 0) == 0 && api.rfind("cuda", 0) != 0; }
 
 }  // namespace
 
@@ -67,9 +93,11 @@ std::vector<KernelLaunch> launch_facts(const json& trace, const std::vector<Forw
       k.shared_memory_bytes = number_or<int64_t>(args, "shared memory", 0);
       if (args.contains("est. achieved occupancy %")) {
         const double occ = number_or<double>(args, "est. achieved occupancy %", 0.0);
-        // CUPTI reports 0 for launches it cannot model (driver-API launches such
-        // as cuDNN's cuLaunchKernelEx): that is "not measured", not 0%.
-        if (!(occ == 0.0 && is_driver_api(k.launch_api))) k.est_occupancy_pct = occ;
+        // CUPTI reports 0 for launches it cannot model: driver-API launches such
+        // as cuDNN's cuLaunchKernelEx, and (seen on the H200) our flash kernel,
+        // launched with cudaLaunchKernel and >48 KB of dynamic shared memory. A
+        // kernel that ran had some occupancy: 0 means "not measured".
+        if (occ > 0.0) k.est_occupancy_pct = occ;
       }
     }
     out.push_back(std::move(k));

@@ -1,0 +1,270 @@
+// Every bad input the attnprof executable meets, one table row each: the exit
+// code README.md documents ("Errors and exit codes"), exactly one line on
+// stderr that names the bad value, and no file (partial, temporary or
+// otherwise) left behind. Runs the real executable on the CPU with tiny shapes.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "attnprof/io/files.h"
+#include "attnprof/runner.h"
+#include "test_util.h"
+
+using namespace attnprof::testing;
+namespace io = attnprof::io;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kTiny = "--device cpu --batch 1 --heads 2 --seq 33 --head-dim 32";
+
+using Result = attnprof::testing::CliResult;
+
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < s.size()) {
+    const size_t nl = s.find('\n', start);
+    lines.push_back(s.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  return lines;
+}
+
+// A real summary from a real run, made once per process and only for the
+// compare cases that need one.
+const std::string& good_summary_text() {
+  static const std::string text = [] {
+    const std::string d = make_temp_dir("errors_good");
+    const Result r = run_cli(std::string(kTiny) + " --variant naive --timing-iters 0 --out " + d);
+    std::string t;
+    if (r.rc == 0) t = io::read_file(d + "/naive/1_2_33_32_bf16.summary.json");
+    remove_tree(d);
+    return t;
+  }();
+  return text;
+}
+
+std::string good_with(const std::function<void(json&)>& edit) {
+  json j = json::parse(good_summary_text());
+  edit(j);
+  return j.dump(1);
+}
+
+// Input files a case needs, written into its temp dir before it runs (those
+// that are not written stay missing on purpose).
+struct Fixture {
+  std::string name;
+  std::function<std::string()> bytes;
+};
+
+struct Case {
+  const char* name;
+  std::string args;  // "{D}" is the case's temp dir
+  int rc;
+  std::vector<std::string> needles;  // each must appear in the error line
+  std::vector<Fixture> files = {};
+  bool needs_no_gpu = false;
+};
+
+Fixture good(const std::string& name = "good.summary.json") { return {name, [] { return good_summary_text(); }}; }
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+  return s;
+}
+
+// The tiny CPU problem, less the flags the case sets itself.
+std::string profile(const std::string& args) {
+  std::set<std::string> given;
+  for (size_t p = 0; p < args.size();) {
+    const size_t sp = std::min(args.find(' ', p), args.size());
+    given.insert(args.substr(p, sp - p));
+    p = sp + 1;
+  }
+  std::string out;
+  for (const auto& [flag, value] : {std::pair{"--device", "cpu"}, {"--batch", "1"}, {"--heads", "2"},
+                                    {"--seq", "33"}, {"--head-dim", "32"}})
+    if (!given.count(flag)) out += std::string(flag) + " " + value + " ";
+  return out + "--out {D}/out " + args;
+}
+std::string compare(const std::string& a, const std::string& b, const std::string& more = "") {
+  return "compare {D}/" + a + " {D}/" + b + (more.empty() ? "" : " " + more);
+}
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> all = {
+      // --- choices: list the valid ones, suggest the closest
+      {"UnknownVariant", profile("--variant nave"), 2, {"--variant 'nave'", "did you mean 'naive'"}},
+      {"MisspeltVariant", profile("--variant sdpa-flsh"), 2, {"'sdpa-flsh'", "did you mean 'sdpa-flash'"}},
+      {"UnknownVariantInList", profile("--variant naive,,bogus"), 2, {"'bogus'", "valid: naive"}},
+      {"VariantListOfNothing", profile("--variant ,"), 2, {"--variant ','", "names no variant"}},
+      {"VariantValueMissingBeforeFlag", "--variant --seq 4 --out {D}/out", 2, {"--variant", "'--seq'"}},
+      {"VariantValueMissingAtEnd", profile("--variant"), 2, {"--variant"}},
+      {"UnknownDtype", profile("--dtype fp8"), 2, {"--dtype 'fp8'", "bf16, fp16, fp32"}},
+      {"EmptyDtype", profile("--dtype ''"), 2, {"--dtype ''"}},
+      {"UnknownDevice", profile("--device tpu"), 2, {"--device 'tpu'", "cuda:N"}},
+      {"CudaOrdinalNotANumber", profile("--device cuda:abc"), 2, {"'cuda:abc'"}},
+      {"CudaOrdinalNegative", profile("--device cuda:-1"), 2, {"'cuda:-1'"}},
+      {"CudaOrdinalBeyondDevices", profile("--device cuda:99"), 2, {"cuda:99"}},
+      {"CudaWithoutGpu", profile("--device cuda"), 2, {"--device cuda", "no CUDA device"}, {}, true},
+      {"UnknownSortKey", profile("--sort-by cpu_tme"), 2, {"--sort-by 'cpu_tme'", "did you mean 'cpu_time'"}},
+      {"ListVariantsWithBadDtype", "--list-variants --device cpu --dtype fp4", 2, {"--dtype 'fp4'"}},
+      // --- sizes: non-numeric, zero, negative, past the limits, overflowing products
+      {"BatchNotANumber", profile("--batch abc"), 2, {"--batch", "abc"}},
+      {"HeadsInScientificNotation", profile("--heads 1e3"), 2, {"--heads", "1e3"}},
+      {"HeadDimFractional", profile("--head-dim 3.5"), 2, {"--head-dim", "3.5"}},
+      {"SeqZero", profile("--seq 0"), 2, {"--seq must be a positive integer, got 0"}},
+      {"BatchNegative", profile("--batch -3"), 2, {"--batch must be a positive integer, got -3"}},
+      {"HeadsZero", profile("--heads 0"), 2, {"--heads", "got 0"}},
+      {"HeadDimNegative", profile("--head-dim -1"), 2, {"--head-dim", "got -1"}},
+      {"SeqHuge", profile("--seq 99999999999"), 2, {"--seq 99999999999 is too large"}},
+      {"SeqPastInt64", profile("--seq 99999999999999999999999"), 2, {"--seq", "99999999999999999999999"}},
+      {"SeqBelowInt64", profile("--seq -99999999999999999999999"), 2, {"--seq", "-99999999999999999999999"}},
+      {"BatchOverLimit", profile("--batch 1048577"), 2, {"--batch 1048577", "at most 1048576"}},
+      {"HeadDimOverLimit", profile("--head-dim 4097"), 2, {"--head-dim 4097", "at most 4096"}},
+      {"ElementCountOverflows", profile("--batch 1048576 --heads 65536 --seq 4194304 --head-dim 4096"), 2,
+       {"1048576x65536x4194304x4096", "too large"}},
+      {"SeqGivenTwice", profile("--seq 33 --seq 34"), 2, {"--seq"}},
+      {"BatchCommaList", profile("--batch 1,2"), 2, {"--batch", "1,2"}},
+      // --- schedule and table flags
+      {"RowLimitNegative", profile("--row-limit -1"), 2, {"--row-limit", "got -1"}},
+      {"RowLimitPastInt", profile("--row-limit 99999999999"), 2, {"--row-limit", "99999999999"}},
+      {"ActiveZero", profile("--active 0"), 2, {"--active must be at least 1, got 0"}},
+      {"ActiveHuge", profile("--active 1000000000"), 2, {"--active 1000000000 is too large"}},
+      {"WaitNegative", profile("--wait -1"), 2, {"--wait must be >= 0, got -1"}},
+      {"WarmupNegative", profile("--warmup -2"), 2, {"--warmup must be >= 0, got -2"}},
+      {"WarmupItersNegative", profile("--warmup-iters -1"), 2, {"--warmup-iters must be >= 0, got -1"}},
+      {"TimingItersNegative", profile("--timing-iters -5"), 2, {"--timing-iters", "-5"}},
+      {"SeedNegative", profile("--seed -1"), 2, {"--seed", "-1"}},
+      {"SeedNotANumber", profile("--seed abc"), 2, {"--seed", "abc"}},
+      {"PeakTflopsZero", profile("--peak-tflops 0"), 2, {"--peak-tflops: must be a positive number, got 0"}},
+      {"PeakTflopsNotANumber", profile("--peak-tflops fast"), 2, {"--peak-tflops", "got fast"}},
+      // --- command-line shape
+      {"UnknownFlag", profile("--bogus"), 2, {"--bogus"}},
+      {"StrayPositional", profile("stray"), 2, {"stray"}},
+      {"FlagValueMissing", profile("--row-limit"), 2, {"--row-limit"}},
+      {"SweepSeqZero", "sweep --device cpu --seq 0 --out {D}/out", 2, {"--seq", "got 0"}},
+      {"SweepUnknownVariant", "sweep --device cpu --variant nave --out {D}/out", 2, {"'nave'", "did you mean 'naive'"}},
+      {"SweepUnknownDtype", "sweep --device cpu --dtype fp8 --out {D}/out", 2, {"'fp8'"}},
+      // --- outputs that cannot be written
+      {"OutIsAFile", std::string(kTiny) + " --out {D}/a_file", 4, {"{D}/a_file", "not a directory"},
+       {{"a_file", [] { return std::string("not a directory"); }}}},
+      {"OutUnderAFile", std::string(kTiny) + " --out {D}/a_file/sub", 4, {"{D}/a_file/sub", "not a directory"},
+       {{"a_file", [] { return std::string("not a directory"); }}}},
+      {"OutUnderDevFull", std::string(kTiny) + " --out /dev/full/x", 4, {"/dev/full"}},
+      {"OutUnderProc", std::string(kTiny) + " --out /proc/attnprof_cannot_exist", 4, {"/proc/attnprof_cannot_exist"}},
+      {"OutEmpty", std::string(kTiny) + " --out ''", 4, {"output directory", "empty"}},
+      // --- the one requested variant cannot run here
+      {"CudaOnlyVariantOnCpu", profile("--variant sdpa-cudnn"), 3, {"sdpa-cudnn cannot run here"}},
+      // --- compare: missing, malformed, truncated, wrongly typed, hostile inputs
+      {"CompareMissingFile", compare("missing.summary.json", "good.summary.json"), 4, {"missing.summary.json"},
+       {good()}},
+      {"CompareEmptyFile", compare("empty.json", "good.summary.json"), 4, {"empty.json", "not valid JSON"},
+       {good(), {"empty.json", [] { return std::string(); }}}},
+      {"CompareMalformed", compare("good.summary.json", "bad.json"), 4, {"bad.json", "not valid JSON"},
+       {good(), {"bad.json", [] { return std::string("{\"schema_version\": 1,, }"); }}}},
+      {"CompareTruncated", compare("good.summary.json", "cut.json"), 4, {"cut.json"},
+       {good(), {"cut.json", [] { return good_summary_text().substr(0, good_summary_text().size() / 2); }}}},
+      {"CompareBinaryGarbage", compare("good.summary.json", "garbage.bin"), 4, {"garbage.bin"},
+       {good(), {"garbage.bin", [] { return std::string("\x7f" "ELF\x02\x01\x01\0\0\0\xff\xfe", 12); }}}},
+      {"CompareTopLevelArray", compare("good.summary.json", "array.json"), 4, {"array.json", "top level"},
+       {good(), {"array.json", [] { return std::string("[1, 2, 3]"); }}}},
+      {"CompareSchemaVersionAsString", compare("good.summary.json", "typed.json"), 4, {"typed.json", "schema_version"},
+       {good(), {"typed.json", [] { return good_with([](json& j) { j["schema_version"] = "1"; }); }}}},
+      {"CompareNewerSchema", compare("good.summary.json", "newer.json"), 4, {"newer.json", "schema_version"},
+       {good(), {"newer.json", [] { return good_with([](json& j) { j["schema_version"] = 99; }); }}}},
+      {"CompareStatusUnknown", compare("good.summary.json", "status.json"), 4, {"status.json", "status"},
+       {good(), {"status.json", [] { return good_with([](json& j) { j["status"] = "weird"; }); }}}},
+      {"CompareProblemMissing", compare("good.summary.json", "noproblem.json"), 4, {"noproblem.json", "problem"},
+       {good(), {"noproblem.json", [] { return good_with([](json& j) { j.erase("problem"); }); }}}},
+      {"CompareSeqNegative", compare("good.summary.json", "negseq.json"), 4, {"negseq.json", "seq"},
+       {good(), {"negseq.json", [] { return good_with([](json& j) { j["problem"]["seq"] = -5; }); }}}},
+      {"CompareOpsNotAnArray", compare("good.summary.json", "ops.json"), 4, {"ops.json", "ops"},
+       {good(), {"ops.json", [] { return good_with([](json& j) { j["ops"] = "none"; }); }}}},
+      {"CompareNumberOverflow", compare("good.summary.json", "big.json"), 4, {"big.json", "number overflow"},
+       {good(), {"big.json", [] { return std::string("{\"schema_version\": 1e999}"); }}}},
+      {"CompareTruncatedGzip", compare("good.summary.json", "cut.json.gz"), 4, {"cut.json.gz"},
+       {good(), {"cut.json.gz", [] {
+          const std::string gz = io::gzip_compress(good_summary_text());
+          return gz.substr(0, gz.size() / 2);
+        }}}},
+      {"CompareDeeplyNested", compare("good.summary.json", "deep.json"), 4, {"deep.json", "nested"},
+       {good(), {"deep.json", [] { return std::string(100000, '[') + std::string(100000, ']'); }}}},
+      {"CompareHugeFile", compare("good.summary.json", "huge.json"), 4, {"huge.json", "MiB"},
+       {good(), {"huge.json", [] { return std::string(size_t(17) << 20, ' '); }}}},
+      {"CompareFileWithDirectory", "compare {D}/good.summary.json {D}", 2, {"{D}", "directory"}, {good()}},
+      {"CompareEmptyDirectories", "compare {D}/a {D}/b", 4, {"no summaries"},
+       {{"a/.keep", [] { return std::string(); }}, {"b/.keep", [] { return std::string(); }}}},
+      {"CompareOneArgument", "compare {D}/good.summary.json", 2, {"B is required"}, {good()}},
+      {"CompareCsvUnderDevFull", compare("good.summary.json", "good.summary.json", "--csv /dev/full/diff.csv"), 4,
+       {"/dev/full/diff.csv"}, {good()}},
+      {"CompareMarkdownUnderAFile",
+       compare("good.summary.json", "good.summary.json", "--md {D}/good.summary.json/diff.md"), 4,
+       {"{D}/good.summary.json/diff.md"}, {good()}},
+  };
+  return all;
+}
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name << ": attnprof " << c.args; }
+
+class BadInput : public ::testing::TestWithParam<Case> {};
+
+TEST_P(BadInput, ExitCodeOneLineNoFilesLeft) {
+  const Case& c = GetParam();
+  if (c.needs_no_gpu && attnprof::cuda_available()) GTEST_SKIP() << "a CUDA device is present";
+  const std::string d = make_temp_dir("errors");
+  ASSERT_FALSE(d.empty());
+  for (const Fixture& f : c.files) {
+    const std::string path = d + "/" + f.name;
+    const size_t slash = f.name.rfind('/');
+    if (slash != std::string::npos) io::ensure_writable_dir(d + "/" + f.name.substr(0, slash));
+    const std::string bytes = f.bytes();
+    if (f.name.find("summary") != std::string::npos) ASSERT_FALSE(bytes.empty()) << "the run that makes a summary failed";
+    io::write_file_atomic(path, bytes);
+  }
+  const std::vector<std::string> before_list = list_tree(d);
+  const std::set<std::string> before(before_list.begin(), before_list.end());
+
+  const Result r = run_cli(replace_all(c.args, "{D}", d));
+
+  EXPECT_EQ(r.rc, c.rc) << "stderr: " << r.err;
+  std::vector<std::string> lines = split_lines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << "stderr must be one line:\n" << r.err;
+  EXPECT_TRUE(!r.err.empty() && r.err.back() == '\n') << r.err;
+  EXPECT_EQ(lines[0].rfind("attnprof: ", 0), 0u) << lines[0];
+  for (const std::string& needle : c.needles) {
+    const std::string n = replace_all(needle, "{D}", d);
+    EXPECT_NE(lines[0].find(n), std::string::npos) << "'" << n << "' not in: " << lines[0];
+  }
+  // Nothing written: no output, no partial file, no temp file. (Directories the
+  // run created before it failed may stay, empty.)
+  for (const std::string& p : list_tree(d)) {
+    if (before.count(p)) continue;
+    struct stat st {};
+    ASSERT_EQ(::lstat(p.c_str(), &st), 0) << p;
+    EXPECT_TRUE(S_ISDIR(st.st_mode)) << "left behind: " << p;
+  }
+  if (c.rc == 2) EXPECT_FALSE(path_exists(d + "/out")) << "a usage error must fail before creating --out";
+  remove_tree(d);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cli, BadInput, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+TEST(BadInputTable, HasAtLeastFortyDistinctCases) {
+  std::set<std::string> names, args;
+  for (const Case& c : cases()) names.insert(c.name), args.insert(c.args);
+  EXPECT_EQ(names.size(), cases().size());
+  EXPECT_GE(args.size(), 40u);
+}
+
+}  // namespace
