@@ -15,23 +15,7 @@ using namespace attnprof::testing;
 
 namespace {
 
-struct Result {
-  int rc = -1;
-  std::string out, err;
-};
-
-Result run_cli(const std::string& args) {
-  const std::string d = make_temp_dir("io");
-  const std::string out = d + "/stdout", err = d + "/stderr";
-  const std::string cmd = std::string(ATTNPROF_EXE) + " " + args + " >" + out + " 2>" + err;
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = attnprof::io::read_file(out);
-  r.err = attnprof::io::read_file(err);
-  remove_tree(d);
-  return r;
-}
+using Result = attnprof::testing::CliResult;
 
 int lines(const std::string& s) {
   int n = 0;
@@ -100,9 +84,21 @@ TEST(Cli, UnwritableOutIsExitFourAndWritesNothing) {
   remove_tree(d);
 }
 
+TEST(Cli, RepeatedVariantFlagsAccumulate) {
+  const std::string d = make_temp_dir("repeat");
+  const Result r = run_cli(std::string(kTiny) + " --timing-iters 0 --variant naive --variant inplace,sdpa-math --out " + d);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  for (const char* v : {"naive", "inplace", "sdpa-math"})
+    EXPECT_TRUE(path_exists(d + "/" + v + "/1_2_33_32_bf16.summary.json")) << v;
+  EXPECT_NE(r.out.find("At a glance"), std::string::npos);
+  EXPECT_TRUE(path_exists(d + "/compare/1_2_33_32_bf16.md"));
+  remove_tree(d);
+}
+
 TEST(Cli, SingleUnsupportedVariantExitsThree) {
   const Result r = run_cli(std::string(kTiny) + " --variant sdpa-cudnn --out /tmp/attnprof_never_written");
   EXPECT_EQ(r.rc, 3);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("sdpa-cudnn cannot run here"), std::string::npos) << r.err;
   EXPECT_FALSE(path_exists("/tmp/attnprof_never_written/sdpa-cudnn"));
 }

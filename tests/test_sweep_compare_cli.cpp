@@ -13,23 +13,7 @@ using namespace attnprof::testing;
 
 namespace {
 
-struct Result {
-  int rc = -1;
-  std::string out, err;
-};
-
-Result run_cli(const std::string& args) {
-  const std::string d = make_temp_dir("io");
-  const std::string out = d + "/stdout", err = d + "/stderr";
-  const std::string cmd = std::string(ATTNPROF_EXE) + " " + args + " >" + out + " 2>" + err;
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = attnprof::io::read_file(out);
-  r.err = attnprof::io::read_file(err);
-  remove_tree(d);
-  return r;
-}
+using Result = attnprof::testing::CliResult;
 
 int lines(const std::string& s) {
   int n = 0;

@@ -4,12 +4,16 @@
 #pragma once
 
 #include <ftw.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
+
+#include "attnprof/io/files.h"
 
 namespace attnprof::testing {
 
@@ -43,5 +47,26 @@ inline bool path_exists(const std::string& p) {
   struct stat st {};
   return ::stat(p.c_str(), &st) == 0;
 }
+
+#ifdef ATTNPROF_EXE
+struct CliResult {
+  int rc = -1;
+  std::string out, err;
+};
+
+// Runs the real attnprof executable with `args` (a shell fragment), no stdin.
+inline CliResult run_cli(const std::string& args) {
+  const std::string d = make_temp_dir("cli_io");
+  const std::string out = d + "/stdout", err = d + "/stderr";
+  const std::string cmd = std::string(ATTNPROF_EXE) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  CliResult r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = io::read_file(out);
+  r.err = io::read_file(err);
+  remove_tree(d);
+  return r;
+}
+#endif
 
 }  // namespace attnprof::testing

@@ -53,9 +53,11 @@ int run_profile(const CliOptions& o) {
   std::vector<std::string> skipped_lines;
   std::vector<RunRecord> records;  // every variant's outcome, for the at-a-glance table
   for (size_t i = 0; i < names.size() && !interrupt_signal(); ++i) {
-    fmt::print(stderr, "[{}/{}] {} ({} {} on {})\n", i + 1, names.size(), names[i], p.shape_string(),
-               dtype_name(p.dtype), p.device);
-    std::fflush(stderr);
+    if (names.size() > 1) {  // progress; a single variant's errors stay one line
+      fmt::print(stderr, "[{}/{}] {} ({} {} on {})\n", i + 1, names.size(), names[i], p.shape_string(),
+                 dtype_name(p.dtype), p.device);
+      std::fflush(stderr);
+    }
     VariantOutcome out;
     try {
       out = run_variant(names[i], p, s);
