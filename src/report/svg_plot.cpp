@@ -213,10 +213,15 @@ std::string render_axes(const LinePlot& plot, const Frame& f) {
       "<text class=\"y-label\" x=\"{0}\" y=\"{1}\" text-anchor=\"middle\" font-size=\"13\" "
       "transform=\"rotate(-90 {0} {1})\">{2}</text>\n",
       px(f.left - 58), px(mid_y), xml_escape(plot.y_label));
+  // Left-aligned and shrunk to the canvas: a centred 16 px title of ~90
+  // characters ran off both edges of the 860 px plot (seen in the H200 sweep).
+  // Bold sans-serif averages about 0.6 em per character.
+  const double title_room = plot.width - 2 * 12.0;
+  const double title_px = std::clamp(title_room / (0.6 * std::max<size_t>(1, plot.title.size())), 9.0, 16.0);
   out += fmt::format(
-      "<text class=\"title\" x=\"{}\" y=\"28\" text-anchor=\"middle\" font-size=\"16\" "
+      "<text class=\"title\" x=\"12\" y=\"28\" text-anchor=\"start\" font-size=\"{}\" "
       "font-weight=\"bold\">{}</text>\n",
-      px(mid_x), xml_escape(plot.title));
+      px(title_px), xml_escape(plot.title));
   return out;
 }
 
