@@ -82,3 +82,14 @@ TEST(Gzip, RejectsTruncatedAndGarbage) {
   EXPECT_THROW(gzip_decompress(z.substr(0, z.size() / 2)), FileError);
   EXPECT_THROW(gzip_decompress("not gzip at all"), FileError);
 }
+
+TEST(Gzip, BoundedInflateStopsAtTheLimit) {
+  const std::string z = gzip_compress(std::string(3u << 20, 'x'));  // 3 MiB of one byte: a tiny .gz
+  EXPECT_EQ(gzip_decompress(z, 4u << 20).size(), 3u << 20);
+  try {
+    gzip_decompress(z, 1u << 20);
+    FAIL() << "expected FileError";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("expands past 1 MiB"), std::string::npos) << e.what();
+  }
+}

@@ -113,7 +113,7 @@ std::string gzip_compress(const std::string& bytes) {
   return out;
 }
 
-std::string gzip_decompress(const std::string& bytes) {
+std::string gzip_decompress(const std::string& bytes, size_t max_bytes) {
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 16) != Z_OK) throw FileError("zlib: inflateInit2 failed");
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
@@ -130,6 +130,10 @@ std::string gzip_decompress(const std::string& bytes) {
       throw FileError("not a valid gzip stream");
     }
     out.append(buf, sizeof(buf) - zs.avail_out);
+    if (out.size() > max_bytes) {
+      inflateEnd(&zs);
+      throw FileError("expands past " + std::to_string(max_bytes >> 20) + " MiB");
+    }
     if (rc == Z_OK && zs.avail_in == 0 && zs.avail_out != 0) {
       inflateEnd(&zs);
       throw FileError("truncated gzip stream");

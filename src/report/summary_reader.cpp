@@ -1,5 +1,7 @@
 #include "attnprof/report/summary_reader.h"
 
+#include "attnprof/io/files.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <zlib.h>
@@ -226,33 +228,11 @@ int max_depth(const std::string& text) {
 
 // Bounded inflate: a small .gz cannot expand past kMaxSummaryBytes.
 std::string gunzip_bounded(const std::string& bytes, const std::string& source) {
-  z_stream zs{};
-  if (inflateInit2(&zs, 15 + 16) != Z_OK) throw SummaryError(source + ": zlib could not start");
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-  zs.avail_in = static_cast<uInt>(bytes.size());
-  std::string out;
-  char buf[1 << 16];
-  int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof(buf);
-    rc = inflate(&zs, Z_NO_FLUSH);
-    if (rc != Z_OK && rc != Z_STREAM_END) {
-      inflateEnd(&zs);
-      throw SummaryError(source + ": not a valid gzip stream");
-    }
-    out.append(buf, sizeof(buf) - zs.avail_out);
-    if (out.size() > kMaxSummaryBytes) {
-      inflateEnd(&zs);
-      throw SummaryError(fmt::format("{}: expands past {} MiB; not a summary", source, kMaxSummaryBytes >> 20));
-    }
-    if (rc == Z_OK && zs.avail_in == 0 && zs.avail_out != 0) {
-      inflateEnd(&zs);
-      throw SummaryError(source + ": truncated gzip stream");
-    }
+  try {
+    return io::gzip_decompress(bytes, kMaxSummaryBytes);
+  } catch (const io::FileError& e) {
+    throw SummaryError(source + ": " + e.what());
   }
-  inflateEnd(&zs);
-  return out;
 }
 
 }  // namespace

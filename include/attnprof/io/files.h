@@ -2,6 +2,8 @@
 // to a temporary name beside the target and renames it into place.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -31,7 +33,10 @@ std::string read_file(const std::string& path);
 
 // gzip framing (RFC 1952), so `gunzip` and Perfetto read it.
 std::string gzip_compress(const std::string& bytes);
-std::string gzip_decompress(const std::string& bytes);
+// Throws FileError for a stream that is not gzip, is truncated, or would expand
+// past `max_bytes` (readers of untrusted files bound it: a small .gz can inflate
+// to gigabytes).
+std::string gzip_decompress(const std::string& bytes, size_t max_bytes = SIZE_MAX);
 
 void remove_quietly(const std::string& path) noexcept;
 
