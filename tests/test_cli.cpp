@@ -17,12 +17,6 @@ namespace {
 
 using Result = attnprof::testing::CliResult;
 
-int lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
 const char* kTiny = "--batch 1 --heads 2 --seq 33 --head-dim 32 --device cpu";
 
 }  // namespace
@@ -39,7 +33,7 @@ TEST(Cli, HelpListsFlagsAndExitsZero) {
 TEST(Cli, BadDtypeIsUsageErrorNamingChoices) {
   const Result r = run_cli("--dtype fp8");
   EXPECT_EQ(r.rc, 2);
-  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("'fp8'"), std::string::npos);
   EXPECT_NE(r.err.find("bf16, fp16, fp32"), std::string::npos);
 }
@@ -47,7 +41,7 @@ TEST(Cli, BadDtypeIsUsageErrorNamingChoices) {
 TEST(Cli, BadVariantSuggestsClosest) {
   const Result r = run_cli("--variant sdpa-flsh");
   EXPECT_EQ(r.rc, 2);
-  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("did you mean 'sdpa-flash'"), std::string::npos) << r.err;
 }
 
@@ -55,7 +49,7 @@ TEST(Cli, NonPositiveAndNonNumericSizes) {
   for (const char* args : {"--seq 0", "--batch -3", "--heads 0", "--head-dim -1", "--seq abc", "--active 0"}) {
     const Result r = run_cli(args);
     EXPECT_EQ(r.rc, 2) << args;
-    EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << args << ": " << r.err;
   }
 }
 
@@ -65,7 +59,7 @@ TEST(Cli, BadDeviceAndSortKey) {
   EXPECT_NE(r.err.find("cuda:N"), std::string::npos) << r.err;
   r = run_cli("--device cuda:99");
   EXPECT_EQ(r.rc, 2);
-  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
   r = run_cli("--sort-by nonsense");
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("cuda_time_total"), std::string::npos) << r.err;
@@ -98,7 +92,7 @@ TEST(Cli, RepeatedVariantFlagsAccumulate) {
 TEST(Cli, SingleUnsupportedVariantExitsThree) {
   const Result r = run_cli(std::string(kTiny) + " --variant sdpa-cudnn --out /tmp/attnprof_never_written");
   EXPECT_EQ(r.rc, 3);
-  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("sdpa-cudnn cannot run here"), std::string::npos) << r.err;
   EXPECT_FALSE(path_exists("/tmp/attnprof_never_written/sdpa-cudnn"));
 }

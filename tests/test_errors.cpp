@@ -27,18 +27,6 @@ constexpr const char* kTiny = "--device cpu --batch 1 --heads 2 --seq 33 --head-
 
 using Result = attnprof::testing::CliResult;
 
-std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < s.size()) {
-    const size_t nl = s.find('\n', start);
-    lines.push_back(s.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
-    if (nl == std::string::npos) break;
-    start = nl + 1;
-  }
-  return lines;
-}
-
 // A real summary from a real run, made once per process and only for the
 // compare cases that need one.
 const std::string& good_summary_text() {

@@ -15,22 +15,10 @@ namespace {
 
 using Result = attnprof::testing::CliResult;
 
-int lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
 int count(const std::string& s, const std::string& needle) {
   int n = 0;
   for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
   return n;
-}
-
-std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> out;
-  for (size_t pos = 0, nl; (nl = s.find('\n', pos)) != std::string::npos; pos = nl + 1) out.push_back(s.substr(pos, nl - pos));
-  return out;
 }
 
 const char* kFast = "--batch 1 --heads 2 --device cpu --warmup-iters 0 --wait 0 --warmup 0 --active 1";
@@ -100,7 +88,7 @@ TEST(SweepCli, BadAxesAreUsageErrors) {
                            "sweep --head-dim -4", "sweep --device tpu"}) {
     const Result r = run_cli(args);
     EXPECT_EQ(r.rc, 2) << args << ": " << r.err;
-    EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << args << ": " << r.err;
   }
 }
 
@@ -135,12 +123,12 @@ TEST(CompareCli, BadInputsExitFourWithOneLine) {
                                   "compare " + d + "/missing.json " + d + "/bad.summary.json"}) {
     const Result r = run_cli(args);
     EXPECT_EQ(r.rc, 4) << args << ": " << r.err;
-    EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << args << ": " << r.err;
     EXPECT_NE(r.err.find(d + "/"), std::string::npos) << r.err;  // names the file
   }
   Result r = run_cli("compare " + d + "/bad.summary.json " + d);
   EXPECT_EQ(r.rc, 2) << r.err;  // a file and a directory
-  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
   r = run_cli("compare " + d + "/bad.summary.json");
   EXPECT_EQ(r.rc, 2) << r.err;
   remove_tree(d);

@@ -48,6 +48,25 @@ inline bool path_exists(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0;
 }
 
+// Lines of `s`; a last line without '\n' counts too.
+inline std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < s.size()) {
+    const size_t nl = s.find('\n', start);
+    lines.push_back(s.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  return lines;
+}
+
+inline int count_lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
 #ifdef ATTNPROF_EXE
 struct CliResult {
   int rc = -1;
