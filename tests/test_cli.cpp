@@ -89,6 +89,22 @@ TEST(Cli, RepeatedVariantFlagsAccumulate) {
   remove_tree(d);
 }
 
+TEST(Cli, FullDiskIsExitFourAndLeavesNoPartialFiles) {
+  // A 16 KiB tmpfs fills up while the trace, table and summary are written.
+  const std::string d = make_temp_dir("fulldisk");
+  if (std::system(("mount -t tmpfs -o size=16k tmpfs " + d + " 2>/dev/null").c_str()) != 0) {
+    remove_tree(d);
+    GTEST_SKIP() << "cannot mount a small tmpfs here (needs root): full-disk test skipped";
+  }
+  const Result r = run_cli(std::string(kTiny) + " --timing-iters 0 --variant naive --no-gzip --out " + d);
+  EXPECT_EQ(r.rc, 4) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  for (const std::string& p : list_tree(d)) EXPECT_EQ(p.find(".tmp."), std::string::npos) << p;
+  std::system(("umount " + d).c_str());
+  remove_tree(d);
+}
+
 TEST(Cli, SingleUnsupportedVariantExitsThree) {
   const Result r = run_cli(std::string(kTiny) + " --variant sdpa-cudnn --out /tmp/attnprof_never_written");
   EXPECT_EQ(r.rc, 3);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -53,6 +54,12 @@ std::string temp_path_for(const std::string& target) {
 }
 
 void remove_quietly(const std::string& path) noexcept { ::unlink(path.c_str()); }
+
+std::optional<uint64_t> free_bytes(const std::string& path) noexcept {
+  struct statvfs vfs {};
+  if (::statvfs(path.c_str(), &vfs) != 0) return std::nullopt;
+  return static_cast<uint64_t>(vfs.f_bavail) * static_cast<uint64_t>(vfs.f_frsize);
+}
 
 void write_file_atomic(const std::string& target, const std::string& bytes) {
   const std::string tmp = temp_path_for(target);

@@ -1,6 +1,7 @@
 #include "attnprof/session.h"
 
 #include <ATen/ATen.h>
+#include <sys/stat.h>
 #include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 
@@ -48,14 +49,30 @@ std::string trace_metadata(const RunRecord& r) {
   return meta.dump();
 }
 
-// Kineto writes its trace itself; we let it write beside the target and then
-// compress (or just rename) it into place, so a crash never leaves a partial trace.
-// Returns the trace text, which also holds the kernels' launch details.
+// Kineto writes its trace itself (to `kineto_path` + ".tmp", then renamed); we let
+// it write beside the target and then compress (or just rename) it into place,
+// so a crash never leaves a partial trace. Returns the trace text, which also
+// holds the kernels' launch details.
 std::string place_trace(const std::string& kineto_path, const std::string& target, bool gzip) {
+  struct stat st {};
+  if (::stat(kineto_path.c_str(), &st) != 0) {
+    // Kineto reports a failed save only in its log; a full disk is the usual cause.
+    const std::string dir = target.substr(0, target.rfind('/') + 1);
+    const auto left = io::free_bytes(dir.empty() ? "." : dir);
+    throw io::FileError("cannot write '" + target + "': the profiler could not save its trace (" +
+                        (left ? report::format_bytes(double(*left)) + " free there" : std::string("free space unknown")) +
+                        (left && *left < (1u << 20) ? ": No space left on device)" : ")"));
+  }
   std::string json = io::read_file(kineto_path);
   io::remove_quietly(kineto_path);
   io::write_file_atomic(target, gzip ? io::gzip_compress(json) : json);
   return json;
+}
+
+// Kineto's file and its own temporary, whatever state they are in.
+void remove_kineto_files(const std::string& kineto_path) noexcept {
+  io::remove_quietly(kineto_path);
+  io::remove_quietly(kineto_path + ".tmp");
 }
 
 }  // namespace
@@ -124,25 +141,25 @@ VariantOutcome run_variant(const std::string& name, const Problem& p, const Sess
   } catch (const Interrupted&) {
     // Stopped at a step boundary: nothing of this variant but its summary, which
     // says so; the variants before it keep their files.
-    io::remove_quietly(kineto_tmp);
+    remove_kineto_files(kineto_tmp);
     r.status = "interrupted";
     r.reason = "stopped by signal " + std::to_string(interrupt_signal());
     io::write_file_atomic(io::join_path(opt.out_dir, r.summary_file), report::summary_json(r).dump(2) + "\n");
     r.trace_file.clear(), r.table_file.clear();
     return out;
   } catch (const c10::OutOfMemoryError& e) {
-    io::remove_quietly(kineto_tmp);
+    remove_kineto_files(kineto_tmp);
     release_cached_memory(p.device);
     r.status = "skipped";
     r.reason = "out of memory: " + first_line(e.what_without_backtrace());
     return out;
   } catch (const c10::Error& e) {
-    io::remove_quietly(kineto_tmp);
+    remove_kineto_files(kineto_tmp);
     r.status = "failed";
     r.reason = first_line(e.what_without_backtrace());
     return out;
   } catch (const std::exception& e) {
-    io::remove_quietly(kineto_tmp);
+    remove_kineto_files(kineto_tmp);
     r.status = "failed";
     r.reason = e.what();
     return out;
@@ -166,7 +183,7 @@ VariantOutcome run_variant(const std::string& name, const Problem& p, const Sess
   try {
     trace_text = place_trace(kineto_tmp, io::join_path(opt.out_dir, r.trace_file), opt.gzip);
   } catch (...) {
-    io::remove_quietly(kineto_tmp);
+    remove_kineto_files(kineto_tmp);
     throw;
   }
   if (p.on_cuda()) {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -39,5 +40,8 @@ std::string gzip_compress(const std::string& bytes);
 std::string gzip_decompress(const std::string& bytes, size_t max_bytes = SIZE_MAX);
 
 void remove_quietly(const std::string& path) noexcept;
+
+// Bytes available to this user on the filesystem holding `path`; nullopt if unknown.
+std::optional<uint64_t> free_bytes(const std::string& path) noexcept;
 
 }  // namespace attnprof::io
