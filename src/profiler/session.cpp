@@ -147,16 +147,19 @@ VariantOutcome run_variant(const std::string& name, const Problem& p, const Sess
     io::write_file_atomic(io::join_path(opt.out_dir, r.summary_file), report::summary_json(r).dump(2) + "\n");
     r.trace_file.clear(), r.table_file.clear();
     return out;
-  } catch (const c10::OutOfMemoryError& e) {
-    remove_kineto_files(kineto_tmp);
-    release_cached_memory(p.device);
-    r.status = "skipped";
-    r.reason = "out of memory: " + first_line(e.what_without_backtrace());
-    return out;
   } catch (const c10::Error& e) {
+    // CUDA throws c10::OutOfMemoryError; the CPU allocator a plain c10::Error
+    // ("DefaultCPUAllocator: not enough memory"). Both mean skip, not failure.
     remove_kineto_files(kineto_tmp);
-    r.status = "failed";
-    r.reason = first_line(e.what_without_backtrace());
+    const std::string why = first_line(e.what_without_backtrace());
+    if (dynamic_cast<const c10::OutOfMemoryError*>(&e) || is_out_of_memory_reason(why)) {
+      release_cached_memory(p.device);
+      r.status = "skipped";
+      r.reason = "out of memory: " + why;
+    } else {
+      r.status = "failed";
+      r.reason = why;
+    }
     return out;
   } catch (const std::exception& e) {
     remove_kineto_files(kineto_tmp);
