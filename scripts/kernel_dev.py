@@ -37,11 +37,15 @@ CUDA_FLAGS = ["-O3", "--expt-relaxed-constexpr", "-Xptxas=-v", "-lineinfo"]
 # Alternative tile configurations: name -> macros (see flash_kernel_traits.h).
 VARIANTS = {
     "d64m1": ["-DATTNPROF_FLASH_D64_MTILES=1", "-DATTNPROF_FLASH_D64_MIN_BLOCKS=3"],
-    "d128m1w8": ["-DATTNPROF_FLASH_D128_MTILES=1", "-DATTNPROF_FLASH_D128_WARPS=8",
-                 "-DATTNPROF_FLASH_D128_BLOCK_N=64"],
-    "d128m2n64": ["-DATTNPROF_FLASH_D128_BLOCK_N=64"],
-    "d128m2w8n32": ["-DATTNPROF_FLASH_D128_WARPS=8"],
-    "s4": ["-DATTNPROF_FLASH_STAGES=4"],
+    "d64s8": ["-DATTNPROF_FLASH_D64_RESCALE_SLACK=8"],
+    # d128 as first written: BLOCK_N 32, 3 stages, O rescaled on every max increase
+    "d128first": ["-DATTNPROF_FLASH_D128_BLOCK_N=32", "-DATTNPROF_FLASH_D128_STAGES=3",
+                  "-DATTNPROF_FLASH_D128_RESCALE_SLACK=-1"],
+    "d128eager": ["-DATTNPROF_FLASH_D128_RESCALE_SLACK=-1"],
+    "d128slack0": ["-DATTNPROF_FLASH_D128_RESCALE_SLACK=0"],
+    "d128n64": ["-DATTNPROF_FLASH_D128_BLOCK_N=64"],
+    "d128n32": ["-DATTNPROF_FLASH_D128_BLOCK_N=32"],
+    "d128s3": ["-DATTNPROF_FLASH_D128_STAGES=3"],
 }
 
 VARIANT_BINDING = r"""
@@ -326,6 +330,8 @@ def main():
     ap.add_argument("--variants", default="", help="comma list of " + ",".join(VARIANTS))
     ap.add_argument("--no-build", action="store_true", help="load the prebuilt libraries as they are")
     ap.add_argument("--skip-big", action="store_true", help="skip the 1x16x16384x128 shape")
+    ap.add_argument("--flash-only", action="store_true",
+                    help="time only the fused-attention kernels (no softmax or pipeline timing)")
     args = ap.parse_args()
     os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 2))
     build_dir = Path(args.build_dir)
@@ -369,8 +375,9 @@ def main():
     if not args.skip_big:
         shapes.append((1, 16, 16384, 128))
     time_attention(flash_ops, shapes, rows)
-    time_softmax(softmax_op, rows)
-    time_pipelines(softmax_op, rows)
+    if not args.flash_only:
+        time_softmax(softmax_op, rows)
+        time_pipelines(softmax_op, rows)
 
     print("\n| shape | mask | variant | µs (median) | TFLOP/s or GB/s | vs best SDPA (pipeline: vs inplace) |")
     print("|---|---|---|---|---|---|")

@@ -44,7 +44,7 @@ class CustomFlash final : public CustomOpVariant {
   }
 
   std::vector<Fact> facts() const override {
-    return {{"kernel", "attnprof::flash::flash_fwd_kernel (mma.sync m16n8k16, 3-stage cp.async K/V ring)"}};
+    return {{"kernel", "attnprof::flash::flash_fwd_kernel (mma.sync m16n8k16, cp.async K/V ring: 3 stages at head_dim 64, 2 at 128)"}};
   }
 };
 

@@ -132,15 +132,20 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   constexpr int kWarpRows = Traits::kWarpRows;
   constexpr int kStages = Traits::kStages;
   constexpr bool kQInRegs = Traits::kQInRegs;
+  constexpr bool kLazyRescale = Traits::kLazyRescale;
   constexpr int kDSteps = kD / 16;    // k16 steps of Q·Kᵀ
   constexpr int kSTiles = kBN / 8;    // n8 tiles of S
   constexpr int kKvSteps = kBN / 16;  // k16 steps of P·V
   constexpr int kOTiles = kD / 8;     // n8 tiles of O
   constexpr int kTileBytes = Traits::kSmemKVElems * 2;
 
-  extern __shared__ __align__(128) unsigned char smem[];
-  Element* sQ = reinterpret_cast<Element*>(smem);
-  const uint32_t sQ_addr = smem_addr(smem);
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  // The ldmatrix addressing XORs swizzle bits into full shared addresses, which
+  // needs every tile to start on a row boundary: round the base up (the launch
+  // asks for kSmemAlign spare bytes) instead of trusting where it lands.
+  const uint32_t raw_addr = smem_addr(smem_raw);
+  const uint32_t sQ_addr = (raw_addr + Traits::kSmemAlign - 1) & ~uint32_t(Traits::kSmemAlign - 1);
+  Element* sQ = reinterpret_cast<Element*>(smem_raw + (sQ_addr - raw_addr));
   const uint32_t sK_addr = sQ_addr + Traits::kSmemQElems * 2;
   const uint32_t sV_addr = sK_addr + kStages * kTileBytes;
 
@@ -193,20 +198,23 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   uint32_t q_frag[kQInRegs ? kMT : 1][kQInRegs ? kDSteps : 1][4];
 
   // ldmatrix lane addressing. In all three tiles a lane's row is ≡ lane (mod 8),
-  // so its swizzle key is lane & 7.
+  // so its swizzle key is lane & 7, and the swizzled chunk of an even chunk pair
+  // c0 + hi is (c0 + hi) ^ key = c0 ^ (hi ^ key): a per-lane byte offset (row
+  // and 16·(hi ^ key)) XORed with the compile-time 16·c0. The XOR only touches
+  // bits below the row size, so whole rows (stages, m tiles, n tiles) can be
+  // added before or after it: the tile steps become ldmatrix immediates.
   const int swz = lane & 7;
   // Q (A operand, x4 = rows 0-7/8-15 × k 0-7/8-15): row lane&15, chunk +lane/16.
-  const int q_row = warp_row0 + (lane & 15);
-  const int q_chunk_hi = lane >> 4;
+  const uint32_t q_lane_off =
+      ((warp_row0 + (lane & 15)) * kD + (((lane >> 4) ^ swz) * 8)) * 2;
   // K (B operand, non-transposed): key (lane&7) + 8·(lane/16), chunk +(lane/8)&1.
-  const int k_row = (lane & 7) + ((lane >> 4) << 3);
-  const int k_chunk_hi = (lane >> 3) & 1;
+  const uint32_t k_lane_off =
+      (((lane & 7) + ((lane >> 4) << 3)) * kD + ((((lane >> 3) & 1) ^ swz) * 8)) * 2;
   // V (B operand, transposed): key lane&15, chunk +lane/16.
-  const int v_row = lane & 15;
-  const int v_chunk_hi = lane >> 4;
-  auto q_addr = [&](int mt, int ks) {
-    return sQ_addr + ((q_row + mt * 16) * kD + (((2 * ks + q_chunk_hi) ^ swz) * 8)) * 2;
-  };
+  const uint32_t v_lane_off = ((lane & 15) * kD + (((lane >> 4) ^ swz) * 8)) * 2;
+  constexpr uint32_t kRowBytes = kD * 2;
+  const uint32_t q_off = sQ_addr + q_lane_off;
+  auto q_addr = [&](int mt, int ks) { return (q_off ^ (ks * 32u)) + mt * 16 * kRowBytes; };
 
   const float scale_log2 = p.scale_log2;
 
@@ -235,8 +243,8 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
     }
 
     const int stage = j % kStages;
-    const uint32_t sK_tile = sK_addr + stage * kTileBytes;
-    const uint32_t sV_tile = sV_addr + stage * kTileBytes;
+    const uint32_t k_off = sK_addr + stage * kTileBytes + k_lane_off;
+    const uint32_t v_off = sV_addr + stage * kTileBytes + v_lane_off;
 
     // S = Q·Kᵀ for this warp's rows × kBN keys; each K fragment feeds kMT row tiles.
     float acc_s[kMT][kSTiles][4];
@@ -255,7 +263,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
 #pragma unroll
       for (int t = 0; t < kSTiles; t += 2) {
         uint32_t kb[4];
-        ldmatrix_x4(kb, sK_tile + ((t * 8 + k_row) * kD + (((2 * ks + k_chunk_hi) ^ swz) * 8)) * 2);
+        ldmatrix_x4(kb, (k_off ^ (ks * 32u)) + t * 8 * kRowBytes);
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
           if constexpr (kQInRegs) {
@@ -298,21 +306,38 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
           mx = fmaxf(mx, fmaxf(acc_s[mt][t][2 * i], acc_s[mt][t][2 * i + 1]));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        // A row with nothing visible yet keeps max −inf; subtract 0 instead so
-        // exp2(−inf − (−inf)) never makes a NaN.
-        const float mx_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;
-        const float alpha = exp2_approx(row_max[mt][i] * scale_log2 - mx_scaled);
-        row_max[mt][i] = mx;
-        row_sum[mt][i] *= alpha;
+        // Moves the max the row's exponents are taken against to new_max and
+        // rescales the sum and O to match. A row with nothing visible yet keeps
+        // max −inf; subtracting 0 instead keeps exp2(−inf − (−inf)) from making NaN.
+        auto move_max = [&](float new_max) {
+          const float new_scaled = new_max == -INFINITY ? 0.f : new_max * scale_log2;
+          const float alpha = exp2_approx(row_max[mt][i] * scale_log2 - new_scaled);
+          row_sum[mt][i] *= alpha;
 #pragma unroll
-        for (int t = 0; t < kOTiles; ++t) {
-          acc_o[mt][t][2 * i] *= alpha;
-          acc_o[mt][t][2 * i + 1] *= alpha;
+          for (int t = 0; t < kOTiles; ++t) {
+            acc_o[mt][t][2 * i] *= alpha;
+            acc_o[mt][t][2 * i + 1] *= alpha;
+          }
+          row_max[mt][i] = new_max;
+        };
+        if constexpr (!kLazyRescale) {
+          move_max(mx);
+        } else {
+          // That max need not be the true one, only one that keeps every
+          // exp2 <= 2^kRescaleSlack: the sum and O are normalised by the same
+          // stale max, so the result is exact. Moving it costs kOTiles·2
+          // multiplies per row, FP32 work that competes with the exponentials
+          // for issue slots, and past the first key blocks the max rarely grows
+          // by more than the slack. The branch is warp-uniform (no divergence):
+          // taken when any row of the group grew.
+          const bool grow = mx * scale_log2 > row_max[mt][i] * scale_log2 + Traits::kRescaleSlack;
+          if (__any_sync(0xffffffffu, grow)) move_max(grow ? mx : row_max[mt][i]);
         }
+        const float m_scaled = row_max[mt][i] == -INFINITY ? 0.f : row_max[mt][i] * scale_log2;
 #pragma unroll
         for (int t = 0; t < kSTiles; ++t) {
-          acc_s[mt][t][2 * i] = exp2_approx(fmaf(acc_s[mt][t][2 * i], scale_log2, -mx_scaled));
-          acc_s[mt][t][2 * i + 1] = exp2_approx(fmaf(acc_s[mt][t][2 * i + 1], scale_log2, -mx_scaled));
+          acc_s[mt][t][2 * i] = exp2_approx(fmaf(acc_s[mt][t][2 * i], scale_log2, -m_scaled));
+          acc_s[mt][t][2 * i + 1] = exp2_approx(fmaf(acc_s[mt][t][2 * i + 1], scale_log2, -m_scaled));
           row_sum[mt][i] += acc_s[mt][t][2 * i] + acc_s[mt][t][2 * i + 1];
         }
       }
@@ -333,7 +358,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
 #pragma unroll
       for (int t = 0; t < kOTiles; t += 2) {
         uint32_t vb[4];
-        ldmatrix_x4_trans(vb, sV_tile + ((kk * 16 + v_row) * kD + (((t + v_chunk_hi) ^ swz) * 8)) * 2);
+        ldmatrix_x4_trans(vb, (v_off ^ (t * 16u)) + kk * 16 * kRowBytes);
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
           mma_16816<Element>(acc_o[mt][t], pa[mt], vb[0], vb[1]);

@@ -10,7 +10,7 @@
 namespace attnprof::flash {
 
 template <int kHeadDim_, int kBlockN_, int kNWarps_, int kMTiles_, int kStages_,
-          int kMinBlocksPerSm_, typename Element_>
+          int kMinBlocksPerSm_, int kRescaleSlack_, typename Element_>
 struct FwdKernelTraits {
   using Element = Element_;  // __nv_bfloat16 or __half
   static constexpr int kHeadDim = kHeadDim_;
@@ -24,6 +24,11 @@ struct FwdKernelTraits {
   // with 2 row tiles: 64 registers) they are re-read from shared memory per k-step.
   static constexpr bool kQInRegs = kMTiles * kHeadDim <= 128;
   static constexpr int kStages = kStages_;
+  // Online-softmax rescale policy: < 0 rescales O whenever a row max grows;
+  // >= 0 keeps a stale max until the new one exceeds it by more than this many
+  // powers of two (exp2 values stay <= 2^slack; see the kernel).
+  static constexpr bool kLazyRescale = kRescaleSlack_ >= 0;
+  static constexpr float kRescaleSlack = static_cast<float>(kRescaleSlack_);
   static constexpr int kMinBlocksPerSm = kMinBlocksPerSm_;
 
   // Shared memory rows are head_dim elements; a 16-byte chunk is 8 elements.
@@ -32,8 +37,11 @@ struct FwdKernelTraits {
 
   static constexpr int kSmemQElems = kBlockM * kHeadDim;
   static constexpr int kSmemKVElems = kBlockN * kHeadDim;  // one K or one V tile
+  // Tiles start on row boundaries (kSmemAlign) so swizzled addresses can be
+  // formed by XOR on the full shared address; the spare bytes allow rounding up.
+  static constexpr int kSmemAlign = kHeadDim * static_cast<int>(sizeof(Element));
   static constexpr int kSmemBytes =
-      (kSmemQElems + 2 * kStages * kSmemKVElems) * static_cast<int>(sizeof(Element));
+      (kSmemQElems + 2 * kStages * kSmemKVElems) * static_cast<int>(sizeof(Element)) + kSmemAlign;
 
   static_assert(sizeof(Element) == 2, "mma.sync m16n8k16 path: bf16/fp16 inputs only");
   static_assert(kHeadDim % 64 == 0,
@@ -55,18 +63,22 @@ struct FwdKernelTraits {
 };
 
 // Per-head-dim configurations: FwdKernelTraits<d, BLOCK_N, warps, m16 tiles per
-// warp, stages, min blocks per SM>. The ATTNPROF_FLASH_D*_ macros exist only so
-// scripts/kernel_dev.py can time alternatives without editing this file.
-// Measured on the H200, bf16 (scripts/kernel_dev.py, 2026-11-30):
+// warp, stages, min blocks per SM, rescale slack>. The ATTNPROF_FLASH_D*_ macros
+// exist only so scripts/kernel_dev.py can time alternatives without editing this
+// file. Measured on the H200, bf16 (scripts/kernel_dev.py, 2026-11-30):
 // d=64: 4 warps x 2 row tiles (BLOCK_M 128), BLOCK_N 64, 3 stages, 2 blocks/SM
-//   (~240 regs): 76 us causal / 121 us full at 8x16x1024x64; 1 row tile per warp
-//   (BLOCK_M 64) took 78 / 134 us; 8 warps x 1 tile took 100 / 160 us
-//   (measured before rows were addressed with the static head dim).
-// d=128: 4 warps x 2 row tiles (BLOCK_M 128), BLOCK_N 32, 3 stages (80 KB smem,
-//   ~250 regs, 2 blocks/SM): 875 us causal at 4x16x4096x128 (314 TFLOP/s).
-//   8 warps x 1 tile x BLOCK_N 64 took 947 us; 2 tiles x BLOCK_N 64 spills
-//   (255 regs) and took 1060 us; 8 warps x 2 tiles x BLOCK_N 32 (BLOCK_M 256)
-//   was 4% slower causal but 3% faster full; 4 stages: no gain.
+//   (~240 regs): 74 us causal / 117 us full at 8x16x1024x64; 1 row tile per warp
+//   (BLOCK_M 64) took 78 / 134 us; 8 warps x 1 tile took 100 / 160 us. A rescale
+//   slack of 8 made it 3-6% slower (16 key blocks: the max still moves often).
+// d=128: 4 warps x 2 row tiles (BLOCK_M 128), BLOCK_N 48, 2 stages (80 KB smem,
+//   2 blocks/SM, 253-255 regs, no spills), slack 8: 336-338 causal / 340-353 full
+//   TFLOP/s at 4x16x4096x128 and 362-367 / 362-365 at 1x16x16384x128.
+//   Against it: BLOCK_N 32, 3 stages, eager rescale (the first version) 311-321
+//   full; BLOCK_N 64 needs 2 stages to keep 2 blocks/SM (3 stages = 128 KB) and
+//   then matches BLOCK_N 48 full (351-354) but spills 8 B causal; the slack alone
+//   is worth 4-6% full at BLOCK_N 48 (slack 0: rescale on every max increase, 2-3%).
+//   Larger key tiles cut the Q re-reads from shared memory (Q takes 64 registers
+//   at d128 x 2 tiles, so it is not held) and the barriers per FLOP.
 #ifndef ATTNPROF_FLASH_D64_BLOCK_N
 #define ATTNPROF_FLASH_D64_BLOCK_N 64
 #endif
@@ -80,7 +92,7 @@ struct FwdKernelTraits {
 #define ATTNPROF_FLASH_D64_MIN_BLOCKS 2
 #endif
 #ifndef ATTNPROF_FLASH_D128_BLOCK_N
-#define ATTNPROF_FLASH_D128_BLOCK_N 32
+#define ATTNPROF_FLASH_D128_BLOCK_N 48
 #endif
 #ifndef ATTNPROF_FLASH_D128_WARPS
 #define ATTNPROF_FLASH_D128_WARPS 4
@@ -91,8 +103,17 @@ struct FwdKernelTraits {
 #ifndef ATTNPROF_FLASH_D128_MIN_BLOCKS
 #define ATTNPROF_FLASH_D128_MIN_BLOCKS 1
 #endif
-#ifndef ATTNPROF_FLASH_STAGES
-#define ATTNPROF_FLASH_STAGES 3
+#ifndef ATTNPROF_FLASH_D64_RESCALE_SLACK
+#define ATTNPROF_FLASH_D64_RESCALE_SLACK -1
+#endif
+#ifndef ATTNPROF_FLASH_D128_RESCALE_SLACK
+#define ATTNPROF_FLASH_D128_RESCALE_SLACK 8
+#endif
+#ifndef ATTNPROF_FLASH_D128_STAGES
+#define ATTNPROF_FLASH_D128_STAGES 2
+#endif
+#ifndef ATTNPROF_FLASH_D64_STAGES
+#define ATTNPROF_FLASH_D64_STAGES 3
 #endif
 
 template <int kHeadDim, typename Element>
@@ -101,15 +122,17 @@ struct FwdConfig;
 template <typename Element>
 struct FwdConfig<64, Element> {
   using Traits = FwdKernelTraits<64, ATTNPROF_FLASH_D64_BLOCK_N, ATTNPROF_FLASH_D64_WARPS,
-                                 ATTNPROF_FLASH_D64_MTILES, ATTNPROF_FLASH_STAGES,
-                                 ATTNPROF_FLASH_D64_MIN_BLOCKS, Element>;
+                                 ATTNPROF_FLASH_D64_MTILES, ATTNPROF_FLASH_D64_STAGES,
+                                 ATTNPROF_FLASH_D64_MIN_BLOCKS, ATTNPROF_FLASH_D64_RESCALE_SLACK,
+                                 Element>;
 };
 
 template <typename Element>
 struct FwdConfig<128, Element> {
   using Traits = FwdKernelTraits<128, ATTNPROF_FLASH_D128_BLOCK_N, ATTNPROF_FLASH_D128_WARPS,
-                                 ATTNPROF_FLASH_D128_MTILES, ATTNPROF_FLASH_STAGES,
-                                 ATTNPROF_FLASH_D128_MIN_BLOCKS, Element>;
+                                 ATTNPROF_FLASH_D128_MTILES, ATTNPROF_FLASH_D128_STAGES,
+                                 ATTNPROF_FLASH_D128_MIN_BLOCKS, ATTNPROF_FLASH_D128_RESCALE_SLACK,
+                                 Element>;
 };
 
 }  // namespace attnprof::flash
