@@ -19,6 +19,9 @@ struct ProfiledRun {
   std::vector<TraceEvent> events;
   std::optional<double> peak_memory_bytes;
   bool trace_saved = false;
+  // What Kineto wrote to stderr while saving the trace (it reports a failed
+  // write only there), held back so the caller decides what the user sees.
+  std::string trace_save_messages;
   std::vector<std::pair<std::string, double>> phases_ms;  // wall time of each stage
 };
 

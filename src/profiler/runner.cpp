@@ -16,10 +16,15 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
+#include <thread>
 
 #include "attnprof/interrupt.h"
 #include "profiler/nvtx_range.h"
@@ -34,6 +39,57 @@ namespace attnprof {
 
 namespace kp = torch::autograd::profiler;
 namespace pi = torch::profiler::impl;
+
+namespace {
+
+// Redirects file descriptor 2 into a pipe until finish(): a reader thread drains
+// it, so a chatty writer can never block on a full pipe. If the pipe cannot be
+// set up, stderr is left alone and finish() returns "".
+class StderrCapture {
+ public:
+  StderrCapture() {
+    std::fflush(stderr);
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return;
+    saved_ = ::fcntl(2, F_DUPFD_CLOEXEC, 3);
+    if (saved_ < 0 || ::dup2(fds[1], 2) < 0) {
+      if (saved_ >= 0) ::close(saved_);
+      saved_ = -1;
+      ::close(fds[0]);
+      ::close(fds[1]);
+      return;
+    }
+    ::close(fds[1]);  // fd 2 is now the only write end: restoring it ends the stream
+    read_fd_ = fds[0];
+    reader_ = std::thread([this] {
+      char buf[4096];
+      ssize_t n;
+      while ((n = ::read(read_fd_, buf, sizeof buf)) > 0) text_.append(buf, static_cast<size_t>(n));
+    });
+  }
+  StderrCapture(const StderrCapture&) = delete;
+  StderrCapture& operator=(const StderrCapture&) = delete;
+  ~StderrCapture() { finish(); }
+
+  std::string finish() {
+    if (saved_ < 0) return text_;
+    std::fflush(stderr);
+    ::dup2(saved_, 2);
+    ::close(saved_);
+    saved_ = -1;
+    reader_.join();
+    ::close(read_fd_);
+    return text_;
+  }
+
+ private:
+  int saved_ = -1;
+  int read_fd_ = -1;
+  std::thread reader_;
+  std::string text_;
+};
+
+}  // namespace
 
 bool cuda_available() { return torch::cuda::is_available(); }
 int cuda_device_count() { return static_cast<int>(torch::cuda::device_count()); }
@@ -289,7 +345,9 @@ ProfiledRun profile_forward(Variant& variant, const Problem& p, const at::Tensor
   for (const auto& e : result->events())
     if (!e.isHiddenEvent()) run.events.push_back(to_trace_event(e));
   if (!opt.trace_path.empty()) {
+    StderrCapture kineto_log;
     result->save(opt.trace_path);
+    run.trace_save_messages = kineto_log.finish();
     run.trace_saved = true;
   }
   clock.lap("copy events, save trace", run.phases_ms);

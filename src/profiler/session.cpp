@@ -28,6 +28,18 @@ namespace {
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+std::vector<std::string> split_nonempty_lines(const std::string& s) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t end = s.find('\n', start);
+    if (end == std::string::npos) end = s.size();
+    if (end > start) lines.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
 // "" when the forward should fit, else why not ("needs ~4.4 GiB (predicted), 2 GiB free").
 std::string predicted_not_to_fit(const Variant& v, const Problem& p) {
   const std::optional<MemoryBudget> budget = available_memory(p.device);
@@ -184,11 +196,15 @@ VariantOutcome run_variant(const std::string& name, const Problem& p, const Sess
 
   std::string trace_text;
   try {
+    // A failed save becomes one error line of ours; Kineto's own log line about
+    // it ("Failed to write to log file!") is dropped with it.
     trace_text = place_trace(kineto_tmp, io::join_path(opt.out_dir, r.trace_file), opt.gzip);
   } catch (...) {
     remove_kineto_files(kineto_tmp);
     throw;
   }
+  for (const std::string& line : split_nonempty_lines(run.trace_save_messages))
+    r.warnings.push_back("Kineto, while saving the trace: " + line);
   if (p.on_cuda()) {
     const auto trace = nlohmann::json::parse(trace_text, nullptr, /*allow_exceptions=*/false);
     if (!trace.is_discarded()) r.launches = report::launch_facts(trace, r.forward.first_forward);
