@@ -8,7 +8,7 @@ events against every SDPA backend. Prints a short table last.
 
   python3 scripts/kernel_dev.py --build-only          # compile (no GPU needed)
   python3 scripts/kernel_dev.py                       # build if needed, check, time
-  python3 scripts/kernel_dev.py --variants d128w4     # also time alternative tile configs
+  python3 scripts/kernel_dev.py --variants d128first  # also time alternative tile configs
 
 Alternative configurations of the flash kernel (--variants) are built as
 separate libraries with the ATTNPROF_FLASH_* macros of flash_kernel_traits.h,

@@ -239,8 +239,9 @@ TEST(Fingerprint, OurKernelsAsSeenOnTheH200) {
 namespace attnprof::report {
 
 // Every kernel name the H200 run printed for the nine variants at 8x16x1024x64
-// and 4x16x4096x128 bf16 (BENCHMARKS.md, commit bf61c97): none may decode as
-// unknown, and each gets its library and math unit right.
+// and 4x16x4096x128 bf16 (BENCHMARKS.md, commit bf61c97; our flash kernel's
+// names also as of 959a7b8): none may decode as unknown, and each gets its
+// library and math unit right.
 TEST(Fingerprint, EveryKernelSeenOnTheH200) {
   struct Seen {
     const char* name;
@@ -308,6 +309,11 @@ TEST(Fingerprint, EveryKernelSeenOnTheH200) {
        KernelFamily::attnprof, MathUnit::tensor_cores},
       {"void attnprof::flash::flash_fwd_kernel<attnprof::flash::FwdKernelTraits<64, 64, 4, 2, 3, 2, __nv_bfloat16>, true>(attnprof::flash::FwdParams)",
        KernelFamily::attnprof, MathUnit::tensor_cores},
+      // After the d128 retune (46f0f45) the traits carry the rescale slack too.
+      {"void attnprof::flash::flash_fwd_kernel<attnprof::flash::FwdKernelTraits<128, 48, 4, 2, 2, 1, 8, __nv_bfloat16>, true>(attnprof::flash::FwdParams)",
+       KernelFamily::attnprof, MathUnit::tensor_cores},
+      {"void attnprof::flash::flash_fwd_kernel<attnprof::flash::FwdKernelTraits<64, 64, 4, 2, 3, 2, -1, __nv_bfloat16>, true>(attnprof::flash::FwdParams)",
+       KernelFamily::attnprof, MathUnit::tensor_cores},
       {"void attnprof::softmax::(anonymous namespace)::scaled_masked_softmax_warp_kernel<__nv_bfloat16, 16>(__nv_bfloat16 const*, __nv_bfloat16*, long, int, int, float, bool)",
        KernelFamily::attnprof, MathUnit::memory},
       {"void attnprof::softmax::(anonymous namespace)::scaled_masked_softmax_warp_kernel<__nv_bfloat16, 4>(__nv_bfloat16 const*, __nv_bfloat16*, long, int, int, float, bool)",
@@ -323,7 +329,7 @@ TEST(Fingerprint, EveryKernelSeenOnTheH200) {
     EXPECT_EQ(fp.math_unit, s.math) << s.name;
     EXPECT_NE(fp.summary, "unknown kernel") << s.name;
   }
-  EXPECT_EQ(sizeof(seen) / sizeof(seen[0]), 34u);
+  EXPECT_EQ(sizeof(seen) / sizeof(seen[0]), 36u);
 }
 
 }  // namespace attnprof::report
