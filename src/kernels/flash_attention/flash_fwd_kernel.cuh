@@ -16,6 +16,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/packed_halves.cuh"
 #include "kernels/flash_attention/flash_kernel_traits.h"
 #include "kernels/flash_attention/flash_params.h"
 
@@ -74,19 +75,7 @@ __device__ __forceinline__ void mma_16816<__half>(float (&d)[4], const uint32_t 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Two floats → one register of two 16-bit values, `lo` in the low half.
-template <typename Element>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi);
-template <>
-__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
-  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<uint32_t*>(&v);
-}
-template <>
-__device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
-  __half2 v = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<uint32_t*>(&v);
-}
+using kernels::pack2;
 
 __device__ __forceinline__ float exp2_approx(float x) {
   float y;
@@ -138,13 +127,14 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   constexpr int kKvSteps = kBN / 16;  // k16 steps of P·V
   constexpr int kOTiles = kD / 8;     // n8 tiles of O
   constexpr int kTileBytes = Traits::kSmemKVElems * 2;
+  constexpr uint32_t kRowBytes = Traits::kRowBytes;
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   // The ldmatrix addressing XORs swizzle bits into full shared addresses, which
   // needs every tile to start on a row boundary: round the base up (the launch
-  // asks for kSmemAlign spare bytes) instead of trusting where it lands.
+  // asks for kRowBytes spare bytes) instead of trusting where it lands.
   const uint32_t raw_addr = smem_addr(smem_raw);
-  const uint32_t sQ_addr = (raw_addr + Traits::kSmemAlign - 1) & ~uint32_t(Traits::kSmemAlign - 1);
+  const uint32_t sQ_addr = (raw_addr + kRowBytes - 1) & ~uint32_t(kRowBytes - 1);
   Element* sQ = reinterpret_cast<Element*>(smem_raw + (sQ_addr - raw_addr));
   const uint32_t sK_addr = sQ_addr + Traits::kSmemQElems * 2;
   const uint32_t sV_addr = sK_addr + kStages * kTileBytes;
@@ -212,7 +202,6 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
       (((lane & 7) + ((lane >> 4) << 3)) * kD + ((((lane >> 3) & 1) ^ swz) * 8)) * 2;
   // V (B operand, transposed): key lane&15, chunk +lane/16.
   const uint32_t v_lane_off = ((lane & 15) * kD + (((lane >> 4) ^ swz) * 8)) * 2;
-  constexpr uint32_t kRowBytes = kD * 2;
   const uint32_t q_off = sQ_addr + q_lane_off;
   auto q_addr = [&](int mt, int ks) { return (q_off ^ (ks * 32u)) + mt * 16 * kRowBytes; };
 

@@ -37,11 +37,11 @@ struct FwdKernelTraits {
 
   static constexpr int kSmemQElems = kBlockM * kHeadDim;
   static constexpr int kSmemKVElems = kBlockN * kHeadDim;  // one K or one V tile
-  // Tiles start on row boundaries (kSmemAlign) so swizzled addresses can be
-  // formed by XOR on the full shared address; the spare bytes allow rounding up.
-  static constexpr int kSmemAlign = kHeadDim * static_cast<int>(sizeof(Element));
+  static constexpr int kRowBytes = kHeadDim * static_cast<int>(sizeof(Element));
+  // Tiles start on row boundaries so swizzled addresses can be formed by XOR on
+  // the full shared address; the kRowBytes spare bytes allow rounding the base up.
   static constexpr int kSmemBytes =
-      (kSmemQElems + 2 * kStages * kSmemKVElems) * static_cast<int>(sizeof(Element)) + kSmemAlign;
+      (kSmemQElems + 2 * kStages * kSmemKVElems) * static_cast<int>(sizeof(Element)) + kRowBytes;
 
   static_assert(sizeof(Element) == 2, "mma.sync m16n8k16 path: bf16/fp16 inputs only");
   static_assert(kHeadDim % 64 == 0,

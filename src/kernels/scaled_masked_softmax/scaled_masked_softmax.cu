@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/packed_halves.cuh"
 #include "kernels/scaled_masked_softmax/scaled_masked_softmax.h"
 
 namespace attnprof::softmax {
@@ -24,46 +25,22 @@ namespace {
 
 constexpr float kLog2e = 1.4426950408889634f;
 
+// 16-byte vector of T <-> 8 (bf16, fp16) or 4 (fp32) floats.
 template <typename T>
-struct Vec;  // 16-byte vector of T <-> 8 or 4 floats
-template <>
-struct Vec<__nv_bfloat16> {
+struct Vec {
   static constexpr int kN = 8;
   __device__ static void unpack(const uint4& v, float* f) {
-    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const float2 x = __bfloat1622float2(h[i]);
+      const float2 x = kernels::unpack2<T>(w[i]);
       f[2 * i] = x.x;
       f[2 * i + 1] = x.y;
     }
   }
   __device__ static uint4 pack(const float* f) {
-    uint4 v;
-    __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&v);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
-    return v;
-  }
-};
-template <>
-struct Vec<__half> {
-  static constexpr int kN = 8;
-  __device__ static void unpack(const uint4& v, float* f) {
-    const __half2* h = reinterpret_cast<const __half2*>(&v);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 x = __half22float2(h[i]);
-      f[2 * i] = x.x;
-      f[2 * i + 1] = x.y;
-    }
-  }
-  __device__ static uint4 pack(const float* f) {
-    uint4 v;
-    __half2* h = reinterpret_cast<__half2*>(&v);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(f[2 * i], f[2 * i + 1]);
-    return v;
+    return make_uint4(kernels::pack2<T>(f[0], f[1]), kernels::pack2<T>(f[2], f[3]),
+                      kernels::pack2<T>(f[4], f[5]), kernels::pack2<T>(f[6], f[7]));
   }
 };
 template <>
