@@ -17,6 +17,7 @@
 #endif
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,7 +25,6 @@
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
-#include <thread>
 
 #include "attnprof/interrupt.h"
 #include "profiler/nvtx_range.h"
@@ -42,30 +42,23 @@ namespace pi = torch::profiler::impl;
 
 namespace {
 
-// Redirects file descriptor 2 into a pipe until finish(): a reader thread drains
-// it, so a chatty writer can never block on a full pipe. If the pipe cannot be
+// Sends file descriptor 2 to an in-memory file until finish(), which puts it
+// back and returns what was written. In memory because the disk may be what is
+// full; a file rather than a pipe so no reader has to keep up. If it cannot be
 // set up, stderr is left alone and finish() returns "".
 class StderrCapture {
  public:
   StderrCapture() {
     std::fflush(stderr);
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return;
+    file_ = ::memfd_create("attnprof-stderr", MFD_CLOEXEC);
+    if (file_ < 0) return;
     saved_ = ::fcntl(2, F_DUPFD_CLOEXEC, 3);
-    if (saved_ < 0 || ::dup2(fds[1], 2) < 0) {
+    if (saved_ < 0 || ::dup2(file_, 2) < 0) {
       if (saved_ >= 0) ::close(saved_);
       saved_ = -1;
-      ::close(fds[0]);
-      ::close(fds[1]);
-      return;
+      ::close(file_);
+      file_ = -1;
     }
-    ::close(fds[1]);  // fd 2 is now the only write end: restoring it ends the stream
-    read_fd_ = fds[0];
-    reader_ = std::thread([this] {
-      char buf[4096];
-      ssize_t n;
-      while ((n = ::read(read_fd_, buf, sizeof buf)) > 0) text_.append(buf, static_cast<size_t>(n));
-    });
   }
   StderrCapture(const StderrCapture&) = delete;
   StderrCapture& operator=(const StderrCapture&) = delete;
@@ -77,15 +70,18 @@ class StderrCapture {
     ::dup2(saved_, 2);
     ::close(saved_);
     saved_ = -1;
-    reader_.join();
-    ::close(read_fd_);
+    char buf[4096];
+    ssize_t n;
+    for (off_t at = 0; (n = ::pread(file_, buf, sizeof buf, at)) > 0; at += n)
+      text_.append(buf, static_cast<size_t>(n));
+    ::close(file_);
+    file_ = -1;
     return text_;
   }
 
  private:
+  int file_ = -1;
   int saved_ = -1;
-  int read_fd_ = -1;
-  std::thread reader_;
   std::string text_;
 };
 
