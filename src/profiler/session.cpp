@@ -26,8 +26,6 @@ int default_timing_iters(const Problem& p) { return p.on_cuda() ? 100 : 3; }
 
 namespace {
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
 std::vector<std::string> split_nonempty_lines(const std::string& s) {
   std::vector<std::string> lines;
   size_t start = 0;

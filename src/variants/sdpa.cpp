@@ -81,7 +81,7 @@ const char* backend_name(int64_t b) {
 std::string refusal_reason(const std::vector<std::string>& messages, const std::string& header_word) {
   std::string section, reason;
   for (const std::string& raw : messages) {
-    const std::string m = raw.substr(0, raw.find('\n'));
+    const std::string m = first_line(raw);
     if (m.find("not used because") != std::string::npos) {
       section = m;
       continue;
@@ -93,8 +93,6 @@ std::string refusal_reason(const std::vector<std::string>& messages, const std::
   }
   return reason;
 }
-
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 class Sdpa : public Variant {
  public:

@@ -41,4 +41,6 @@ double relative_frobenius_error(const at::Tensor& out, const at::Tensor& ref) {
   return ((o - r).norm() / r.norm()).item<double>();
 }
 
+std::string first_line(const std::string& message) { return message.substr(0, message.find('\n')); }
+
 }  // namespace attnprof

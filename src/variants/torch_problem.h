@@ -4,6 +4,8 @@
 
 #include <ATen/ATen.h>
 
+#include <string>
+
 #include "attnprof/problem.h"
 
 namespace attnprof {
@@ -23,5 +25,9 @@ at::Tensor reference_attention(const Problem& p, const Inputs& in);
 
 // ‖out − ref‖_F / ‖ref‖_F, computed in float64.
 double relative_frobenius_error(const at::Tensor& out, const at::Tensor& ref);
+
+// The first line of a LibTorch message (errors and warnings put hints and
+// backtraces below it): the one-line reason attnprof reports.
+std::string first_line(const std::string& message);
 
 }  // namespace attnprof
