@@ -19,6 +19,7 @@
 
 #include "attnprof/problem.h"
 #include "attnprof/variant.h"
+#include "variants/torch_problem.h"
 
 namespace attnprof {
 std::unique_ptr<Variant> make_custom_softmax();
@@ -50,12 +51,7 @@ c10::TypedOperatorHandle<SoftmaxFn> softmax_op() {
       .typed<SoftmaxFn>();
 }
 
-double rel_err(const at::Tensor& x, const at::Tensor& ref) {
-  const at::Tensor r = ref.to(at::kDouble);
-  const double denom = r.norm().item<double>();
-  const double num = (x.to(at::kDouble) - r).norm().item<double>();
-  return denom > 0 ? num / denom : num;
-}
+using attnprof::relative_frobenius_error;
 
 // Masks key j > query i (top-left), shaped [sq, sk].
 at::Tensor causal_mask(int64_t sq, int64_t sk, const at::TensorOptions& opts) {
@@ -92,6 +88,19 @@ void poison_next_allocations(const std::vector<std::pair<std::vector<int64_t>, a
   for (const auto& [shape, dtype] : shapes)
     held.push_back(at::full(shape, std::numeric_limits<double>::quiet_NaN(),
                             at::TensorOptions().device(at::kCUDA).dtype(dtype)));
+}
+
+// The pass rule for attnprof::flash_attention's output and log-sum-exp.
+void expect_matches_reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                              const at::Tensor& out, const at::Tensor& lse, bool causal, double scale) {
+  auto [ref, lse_ref] = attention_reference(q, k, v, causal, scale);
+  const double err = relative_frobenius_error(out, ref);
+  const double err_plain = relative_frobenius_error(attention_same_dtype(q, k, v, causal, scale), ref);
+  // The 1e-6 floor only matters at seq 1, where both are exact (out = v).
+  EXPECT_LE(err, 2 * err_plain + 1e-6) << "plain same-dtype error " << err_plain;
+  EXPECT_LE(err, 1e-2);
+  const double lse_err = (lse.to(at::kDouble) - lse_ref).abs().max().item<double>();
+  EXPECT_LE(lse_err, 1e-3 * (1 + lse_ref.abs().max().item<double>()));
 }
 
 struct FlashCase {
@@ -140,14 +149,7 @@ TEST_P(FlashAttentionOp, MatchesFloat64Reference) {
   ASSERT_TRUE(at::isfinite(out).all().item<bool>()) << "output not fully written (NaN/inf left)";
   ASSERT_TRUE(at::isfinite(lse).all().item<bool>()) << "lse not fully written (NaN/inf left)";
 
-  auto [ref, lse_ref] = attention_reference(q, k, v, c.causal, scale);
-  const double err = rel_err(out, ref);
-  const double err_plain = rel_err(attention_same_dtype(q, k, v, c.causal, scale), ref);
-  // The 1e-6 floor only matters at seq 1, where both are exact (out = v).
-  EXPECT_LE(err, 2 * err_plain + 1e-6) << "plain same-dtype error " << err_plain;
-  EXPECT_LE(err, 1e-2);
-  const double lse_err = (lse.to(at::kDouble) - lse_ref).abs().max().item<double>();
-  EXPECT_LE(lse_err, 1e-3 * (1 + lse_ref.abs().max().item<double>()));
+  expect_matches_reference(q, k, v, out, lse, c.causal, scale);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionOp, testing::ValuesIn(flash_cases()), case_name);
@@ -177,13 +179,7 @@ TEST(FlashAttentionOp, RowMaxDriftingAcrossKeyBlocks) {
           poison_next_allocations({{{b, h, s, d}, dt}, {{b, h, s}, at::kFloat}});
           auto [out, lse] = flash_op().call(q, k, v, causal, 1.0);
           ASSERT_TRUE(at::isfinite(out).all().item<bool>());
-          auto [ref, lse_ref] = attention_reference(q, k, v, causal, 1.0);
-          const double err = rel_err(out, ref);
-          const double err_plain = rel_err(attention_same_dtype(q, k, v, causal, 1.0), ref);
-          EXPECT_LE(err, 2 * err_plain + 1e-6) << "plain same-dtype error " << err_plain;
-          EXPECT_LE(err, 1e-2);
-          const double lse_err = (lse.to(at::kDouble) - lse_ref).abs().max().item<double>();
-          EXPECT_LE(lse_err, 1e-3 * (1 + lse_ref.abs().max().item<double>()));
+          expect_matches_reference(q, k, v, out, lse, causal, 1.0);
         }
 }
 
@@ -235,8 +231,8 @@ TEST(ScaledMaskedSoftmaxOp, MatchesFloat64Reference) {
       ASSERT_TRUE(at::isfinite(p).all().item<bool>()) << "output not fully written";
       const at::Tensor ref = at::softmax(masked_scores(s.to(at::kDouble), scale, causal), -1);
       const at::Tensor plain = at::softmax(masked_scores(s, scale, causal), -1);
-      const double err = rel_err(p, ref);
-      const double err_plain = rel_err(plain, ref);
+      const double err = relative_frobenius_error(p, ref);
+      const double err_plain = relative_frobenius_error(plain, ref);
       EXPECT_LE(err, 2 * err_plain + 1e-6) << "plain same-dtype error " << err_plain;
       EXPECT_LE(err, 1e-2);
       if (causal) {
@@ -320,7 +316,7 @@ TEST(CustomVariants, ForwardMatchesReference) {
     const at::Tensor v = at::randn({p.batch, p.heads, p.seq, p.head_dim}, opts);
     const double scale = p.softmax_scale();
     const at::Tensor ref = std::get<0>(attention_reference(q, k, v, causal, scale));
-    const double err_plain = rel_err(attention_same_dtype(q, k, v, causal, scale), ref);
+    const double err_plain = relative_frobenius_error(attention_same_dtype(q, k, v, causal, scale), ref);
     for (auto make : {attnprof::make_custom_flash, attnprof::make_custom_softmax}) {
       auto var = make();
       SCOPED_TRACE(var->name() + (causal ? " causal" : " full"));
@@ -328,7 +324,7 @@ TEST(CustomVariants, ForwardMatchesReference) {
       var->prepare(p, q, k, v);
       const at::Tensor out = var->forward(q, k, v);
       ASSERT_TRUE(at::isfinite(out).all().item<bool>());
-      const double err = rel_err(out, ref);
+      const double err = relative_frobenius_error(out, ref);
       EXPECT_LE(err, 2 * err_plain + 1e-6);
       EXPECT_LE(err, 1e-2);
     }
