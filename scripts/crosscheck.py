@@ -137,19 +137,20 @@ def attnprof_profile(exe, variant, shape, dtype, device, causal, out_dir):
         return None, p.stderr.strip().splitlines()[-1]
     if p.returncode != 0:
         raise RuntimeError(f"attnprof failed ({p.returncode}): {p.stderr.strip()}")
-    stem = f"{b}_{h}_{s}_{d}_{dtype}"
+    stem = f"{b}_{h}_{s}_{d}_{dtype}_{'causal' if causal else 'full'}"
     with open(os.path.join(out_dir, variant, stem + ".summary.json")) as fh:
         summ = json.load(fh)
     rows = {(r["name"], r["device"]): r for r in summ["ops"]}
-    hl = summ["headline"]
+    fwd = next(sc for sc in summ["headline"]["scopes"] if sc["scope"] == "attn_fwd")
+    on_cuda = summ["problem"]["device"].startswith("cuda")
     return {
-        "kernels_per_forward": hl["kernels_per_forward"] or 0.0,
-        "kernels": [k["name"] for k in hl["kernels"] for _ in range(k["count"])],
+        "kernels_per_forward": fwd["kernels_per_call"] if on_cuda else 0.0,
+        "kernels": [k["name"] for k in fwd["kernels"] for _ in range(round(k["count_per_call"]))],
         "rows": {key: {"count": r["count"], "self_cuda_us": r["self_cuda_time_total_us"],
                        "cuda_total_us": r["cuda_time_total_us"], "cpu_total_us": r["cpu_time_total_us"]}
                  for key, r in rows.items()},
-        "fwd_cuda_avg_us": hl["forward_cuda_time_avg_us"] or 0.0,
-        "fwd_cpu_avg_us": hl["forward_cpu_time_avg_us"],
+        "fwd_cuda_avg_us": fwd["cuda_time_avg_us"] if on_cuda else 0.0,
+        "fwd_cpu_avg_us": fwd["cpu_time_avg_us"],
     }, None
 
 

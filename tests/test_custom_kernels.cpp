@@ -309,11 +309,12 @@ TEST(CustomVariants, ForwardMatchesReference) {
   REQUIRE_CUDA();
   for (bool causal : {true, false}) {
     attnprof::Problem p;
-    p.batch = 2, p.heads = 3, p.seq = 333, p.head_dim = 128, p.causal = causal, p.device = "cuda:0";
+    p.batch = 2, p.heads_q = p.heads_kv = 3, p.seq_q = p.seq_kv = 333, p.head_dim = 128, p.device = "cuda:0";
+    p.mask = causal ? attnprof::Mask::causal_bottom_right : attnprof::Mask::none;
     const auto opts = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
-    const at::Tensor q = at::randn({p.batch, p.heads, p.seq, p.head_dim}, opts);
-    const at::Tensor k = at::randn({p.batch, p.heads, p.seq, p.head_dim}, opts);
-    const at::Tensor v = at::randn({p.batch, p.heads, p.seq, p.head_dim}, opts);
+    const at::Tensor q = at::randn({p.batch, p.heads_q, p.seq_q, p.head_dim}, opts);
+    const at::Tensor k = at::randn({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, opts);
+    const at::Tensor v = at::randn({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, opts);
     const double scale = p.softmax_scale();
     const at::Tensor ref = std::get<0>(attention_reference(q, k, v, causal, scale));
     const double err_plain = relative_frobenius_error(attention_same_dtype(q, k, v, causal, scale), ref);

@@ -7,7 +7,7 @@
 
 #include "attnprof/io/files.h"
 #include "attnprof/report/compare.h"
-#include "attnprof/report/summary_reader.h"
+#include "attnprof/report/summary.h"
 #include "cli/exit_codes.h"
 #include "cli/options.h"
 

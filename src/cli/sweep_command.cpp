@@ -1,6 +1,6 @@
 // `attnprof sweep`: every combination of the axes, one run_variant each, with
-// points that cannot fit skipped before they are tried; then sweep.csv and one
-// SVG per metric (vs seq, one line per variant).
+// points that cannot fit skipped before they are tried; then the sweep table
+// and plots (report/sweep.h).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -11,12 +11,12 @@
 #include <map>
 #include <memory>
 
+#include "attnprof/device.h"
 #include "attnprof/interrupt.h"
 #include "attnprof/io/files.h"
-#include "attnprof/report/summary.h"
-#include "attnprof/report/svg_plot.h"
+#include "attnprof/report/run_files.h"
+#include "attnprof/report/sweep.h"
 #include "attnprof/report/table_data.h"
-#include "attnprof/runner.h"
 #include "attnprof/session.h"
 #include "attnprof/variant.h"
 #include "cli/exit_codes.h"
@@ -43,89 +43,6 @@ std::string format_duration(double s) {
   return fmt::format("{:.0f}h{:02.0f}m", std::floor(s / 3600), std::fmod(s / 60, 60));
 }
 
-std::string cell(double v) { return fmt::format("{:.6g}", v); }
-
-report::Table sweep_table(const std::vector<Point>& points) {
-  report::Table t;
-  t.columns = {"variant", "batch", "heads", "seq", "head_dim", "dtype", "status", "reason", "gpu_time_us",
-               "event_median_us", "cpu_time_us", "tflops", "kernels_per_forward", "peak_memory_bytes"};
-  t.numeric = {false, true, true, true, true, false, false, false, true, true, true, true, true, true};
-  for (const Point& pt : points) {
-    const RunRecord& r = pt.record;
-    const Problem& p = pt.problem;
-    const bool ok = r.status == "ok", cuda = p.on_cuda();
-    t.rows.push_back({pt.variant, std::to_string(p.batch), std::to_string(p.heads), std::to_string(p.seq),
-                      std::to_string(p.head_dim), dtype_name(p.dtype), r.status, r.reason,
-                      ok && cuda ? cell(r.forward.device_time_avg_us) : "",
-                      ok && r.timing ? cell(r.timing->median_us) : "", ok ? cell(r.forward.cpu_time_avg_us) : "",
-                      ok && r.tflops ? cell(*r.tflops) : "", ok && cuda ? cell(r.forward.kernels_per_forward) : "",
-                      ok && r.peak_memory_bytes ? cell(*r.peak_memory_bytes) : ""});
-  }
-  return t;
-}
-
-struct Metric {
-  const char* file;
-  const char* title;
-  const char* y_label;
-  std::optional<double> (*value)(const RunRecord&);
-};
-
-const Metric kGpuTime{"gpu_time_us", "Forward GPU time (profiled)", "forward GPU time (µs)",
-                      [](const RunRecord& r) { return std::optional<double>(r.forward.device_time_avg_us); }};
-const Metric kCpuTime{"cpu_time_us", "Forward CPU time", "forward CPU time (µs)",
-                      [](const RunRecord& r) { return std::optional<double>(r.forward.cpu_time_avg_us); }};
-const Metric kTflops{"tflops", "Achieved TFLOP/s", "TFLOP/s", [](const RunRecord& r) { return r.tflops; }};
-
-// One plot per (dtype, batch, heads, head_dim) group; files carry a suffix for
-// each axis that has several values.
-std::vector<std::string> write_plots(const SweepOptions& o, const std::vector<Point>& points, const std::string& dir) {
-  const bool cuda = !points.empty() && points.front().problem.on_cuda();
-  std::vector<const Metric*> metrics = cuda ? std::vector<const Metric*>{&kGpuTime, &kTflops}
-                                            : std::vector<const Metric*>{&kCpuTime, &kTflops};
-  using Key = std::tuple<std::string, int64_t, int64_t, int64_t>;
-  std::map<Key, std::vector<const Point*>> groups;
-  std::vector<Key> order;
-  for (const Point& pt : points) {
-    const Key k{dtype_name(pt.problem.dtype), pt.problem.batch, pt.problem.heads, pt.problem.head_dim};
-    if (!groups.count(k)) order.push_back(k);
-    groups[k].push_back(&pt);
-  }
-  std::string device_name;
-  for (const Point& pt : points)
-    if (pt.record.status == "ok" && !pt.record.env.device_name.empty()) device_name = pt.record.env.device_name;
-  std::vector<std::string> written;
-  for (const Key& k : order) {
-    const auto& [dtype, b, h, d] = k;
-    std::string suffix;
-    if (o.dtype.size() > 1) suffix += "_" + dtype;
-    if (o.batch.size() > 1) suffix += fmt::format("_b{}", b);
-    if (o.heads.size() > 1) suffix += fmt::format("_h{}", h);
-    if (o.head_dim.size() > 1) suffix += fmt::format("_d{}", d);
-    for (const Metric* m : metrics) {
-      report::LinePlot plot;
-      plot.title = fmt::format("{} vs sequence length: B={} H={} D={} {} {}{}", m->title, b, h, d, dtype,
-                               o.run.causal ? "causal" : "non-causal", device_name.empty() ? "" : ", " + device_name);
-      plot.x_label = "sequence length";
-      plot.y_label = m->y_label;
-      plot.log_x = plot.log_y = true;
-      for (const std::string& v : o.variant) {
-        report::PlotSeries s{v, {}};
-        for (const Point* pt : groups[k]) {
-          if (pt->variant != v) continue;
-          const auto y = pt->record.status == "ok" ? m->value(pt->record) : std::nullopt;
-          s.points.push_back({double(pt->problem.seq), y.value_or(std::numeric_limits<double>::quiet_NaN())});
-        }
-        plot.series.push_back(std::move(s));
-      }
-      const std::string path = io::join_path(dir, std::string(m->file) + suffix + ".svg");
-      io::write_file_atomic(path, report::render_svg(plot));
-      written.push_back(path);
-    }
-  }
-  return written;
-}
-
 int run_sweep(SweepOptions& o) {
   o.variant = expand_variants(o.variant);
   for (const auto& [flag, values] : {std::pair<const char*, const std::vector<int64_t>*>{"--seq", &o.seq},
@@ -145,7 +62,7 @@ int run_sweep(SweepOptions& o) {
               c.dtype = dt, c.batch = b, c.heads = h, c.head_dim = d, c.seq = s;
               points.push_back({v, build_problem(c), {}});
             }
-  const SessionOptions session = build_session(o.run);
+  RunSettings settings = build_settings(o.run);
   const size_t n = points.size();
   fmt::print("sweep: {} configurations ({} variant x {} seq x {} head_dim x {} batch x {} heads x {} dtype) on {}\n", n,
              o.variant.size(), o.seq.size(), o.head_dim.size(), o.batch.size(), o.heads.size(), o.dtype.size(),
@@ -178,27 +95,32 @@ int run_sweep(SweepOptions& o) {
     r.problem = p;
     try {
       // Support, the memory prediction and out-of-memory all come back as a skip.
-      r = run_variant(pt.variant, p, session).record;
+      Measurement m = run_variant(pt.variant, p, settings.measure);
+      settings.measure.startup_ms.reset();
+      r = std::move(m.record);
+      if (r.ok()) report::write_run_files(r, m.trace_json, settings.files);
     } catch (const io::FileError& e) {
       fmt::print(stderr, "attnprof: error: {}\n", e.what());
       return exit_code::kOutput;
     }
-    if (r.status == "interrupted") {
+    if (r.status == Status::interrupted) {
       attempted = i + 1;
       fmt::print(stderr, "attnprof: sweep interrupted during point {}/{}; writing what finished\n", i + 1, n);
       break;
     }
-    if (r.status == "ok") ++ok;
-    else if (r.status == "skipped") ++skipped, fmt::print(stderr, "  skipped: {}\n", r.reason);
+    if (r.ok()) ++ok;
+    else if (r.status == Status::skipped) ++skipped, fmt::print(stderr, "  skipped: {}\n", r.reason);
     else ++failed, fmt::print(stderr, "  failed: {}\n", r.reason);
   }
 
   points.resize(attempted);  // an interrupted sweep reports the points it reached
-  const report::Table table = sweep_table(points);
+  std::vector<RunRecord> records;
+  for (const Point& pt : points) records.push_back(pt.record);
+  const report::Table table = report::sweep_table(records);
   std::vector<std::string> files;
   try {
     files = report::write_table_files(table, io::join_path(sweep_dir, "sweep"));
-    for (const std::string& f : write_plots(o, points, sweep_dir)) files.push_back(f);
+    for (const std::string& f : report::write_sweep_plots(records, o.variant, sweep_dir)) files.push_back(f);
   } catch (const io::FileError& e) {
     fmt::print(stderr, "attnprof: error: {}\n", e.what());
     return exit_code::kOutput;
@@ -221,7 +143,7 @@ Subcommand add_sweep_command(CLI::App& app) {
   o->batch = {defaults.batch};
   o->heads = {defaults.heads};
   o->dtype = {defaults.dtype};
-  o->variant = {"naive", "inplace", "sdpa-math", "sdpa-efficient", "sdpa-flash", "sdpa-cudnn"};
+  o->variant = variants_tagged(VariantTag::default_sweep);
   Subcommand s;
   s.app = app.add_subcommand("sweep",
                              "Sweep shapes, dtypes and variants (comma lists); write OUT/sweep/sweep.csv and SVG "
