@@ -407,7 +407,9 @@ MergedTrace merge_traces(const std::vector<RunTrace>& runs, const MergeOptions& 
   }
   const auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
   std::string& out = merged.json;
-  out = "{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",\"traceName\":\"attnprof comparison\",\n";
+  // No "displayTimeUnit": Perfetto ignores it now, but some of its earlier
+  // versions read "ns" as the unit of ts and dur (timestamps here are us).
+  out = "{\"schemaVersion\":1,\"traceName\":\"attnprof comparison\",\n";
   out += "\"attnprof_comparison\":" + dump(info) + ",\n";
   if (!device_properties.empty()) out += "\"deviceProperties\":" + device_properties + ",\n";
   out += "\"traceEvents\":[\n";
