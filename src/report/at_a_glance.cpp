@@ -9,6 +9,7 @@
 
 #include "attnprof/io/files.h"
 #include "attnprof/report/fingerprint.h"
+#include "attnprof/report/kernel_names.h"
 #include "attnprof/report/summary.h"
 #include "attnprof/report/table_data.h"
 
@@ -104,14 +105,6 @@ std::string math_path(const RunRecord& r) {
     precision = dtype_name(r.problem.dtype);
   if (best_fp.precision == Precision::unknown) precision = "unknown precision";
   return fmt::format("{} ({})", best_fp.math_unit == MathUnit::tensor_cores ? "tensor cores" : "CUDA cores", precision);
-}
-
-// "void pytorch_flash::flash_fwd_kernel<...>(...)" -> "pytorch_flash::flash_fwd_kernel".
-std::string short_kernel_name(const std::string& name) {
-  std::string s = name.substr(0, name.find_first_of("<("));
-  if (s.rfind("void ", 0) == 0) s = s.substr(5);
-  if (s.empty()) s = name;
-  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
 }
 
 // A kernel that takes at least this share of the forward's device time is the
