@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <set>
 
 #include "attnprof/io/files.h"
 #include "test_util.h"
@@ -133,5 +134,41 @@ TEST(CompareCli, BadInputsExitFourWithOneLine) {
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
   r = run_cli("compare " + d + "/bad.summary.json");
   EXPECT_EQ(r.rc, 2) << r.err;
+  remove_tree(d);
+}
+
+// Issue 17: a multi-variant run and compare on two folders each write one
+// merged Perfetto trace (a process per run, aligned) and one picture of one
+// call per run; a backward-only pass shows attn_bwd.
+TEST(ComparisonTraceCli, MultiVariantRunAndCompareWriteMergedTraceAndTimeline) {
+  const std::string d = make_temp_dir("merged");
+  for (const char* pass : {"fwd", "bwd"}) {
+    for (const char* sub : {"/a", "/b"}) {
+      const Result r = run_cli(std::string("--variant naive,sdpa-math --seq 32 --head-dim 16 --timing-iters 0 --pass ") +
+                               pass + " " + kFast + " --out " + d + sub);
+      ASSERT_EQ(r.rc, 0) << r.err;
+      EXPECT_NE(r.out.find("merged trace: "), std::string::npos) << r.out;
+    }
+    const std::string stem = std::string("1_2_32_16_bf16_causal") + (pass == std::string("bwd") ? "_bwd" : "");
+    const auto trace = nlohmann::json::parse(
+        attnprof::io::gzip_decompress(attnprof::io::read_file(d + "/a/compare/" + stem + ".trace.json.gz")));
+    std::set<std::string> processes;
+    for (const auto& e : trace["traceEvents"])
+      if (e.value("ph", "") == "M" && e.value("name", "") == "process_name")
+        processes.insert(e["args"]["name"].get<std::string>().substr(0, 9));
+    EXPECT_EQ(processes, (std::set<std::string>{"naive \xE2\x80\x94", "sdpa-math"})) << pass;
+    const std::string svg = attnprof::io::read_file(d + "/a/compare/" + stem + ".timeline.svg");
+    EXPECT_NE(svg.find(pass == std::string("bwd") ? "attn_bwd" : "attn_fwd"), std::string::npos) << pass;
+    EXPECT_EQ(svg.find("<script"), std::string::npos);
+
+    const Result c = run_cli("compare " + d + "/a " + d + "/b --out " + d + "/c");
+    ASSERT_EQ(c.rc, 0) << c.err;
+    const std::string ab = attnprof::io::read_file(d + "/c/compare/" + stem + ".timeline.svg");
+    // One row per side of each variant, labelled alike.
+    EXPECT_GE(count(ab, "naive \xC2\xB7 A"), 1) << pass;
+    EXPECT_EQ(count(ab, "naive \xC2\xB7 A"), count(ab, "naive \xC2\xB7 B")) << pass;
+    EXPECT_EQ(count(ab, "sdpa-math \xC2\xB7 A"), count(ab, "sdpa-math \xC2\xB7 B")) << pass;
+    EXPECT_GE(count(ab, "sdpa-math \xC2\xB7 B"), 1) << pass;
+  }
   remove_tree(d);
 }

@@ -20,4 +20,38 @@ std::string progress_line(size_t index, size_t count, const std::string& variant
                      p.device);
 }
 
+namespace {
+const char* unit_word(const Problem& p) {
+  switch (p.pass) {
+    case Pass::fwd: return "forward";
+    case Pass::bwd: return "backward";
+    case Pass::fwd_bwd: return "fwd+bwd step";
+  }
+  return "step";
+}
+}  // namespace
+
+std::string unit_headline(const RunRecord& r) {
+  const double us = r.cost_us();
+  const std::string t = us < 100     ? fmt::format("{:.1f} µs", us)
+                        : us < 10000 ? fmt::format("{:.0f} µs", us)
+                                     : fmt::format("{:.1f} ms", us / 1000.0);
+  return t + "/" + unit_word(r.problem);
+}
+
+std::string unit_scope(const Problem& p) { return p.pass == Pass::bwd ? kBackwardScope : kForwardScope; }
+
+std::string comparison_title(const std::vector<RunRecord>& records) {
+  if (records.empty()) return "attnprof";
+  const Problem& p = records.front().problem;
+  std::string device = p.device;
+  for (const RunRecord& r : records)
+    if (!r.env.device_name.empty()) {
+      device += " (" + r.env.device_name + ")";
+      break;
+    }
+  const char* unit = p.pass == Pass::bwd ? "backward" : "forward";
+  return fmt::format("attnprof: one {} per variant, {} {} on {}", unit, p.shape_string(), p.config_string(), device);
+}
+
 }  // namespace attnprof::cli

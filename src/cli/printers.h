@@ -16,4 +16,11 @@ std::string run_text(const RunRecord& r, const TableOptions& table, bool kernels
 // "[2/9] inplace (8x16x1024x64 bf16 causal on cuda:0)"
 std::string progress_line(size_t index, size_t count, const std::string& variant, const Problem& p);
 
+// "96 µs/forward", "1.2 ms/backward": a run's cost per measured unit.
+std::string unit_headline(const RunRecord& r);
+// The scope one measured unit runs in: attn_bwd for a backward-only pass, else attn_fwd.
+std::string unit_scope(const Problem& p);
+// "attnprof: one forward per variant, 8x16x1024x64 bf16 causal on cuda:0 (NVIDIA H200)"
+std::string comparison_title(const std::vector<RunRecord>& records);
+
 }  // namespace attnprof::cli

@@ -10,6 +10,7 @@
 #include "attnprof/report/at_a_glance.h"
 #include "attnprof/report/run_files.h"
 #include "attnprof/report/table_data.h"
+#include "attnprof/report/trace_comparison.h"
 #include "attnprof/session.h"
 #include "attnprof/variant.h"
 #include "cli/exit_codes.h"
@@ -29,6 +30,27 @@ int list_variants(const CliOptions& o) {
   }
   return exit_code::kOk;
 }
+
+namespace {
+// The merged Perfetto trace and the one-call-per-variant picture of a
+// multi-variant run (compare/<stem>.trace.json.gz, .timeline.svg). Runs
+// without a readable trace are left out with a note; none left is a note too.
+void write_comparison_trace(const std::vector<RunRecord>& records, const std::string& out_dir) {
+  std::vector<report::RunTraceFile> runs;
+  for (const RunRecord& r : records)
+    if (r.ok() && !r.trace_file.empty())
+      runs.push_back({r.variant, "", unit_headline(r), io::join_path(out_dir, r.trace_file), unit_scope(r.problem)});
+  if (runs.size() < 2) return;
+  const RunRecord& first = records.front();
+  try {
+    const auto files = report::write_trace_comparison(runs, out_dir, first.problem.file_stem(), comparison_title(records));
+    for (const std::string& n : files.notes) fmt::print("  note: {}\n", n);
+    fmt::print("  merged trace: {}\n  timeline: {}\n", files.trace_path, files.timeline_path);
+  } catch (const report::TraceError& e) {
+    fmt::print("  note: no merged trace: {}\n", e.what());
+  }
+}
+}  // namespace
 
 int run_profile(const CliOptions& o) {
   const std::vector<std::string> names = expand_variants(o.variants);
@@ -100,6 +122,7 @@ int run_profile(const CliOptions& o) {
       fmt::print("\nAt a glance: {}\n{}", report::at_a_glance_header(records, glance),
                  report::to_text(report::at_a_glance_table(records, glance)));
       if (!files.empty()) fmt::print("  files: {} (+ .csv, .md, .json)\n", files.front());
+      write_comparison_trace(records, s.files.out_dir);
     } catch (const io::FileError& e) {
       fmt::print(stderr, "attnprof: error: {}\n", e.what());
       return exit_code::kOutput;

@@ -225,10 +225,10 @@ bool by_start(const KinetoTrace& t, size_t a, size_t b) {
 // device work that starts inside its gpu_user_annotation span, on that span's
 // stream. Spans are matched to forwards by External id (Kineto gives the GPU
 // span the CPU scope's id), else one to one in time order.
-void assign_by_gpu_annotation(const KinetoTrace& t, std::vector<Forward>& forwards) {
+void assign_by_gpu_annotation(const KinetoTrace& t, std::string_view scope, std::vector<Forward>& forwards) {
   std::vector<size_t> spans;
   for (size_t i = 0; i < t.slices.size(); ++i)
-    if (t.slices[i].kind == SliceKind::gpu_annotation && t.name_of(t.slices[i]) == kForwardScope) spans.push_back(i);
+    if (t.slices[i].kind == SliceKind::gpu_annotation && t.name_of(t.slices[i]) == scope) spans.push_back(i);
   std::sort(spans.begin(), spans.end(), [&](size_t a, size_t b) { return by_start(t, a, b); });
   std::unordered_map<int64_t, size_t> forward_of_id;
   for (size_t f = 0; f < forwards.size(); ++f)
@@ -351,10 +351,10 @@ KinetoTrace read_kineto_trace_file(const std::string& path) {
   return parse_kineto_trace(bytes, path);
 }
 
-std::vector<Forward> find_forwards(const KinetoTrace& t) {
+std::vector<Forward> find_forwards(const KinetoTrace& t, std::string_view scope) {
   std::vector<size_t> scopes;
   for (size_t i = 0; i < t.slices.size(); ++i)
-    if (t.slices[i].kind == SliceKind::user_annotation && t.name_of(t.slices[i]) == kForwardScope) scopes.push_back(i);
+    if (t.slices[i].kind == SliceKind::user_annotation && t.name_of(t.slices[i]) == scope) scopes.push_back(i);
   std::sort(scopes.begin(), scopes.end(), [&](size_t a, size_t b) { return by_start(t, a, b); });
   std::vector<Forward> forwards(scopes.size());
   std::map<TrackKey, ThreadForwards> threads;
@@ -384,7 +384,7 @@ std::vector<Forward> find_forwards(const KinetoTrace& t) {
       linked = true;
     }
   }
-  if (!linked) assign_by_gpu_annotation(t, forwards);
+  if (!linked) assign_by_gpu_annotation(t, scope, forwards);
   for (Forward& f : forwards) {
     std::sort(f.device_work.begin(), f.device_work.end(), [&](size_t a, size_t b) { return by_start(t, a, b); });
     for (size_t w : f.device_work) f.device_ns = saturating_add(f.device_ns, t.slices[w].dur_ns);

@@ -65,8 +65,8 @@ struct PreparedRun {
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
-bool is_forward_scope(const KinetoTrace& t, const TraceSlice& s) {
-  return s.kind == SliceKind::user_annotation && t.name_of(s) == kForwardScope;
+bool is_unit_scope(const KinetoTrace& t, const TraceSlice& s, std::string_view scope) {
+  return s.kind == SliceKind::user_annotation && t.name_of(s) == scope;
 }
 
 // The time span kept: the profiler steps from the one that holds the first
@@ -76,13 +76,13 @@ struct Window {
   size_t kept = 0, total = 0;
 };
 
-Window step_window(const KinetoTrace& t, const TraceSlice& anchor, int max_steps) {
+Window step_window(const KinetoTrace& t, const TraceSlice& anchor, std::string_view scope, int max_steps) {
   std::vector<const TraceSlice*> steps, forwards;
   for (const TraceSlice& s : t.slices) {
     if (s.pid != anchor.pid || s.tid != anchor.tid || s.kind != SliceKind::user_annotation) continue;
     if (s.end_ns() < anchor.ts_ns) continue;
     if (starts_with(t.name_of(s), kStepScopePrefix)) steps.push_back(&s);
-    else if (t.name_of(s) == kForwardScope) forwards.push_back(&s);
+    else if (t.name_of(s) == scope) forwards.push_back(&s);
   }
   std::vector<const TraceSlice*>& scopes = steps.empty() ? forwards : steps;
   std::sort(scopes.begin(), scopes.end(), [](const TraceSlice* a, const TraceSlice* b) { return a->ts_ns < b->ts_ns; });
@@ -192,14 +192,14 @@ std::optional<PreparedRun> prepare(const RunTrace& run, size_t position, const M
   const KinetoTrace& t = *run.trace;
   std::optional<size_t> anchor;
   for (size_t i = 0; i < t.slices.size(); ++i)
-    if (is_forward_scope(t, t.slices[i]) && (!anchor || t.slices[i].ts_ns < t.slices[*anchor].ts_ns)) anchor = i;
+    if (is_unit_scope(t, t.slices[i], run.scope) && (!anchor || t.slices[i].ts_ns < t.slices[*anchor].ts_ns)) anchor = i;
   if (!anchor) {
     notes.push_back(fmt::format("{}: {} has no {} scope; left out of the merged trace", run_title(run), t.source,
-                                kForwardScope));
+                                run.scope));
     return std::nullopt;
   }
   const TraceSlice& a = t.slices[*anchor];
-  const Window w = step_window(t, a, options.max_steps);
+  const Window w = step_window(t, a, run.scope, options.max_steps);
   const std::vector<bool> keep = kept_slices(t, a, w);
 
   PreparedRun p;
@@ -370,7 +370,7 @@ MergedTrace merge_traces(const std::vector<RunTrace>& runs, const MergeOptions& 
   }
   if (prepared.empty())
     throw TraceError(runs.empty() ? std::string("merge_traces: no runs")
-                                  : fmt::format("no run has an {} scope; no merged trace", kForwardScope));
+                                  : fmt::format("no run has an {} scope; no merged trace", runs.front().scope));
   int64_t lead = 0;
   for (const PreparedRun& p : prepared) lead = std::max(lead, p.lead_ns);
   const int64_t start_ns = (lead + 999) / 1000 * 1000;

@@ -99,6 +99,13 @@ std::string duration_text(int64_t ns) {
   return fmt::format("{:.0f} \u00b5s", us);
 }
 
+// "fwd" for attn_fwd, "bwd" for attn_bwd: the per-call unit in row labels.
+std::string scope_word(const std::string& scope) {
+  if (scope == kForwardScope) return "fwd";
+  if (scope == "attn_bwd") return "bwd";
+  return scope;
+}
+
 std::string plural(size_t n, std::string_view one, std::string_view many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
@@ -107,9 +114,9 @@ std::string plural(size_t n, std::string_view one, std::string_view many) {
 std::string row_summary(const TimelineRow& row) {
   std::string s;
   if (row.cpu_ops) {
-    s = fmt::format("{} under {}", plural(row.work_items, "op", "ops"), kForwardScope);
+    s = fmt::format("{} under {}", plural(row.work_items, "op", "ops"), row.scope);
   } else {
-    s = fmt::format("{}/fwd", plural(row.work_items, "kernel", "kernels"));
+    s = fmt::format("{}/{}", plural(row.work_items, "kernel", "kernels"), scope_word(row.scope));
     size_t copies = 0, sets = 0;
     for (const TimelineBox& b : row.boxes) {
       copies += b.kind == BoxKind::memcpy;
@@ -277,13 +284,15 @@ std::string render_legend(const Timeline& tl, double y, double& height) {
 }
 
 std::string subtitle(const Timeline& tl) {
+  const std::string scope = tl.rows.empty() ? std::string(kForwardScope) : tl.rows.front().scope;
+  const std::string call = scope == kForwardScope ? "forward" : scope == "attn_bwd" ? "backward" : "call of " + scope;
   const size_t cpu = static_cast<size_t>(std::count_if(tl.rows.begin(), tl.rows.end(), [](const TimelineRow& r) { return r.cpu_ops; }));
   if (!tl.rows.empty() && cpu == tl.rows.size())
-    return fmt::format("CPU-only runs have no kernels: each row shows the ops directly under {} of the median forward "
+    return fmt::format("CPU-only runs have no kernels: each row shows the ops directly under {} of the median {} "
                        "(by CPU time), from {}'s start",
-                       kForwardScope, kForwardScope);
-  std::string s = "Device work of each run's median forward (by summed device time), from its first kernel";
-  if (cpu) s += fmt::format("; rows without kernels show the CPU ops under {} instead", kForwardScope);
+                       scope, call, scope);
+  std::string s = fmt::format("Device work of each run's median {} (by summed device time), from its first kernel", call);
+  if (cpu) s += fmt::format("; rows without kernels show the CPU ops under {} instead", scope);
   return s;
 }
 
@@ -292,9 +301,10 @@ std::string subtitle(const Timeline& tl) {
 TimelineRow timeline_row(const RunTrace& run) {
   if (!run.trace) throw std::invalid_argument("timeline_row: run without a trace");
   const KinetoTrace& t = *run.trace;
-  const std::vector<Forward> forwards = find_forwards(t);
-  if (forwards.empty()) throw TraceError(fmt::format("{}: no {} scope; not an attnprof trace", t.source, kForwardScope));
+  const std::vector<Forward> forwards = find_forwards(t, run.scope);
+  if (forwards.empty()) throw TraceError(fmt::format("{}: no {} scope; not an attnprof trace", t.source, run.scope));
   TimelineRow row;
+  row.scope = run.scope;
   row.variant = run.variant;
   row.run = run.run;
   row.forwards = forwards.size();
@@ -342,8 +352,10 @@ std::string render_timeline_svg(const Timeline& tl) {
   }
   const bool all_cpu = !tl.rows.empty() &&
                        std::all_of(tl.rows.begin(), tl.rows.end(), [](const TimelineRow& r) { return r.cpu_ops; });
-  const std::string axis_label = all_cpu ? fmt::format("\u00b5s from {}'s start", kForwardScope)
-                                         : std::string("\u00b5s from each forward's first kernel");
+  const std::string scope = tl.rows.empty() ? std::string(kForwardScope) : tl.rows.front().scope;
+  const std::string axis_label = all_cpu ? fmt::format("\u00b5s from {}'s start", scope)
+                                         : fmt::format("\u00b5s from each {}'s first kernel",
+                                                       scope == "attn_bwd" ? "backward" : "forward");
   const double axis_y = y + 6.0;
   double legend_height = 0;
   const std::string legend = render_legend(tl, axis_y + 62.0, legend_height);

@@ -18,10 +18,10 @@ ComparisonFiles write_trace_comparison(const std::vector<RunTraceFile>& files, c
   Timeline timeline;
   timeline.title = title;
   for (const RunTraceFile& f : files) {
-    const RunTrace probe{f.variant, f.run, f.headline, nullptr};
+    const RunTrace probe{f.variant, f.run, f.headline, nullptr, f.scope};
     try {
       auto trace = std::make_unique<KinetoTrace>(read_kineto_trace_file(f.path));
-      const RunTrace run{f.variant, f.run, f.headline, trace.get()};
+      const RunTrace run{f.variant, f.run, f.headline, trace.get(), f.scope};
       timeline.rows.push_back(timeline_row(run));  // throws when the trace has no forward
       runs.push_back(run);
       traces.push_back(std::move(trace));

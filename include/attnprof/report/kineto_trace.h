@@ -125,7 +125,7 @@ struct Forward {
 // device work inside its gpu_user_annotation span instead (matched by External
 // id): that span is Kineto's reconstruction, absent from older Kineto versions
 // and from CPU runs. An empty result means no attn_fwd scope at all.
-std::vector<Forward> find_forwards(const KinetoTrace& trace);
+std::vector<Forward> find_forwards(const KinetoTrace& trace, std::string_view scope = kForwardScope);
 
 // The slices directly under `parent` on its thread (its children, not
 // grandchildren), by start time: the ops of a forward on a CPU-only run.

@@ -17,6 +17,9 @@ struct RunTrace {
   std::string run;       // "" for a single run; "A" / "B" under compare
   std::string headline;  // formatted by the caller, e.g. "96 µs/forward"; may be empty
   const KinetoTrace* trace = nullptr;
+  // The user scope one measured call runs in: attn_fwd, or attn_bwd for a
+  // backward-only pass. Runs are aligned on the first one; the picture shows one.
+  std::string scope = std::string(kForwardScope);
 };
 
 // "sdpa-flash", "sdpa-flash (A)": how processes and timeline rows name a run.

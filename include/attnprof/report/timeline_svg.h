@@ -25,7 +25,8 @@ struct TimelineBox {
 struct TimelineRow {
   std::string variant;
   std::string run;           // "" for a single run; "A" / "B" under compare
-  bool cpu_ops = false;      // no device work in the trace: the CPU ops under attn_fwd
+  std::string scope = std::string(kForwardScope);  // the measured scope the row shows one call of
+  bool cpu_ops = false;      // no device work in the trace: the CPU ops under the scope
   size_t forwards = 0;       // forwards profiled; the row is their median
   int64_t forward_ns = 0;    // the median forward's summed device time (CPU: its attn_fwd time)
   size_t work_items = 0;     // kernels + memcpys + memsets (CPU: ops) of that forward

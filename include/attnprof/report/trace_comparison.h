@@ -15,6 +15,7 @@ struct RunTraceFile {
   std::string run;       // "" for one run; "A" / "B" under compare
   std::string headline;  // "96 µs/forward", formatted by the caller; may be empty
   std::string path;      // DIR/<variant>/<stem>.json.gz
+  std::string scope = std::string(kForwardScope);  // attn_bwd for a backward-only pass
 };
 
 struct ComparisonFiles {
