@@ -10,6 +10,7 @@
 
 #include "attnprof/problem.h"
 #include "attnprof/variant.h"
+#include "kernels/flash_attention/flash_fwd_plan.h"
 #include "variants/custom_op_variant.h"
 #include "variants/factories.h"
 
@@ -34,6 +35,13 @@ class CustomFlash final : public CustomOpVariant {
     return Support::yes();
   }
 
+  void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k,
+               const at::Tensor& v) override {
+    CustomOpVariant::prepare(p, q, k, v);
+    head_dim_ = static_cast<int>(p.head_dim);
+    is_bf16_ = p.dtype == DType::BF16;
+  }
+
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
     static auto op =
         c10::Dispatcher::singleton()
@@ -44,8 +52,13 @@ class CustomFlash final : public CustomOpVariant {
   }
 
   std::vector<Fact> facts() const override {
-    return {{"kernel", "attnprof::flash::flash_fwd_kernel (mma.sync m16n8k16, cp.async K/V ring: 3 stages at head_dim 64, 2 at 128)"}};
+    return {{"kernel", flash::describe_fwd(head_dim_, is_bf16_, plan_)}};
   }
+
+ private:
+  int head_dim_ = 0;
+  bool is_bf16_ = true;
+  flash::FwdPlan plan_;
 };
 
 }  // namespace
