@@ -1,5 +1,7 @@
-// The operator's forward dispatch: head_dim → its tile configuration
-// (flash_kernel_traits.h), instantiated here and only here.
+// The operator's forward dispatch: the plan's path and head_dim → its tile
+// configuration (flash_kernel_traits.h). The prefill kernels are instantiated
+// here, the decode and combine kernels in flash_fwd_splitkv_launch.cu (two
+// translation units, built in parallel).
 #include <cuda_runtime.h>
 
 #include "kernels/flash_attention/flash_fwd_launch_template.cuh"
@@ -9,22 +11,29 @@
 namespace attnprof::flash {
 
 void run_flash_fwd(const FwdParams& p, CUstream_st* stream) {
-  // The kernel addresses rows with the compile-time head dim (fewer registers
+  // The kernels address rows with the compile-time head dim (fewer registers
   // than runtime strides); batch and head strides stay runtime.
   TORCH_CHECK(p.q_row_stride == p.head_dim && p.k_row_stride == p.head_dim &&
                   p.v_row_stride == p.head_dim && p.o_row_stride == p.head_dim,
               "attnprof flash_attention: rows of q, k, v, out must be head_dim contiguous elements");
-  switch (p.head_dim) {
-    case 64:
-      run_flash_fwd_tile<DefaultFwdTile<64>::Tile>(p, stream);
-      return;
-    case 128:
-      run_flash_fwd_tile<DefaultFwdTile<128>::Tile>(p, stream);
-      return;
-    default:
-      TORCH_CHECK(false, "attnprof flash_attention: no kernel for head_dim ", p.head_dim,
-                  " (supported: 64, 128)");
+  TORCH_CHECK(p.plan.num_splits == 1 || (p.o_accum != nullptr && p.lse_accum != nullptr),
+              "attnprof flash_attention: ", p.plan.num_splits, " key splits need a workspace");
+  if (p.plan.path == FwdPath::kDecode) {
+    run_flash_fwd_splitkv(p, stream);
+  } else {
+    switch (p.head_dim) {
+      case 64:
+        run_flash_fwd_tile<DefaultFwdTile<64>::Tile>(p, stream);
+        break;
+      case 128:
+        run_flash_fwd_tile<DefaultFwdTile<128>::Tile>(p, stream);
+        break;
+      default:
+        TORCH_CHECK(false, "attnprof flash_attention: no kernel for head_dim ", p.head_dim,
+                    " (supported: 64, 128)");
+    }
   }
+  if (p.plan.num_splits > 1) run_flash_combine(p, stream);
 }
 
 }  // namespace attnprof::flash

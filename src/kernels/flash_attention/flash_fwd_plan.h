@@ -1,22 +1,56 @@
-// Which forward path runs for a shape, and the words that say so. Host code
-// only, no LibTorch and no CUDA headers: the variant's facts use it in every
-// build.
+// Which forward path runs for a shape, with how many key splits, and the
+// words that say so. Host code only, no LibTorch and no CUDA headers: the
+// variant's facts use it in every build.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace attnprof::flash {
 
 enum class FwdPath {
-  kPrefill,  // flash_fwd_kernel: query blocks × (batch, head)
+  // flash_fwd_kernel: blocks of query rows of one (batch, query head).
+  kPrefill,
+  // flash_fwd_splitkv_kernel: the query rows of all heads of one KV group
+  // packed into m16 tiles, so each K/V byte is read once per group (per tile).
+  kDecode,
 };
 
 struct FwdPlan {
   FwdPath path = FwdPath::kPrefill;
+  // Key ranges per block row; > 1 adds flash_combine_kernel, which merges the
+  // partial outputs by their log-sum-exps.
+  int num_splits = 1;
+  int keys_per_split = 0;  // a multiple of the path's BLOCK_N; covers all keys when 1 split
+  // Decode: group · seqlen_q query rows per KV head, in row_tiles m16 tiles.
+  int group = 1;
+  int seqlen_q = 0;
+  int row_tiles = 0;
 };
 
+struct FwdShape {
+  int64_t batch = 0, heads_q = 0, heads_kv = 0, seqlen_q = 0, seqlen_k = 0, head_dim = 0;
+  bool causal = false;
+};
+
+// A development override (scripts/kernel_dev.py): force the path and/or the
+// number of splits (0: the planner's choice).
+struct FwdPlanRequest {
+  bool force_path = false;
+  FwdPath path = FwdPath::kPrefill;
+  int num_splits = 0;
+};
+
+// Group · seqlen_q up to this many query rows per KV head take the decode path.
+constexpr int64_t kDecodeMaxRowsPerGroup = 64;
+
+// The plan for `shape` on a GPU with `num_sms` SMs. Splits the keys when the
+// grid alone would leave SMs idle (fewer blocks than ~0.8 of a wave of
+// resident blocks), as few splits as reach >= 85% of the best wave efficiency.
+FwdPlan plan_fwd(const FwdShape& shape, int num_sms, const FwdPlanRequest& request = {});
+
 // The path and tile configuration in words, from the traits, e.g.
-// "flash_fwd_kernel<bf16, d128>: BLOCK_M 128 (4 warps x 2 m16 tiles), ...".
+// "attnprof::flash::flash_fwd_kernel<bf16, d128> (...): BLOCK_M 128 (4 warps x 2 m16 tiles), ...".
 std::string describe_fwd(int head_dim, bool is_bf16, const FwdPlan& plan);
 
 }  // namespace attnprof::flash

@@ -36,6 +36,7 @@ struct FwdTileD64 {
   static constexpr int kMTiles = 2;
   static constexpr int kStages = 3;
   static constexpr int kMinBlocksPerSm = 2;
+  static constexpr int kBlocksPerSm = 2;  // resident blocks per SM, for the split planner
   // Online-softmax rescale policy: < 0 rescales O whenever a row max grows;
   // >= 0 keeps a stale max until the new one exceeds it by more than this many
   // powers of two (online_softmax.cuh).
@@ -61,6 +62,7 @@ struct FwdTileD128 {
   // 1 or 2 give ptxas the same cap (65536 registers / 256 threads > 255), and
   // 2 blocks fit in shared memory (80 KB each).
   static constexpr int kMinBlocksPerSm = 1;
+  static constexpr int kBlocksPerSm = 2;
   static constexpr int kRescaleSlack = 8;
 };
 
@@ -71,6 +73,7 @@ struct FwdTileD64OneRowTile : FwdTileD64 {
   static constexpr const char* kName = "d64m1";
   static constexpr int kMTiles = 1;
   static constexpr int kMinBlocksPerSm = 3;
+  static constexpr int kBlocksPerSm = 3;
 };
 struct FwdTileD64Slack8 : FwdTileD64 {
   static constexpr const char* kName = "d64s8";
@@ -116,6 +119,46 @@ struct DefaultFwdTile<128> {
   using Tile = FwdTileD128;
 };
 
+// Split-KV decode (flash_fwd_splitkv_kernel): one m16 tile of packed query
+// rows (the heads of a KV group × their queries) per block; each of kNWarps
+// warps takes kBlockN / kNWarps keys of every K/V tile, runs its own online
+// softmax, and the warps merge through shared memory at the end. The work is
+// reading K and V: per tile, 2 · kBlockN · head_dim · 2 bytes against 16 rows
+// of MMAs, so the ring is sized for bytes in flight rather than for reuse:
+// (kStages − 1) tiles per block, 2 blocks per SM (d128: 3 × 32 KB + 4 KB of
+// shared memory per block).
+struct DecodeTileD64 {
+  static constexpr const char* kName = "decode_d64";
+  static constexpr int kHeadDim = 64;
+  static constexpr int kBlockN = 64;
+  static constexpr int kNWarps = 4;
+  static constexpr int kStages = 4;
+  static constexpr int kMinBlocksPerSm = 2;
+  static constexpr int kBlocksPerSm = 2;
+  static constexpr int kRescaleSlack = -1;
+};
+struct DecodeTileD128 {
+  static constexpr const char* kName = "decode_d128";
+  static constexpr int kHeadDim = 128;
+  static constexpr int kBlockN = 64;
+  static constexpr int kNWarps = 4;
+  static constexpr int kStages = 3;
+  static constexpr int kMinBlocksPerSm = 2;
+  static constexpr int kBlocksPerSm = 2;
+  static constexpr int kRescaleSlack = -1;
+};
+
+template <int kHeadDim>
+struct DefaultDecodeTile;
+template <>
+struct DefaultDecodeTile<64> {
+  using Tile = DecodeTileD64;
+};
+template <>
+struct DefaultDecodeTile<128> {
+  using Tile = DecodeTileD128;
+};
+
 // Shared-memory geometry of the kernels: rows of head_dim 16-bit elements
 // moved and swizzled in 16-byte chunks.
 template <int kHeadDim_, int kElemBytes_>
@@ -141,42 +184,69 @@ struct SmemRowGeometry {
   }
 };
 
-template <typename Tile_, typename Element_>
-struct FwdKernelTraits : SmemRowGeometry<Tile_::kHeadDim, static_cast<int>(sizeof(Element_))> {
+// What both kernels derive from a tile: threads, the block's Q tile of
+// kBlockM_ rows and the K/V ring of kStages tiles of kBlockN keys, in bytes.
+template <typename Tile_, typename Element_, int kBlockM_>
+struct KernelTraitsBase : SmemRowGeometry<Tile_::kHeadDim, static_cast<int>(sizeof(Element_))> {
   using Tile = Tile_;
   using Element = Element_;  // __nv_bfloat16 or __half
   using Geometry = SmemRowGeometry<Tile::kHeadDim, static_cast<int>(sizeof(Element))>;
   using Geometry::kElemBytes;
-  using Geometry::kHeadDim;
   using Geometry::kRowBytes;
+  static constexpr int kBlockM = kBlockM_;
   static constexpr int kBlockN = Tile::kBlockN;
   static constexpr int kNWarps = Tile::kNWarps;
   static constexpr int kNThreads = kNWarps * 32;
-  static constexpr int kMTiles = Tile::kMTiles;
-  static constexpr int kWarpRows = 16 * kMTiles;
-  static constexpr int kBlockM = kWarpRows * kNWarps;
-  // Q fragments stay in registers when they take <= 32 of them; otherwise (d128
-  // with 2 row tiles: 64 registers) they are re-read from shared memory per k-step.
-  static constexpr bool kQInRegs = kMTiles * kHeadDim <= 128;
   static constexpr int kStages = Tile::kStages;
   static constexpr int kRescaleSlack = Tile::kRescaleSlack;
   static constexpr int kMinBlocksPerSm = Tile::kMinBlocksPerSm;
 
   static constexpr int kSmemQBytes = kBlockM * kRowBytes;
   static constexpr int kSmemKVTileBytes = kBlockN * kRowBytes;  // one K or one V tile
+  static constexpr int kSmemRingBytes = 2 * kStages * kSmemKVTileBytes;
   // Tiles start on row boundaries so swizzled addresses can be formed by XOR on
   // the full shared address; the kRowBytes spare bytes allow rounding the base up.
-  static constexpr int kSmemBytes = kSmemQBytes + 2 * kStages * kSmemKVTileBytes + kRowBytes;
+  static constexpr int kSmemBytes = kSmemQBytes + kSmemRingBytes + kRowBytes;
 
   static_assert(kElemBytes == 2, "mma.sync m16n8k16 path: bf16/fp16 inputs only");
   static_assert(kBlockN % 16 == 0, "P·V consumes keys in k16 steps");
-  static_assert(kMTiles == 1 || kMTiles == 2, "1 or 2 m16 row tiles per warp");
   static_assert(kStages >= 2, "cp.async needs at least double buffering");
   static_assert((kBlockM * Geometry::kChunksPerRow) % kNThreads == 0,
                 "Q tile copy: whole chunks per thread");
   static_assert((kBlockN * Geometry::kChunksPerRow) % kNThreads == 0,
                 "K/V tile copy: whole chunks per thread");
-  static_assert(kSmemBytes <= 227 * 1024, "over the per-block shared memory limit of sm_80/sm_90");
+  static_assert(kSmemBytes * Tile::kBlocksPerSm <= 227 * 1024,
+                "over the shared memory of the resident blocks (227 KB per SM on sm_80/sm_90)");
+};
+
+template <typename Tile_, typename Element_>
+struct FwdKernelTraits
+    : KernelTraitsBase<Tile_, Element_, 16 * Tile_::kMTiles * Tile_::kNWarps> {
+  using Base = KernelTraitsBase<Tile_, Element_, 16 * Tile_::kMTiles * Tile_::kNWarps>;
+  using Base::kHeadDim;
+  static constexpr int kMTiles = Base::Tile::kMTiles;
+  static constexpr int kWarpRows = 16 * kMTiles;
+  // Q fragments stay in registers when they take <= 32 of them; otherwise (d128
+  // with 2 row tiles: 64 registers) they are re-read from shared memory per k-step.
+  static constexpr bool kQInRegs = kMTiles * kHeadDim <= 128;
+
+  static_assert(kMTiles == 1 || kMTiles == 2, "1 or 2 m16 row tiles per warp");
+};
+
+template <typename Tile_, typename Element_>
+struct DecodeKernelTraits : KernelTraitsBase<Tile_, Element_, 16> {
+  using Base = KernelTraitsBase<Tile_, Element_, 16>;
+  using Base::kHeadDim;
+  static constexpr int kMTiles = 1;  // one m16 tile of packed query rows
+  static constexpr int kWarpKeys = Base::kBlockN / Base::kNWarps;  // keys of each K/V tile per warp
+  static constexpr bool kQInRegs = true;  // 16 rows: head_dim / 4 registers per thread
+  // After the last tile the ring holds the warps' partial O (fp32) and their
+  // row max and sum for the merge.
+  static constexpr int kSmemMergeBytes =
+      (Base::kNWarps * Base::kBlockM * kHeadDim + 2 * Base::kNWarps * Base::kBlockM) * 4;
+
+  static_assert(kWarpKeys == 16, "each warp's P·V is one k16 step");
+  static_assert(kSmemMergeBytes <= Base::kSmemRingBytes, "the merge reuses the K/V ring");
 };
 
 }  // namespace attnprof::flash

@@ -1,6 +1,8 @@
 // Which scores of an S tile a query may see: keys past the end of the
 // sequence (the tail tile) are masked, and under causal masking keys after
-// the query. Masked scores become −inf, so the online softmax gives them 0.
+// the query's diagonal, bottom-right aligned: key j is visible to query i iff
+// j <= i + (seqlen_k − seqlen_q). Masked scores become −inf, so the online
+// softmax gives them 0; a row with no visible key keeps max −inf and sum 0.
 #pragma once
 
 #include <cmath>
@@ -15,11 +17,14 @@ template <bool kCausal>
 struct KeyMask {
   const FwdParams& p;
 
+  // Key j is visible to query i iff j <= i + diagonal().
+  __device__ __forceinline__ int diagonal() const { return p.seqlen_k - p.seqlen_q; }
+
   // Whether any score of the tile of keys [n0, n0 + block_n) for query rows
   // from `first_row` on is masked; the other tiles skip the per-element test.
   __device__ __forceinline__ bool tile_needs_mask(int n0, int block_n, int first_row) const {
     const bool tail = n0 + block_n > p.seqlen_k;
-    const bool diag = kCausal && n0 + block_n - 1 > first_row;
+    const bool diag = kCausal && n0 + block_n - 1 > first_row + diagonal();
     return tail || diag;
   }
 
@@ -38,7 +43,7 @@ struct KeyMask {
         for (int e = 0; e < 4; ++e) {
           const int col = n0 + t * 8 + (lane % 4) * 2 + (e & 1);
           const int row = row_of(mt, e >= 2 ? 1 : 0);
-          if (col >= p.seqlen_k || (kCausal && col > row)) s[mt][t][e] = -INFINITY;
+          if (col >= p.seqlen_k || (kCausal && col > row + diagonal())) s[mt][t][e] = -INFINITY;
         }
   }
 };
