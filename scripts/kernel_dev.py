@@ -40,16 +40,20 @@ DEFINES = ["-DATTNPROF_HAVE_CUDA_KERNELS=1"]
 
 
 def tile_types():
-    """kName -> tile type, read from flash_kernel_traits.h."""
+    """kName -> tile type, read from flash_kernel_traits.h (none where the sources are absent)."""
+    if not TRAITS.exists():
+        return {}
     text = TRAITS.read_text()
     return dict((name, ty) for ty, name in
                 re.findall(r'struct (FwdTile\w+)[^{]*\{\s*static constexpr const char\* kName = "(\w+)"', text))
 
 
 def build_main(build_dir: Path):
-    """Every kernel source (the .cu files and the LibTorch boundary), as attnprof builds them."""
+    """Every kernel source (the .cu files and the LibTorch boundary), as attnprof builds
+    them, plus the development operators of kernel_dev_plan_ops.cpp (attnprof_dev::)."""
     build_dir.mkdir(parents=True, exist_ok=True)
-    sources = sorted(KERNELS.glob("*.cpp")) + sorted(KERNELS.glob("*/*.cpp")) + sorted(KERNELS.glob("*/*.cu"))
+    sources = (sorted(KERNELS.glob("*.cpp")) + sorted(KERNELS.glob("*/*.cpp")) + sorted(KERNELS.glob("*/*.cu"))
+               + [ROOT / "scripts" / "kernel_dev_plan_ops.cpp"])
     load(name="attnprof_kernels", sources=[str(s) for s in sources],
          extra_cflags=["-O3"] + DEFINES, extra_cuda_cflags=CUDA_FLAGS + GENCODE + DEFINES,
          extra_include_paths=[str(SRC)], build_directory=str(build_dir), is_python_module=False,
@@ -66,7 +70,8 @@ def build_variant(name: str, build_dir: Path):
     lib = f"attnprof_{name}"
     defines = DEFINES + [f"-DKDEV_TILE={tiles[name]}", f"-DKDEV_LIB={lib}",
                          f"-Dattnprof=attnprof_ns_{name}"]
-    sources = [ROOT / "scripts" / "kernel_dev_tile_op.cu", KERNELS / "flash_attention" / "flash_fwd_api.cpp"]
+    sources = [ROOT / "scripts" / "kernel_dev_tile_op.cu", KERNELS / "flash_attention" / "flash_fwd_api.cpp",
+               KERNELS / "flash_attention" / "flash_fwd_plan.cpp"]
     load(name=lib, sources=[str(s) for s in sources], extra_cflags=["-O3"] + defines,
          extra_cuda_cflags=CUDA_FLAGS + ["-gencode=arch=compute_90a,code=sm_90a"] + defines,
          extra_include_paths=[str(SRC)], build_directory=str(vdir), is_python_module=False,
@@ -191,33 +196,153 @@ def sdpa_backends():
             ("sdpa-efficient", SDPBackend.EFFICIENT_ATTENTION, sdpa_kernel)]
 
 
-def time_attention(flash_ops, shapes, rows):
-    for (b, h, s, d) in shapes:
-        for causal in (True, False):
-            flops = 4 * b * h * s * s * d / (2 if causal else 1)
-            nsets = max(1, min(4, (3 * 50 * 2**20) // (3 * b * h * s * d * 2) + 1))
-            sets = [tuple(torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-                    for _ in range(nsets)]
-            scale = 1 / math.sqrt(d)
-            results = {}
-            for name, backend, ctx in sdpa_backends():
-                try:
-                    with ctx(backend):
-                        us = bench_us(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal), sets)
-                    results[name] = us
-                except RuntimeError as e:
-                    print(f"  {name} unavailable at {b}x{h}x{s}x{d}: {str(e).splitlines()[0][:100]}")
-            best_sdpa = min(results.values()) if results else float("nan")
-            for label, op in flash_ops.items():
-                results[label] = bench_us(lambda q, k, v: op(q, k, v, causal, scale), sets)
-            shape = f"{b}x{h}x{s}x{d}"
-            for name, us in results.items():
-                rows.append((shape, "causal" if causal else "full", name, us, flops / us / 1e6,
-                             best_sdpa / us))
-                print(f"  {shape} {'causal' if causal else 'full':6s} {name:22s} {us:9.1f} us "
-                      f"{flops / us / 1e6:7.1f} TFLOP/s  x{best_sdpa / us:.2f} vs best sdpa", flush=True)
-            del sets
-            torch.cuda.empty_cache()
+# The issue-12 shapes (grouped-query heads, decode, chunked prefill) and the
+# square multi-head shapes of BENCHMARKS.md, for regressions:
+# (label, batch, heads_q, heads_kv, seq_q, seq_kv, head_dim, causal).
+# causal is bottom-right aligned (attnprof::flash_attention's definition);
+# decode is one query against the whole cache, i.e. unmasked.
+BENCH_SHAPES = [
+    ("decode", 8, 32, 8, 1, 4096, 128, False),
+    ("decode", 8, 32, 8, 1, 32768, 128, False),
+    ("decode", 8, 32, 8, 1, 131072, 128, False),
+    ("chunked prefill", 1, 32, 8, 512, 8192, 128, True),
+    ("chunked prefill", 1, 32, 8, 512, 32768, 128, True),
+    ("GQA prefill", 4, 32, 8, 4096, 4096, 128, True),
+    ("GQA prefill", 4, 32, 8, 4096, 4096, 128, False),
+    ("MHA", 8, 16, 16, 1024, 1024, 64, True),
+    ("MHA", 8, 16, 16, 1024, 1024, 64, False),
+    ("MHA", 4, 16, 16, 4096, 4096, 128, True),
+    ("MHA", 4, 16, 16, 4096, 4096, 128, False),
+    ("MHA", 1, 16, 16, 16384, 16384, 128, True),
+    ("MHA", 1, 16, 16, 16384, 16384, 128, False),
+]
+
+
+def shape_str(b, hq, hkv, sq, skv, d):
+    heads = f"{hq}" if hq == hkv else f"{hq}q/{hkv}kv"
+    seq = f"{sq}" if sq == skv else f"{sq}q/{skv}kv"
+    return f"{b}x{heads}x{seq}x{d}"
+
+
+def attention_flops(b, hq, sq, skv, d, causal):
+    """4·B·H·(query, key pairs)·D. A square causal shape counts half the pairs (as
+    BENCHMARKS.md always has); otherwise the pairs bottom-right causal leaves visible."""
+    if not causal:
+        pairs = sq * skv
+    elif sq == skv:
+        pairs = sq * skv / 2
+    else:
+        pairs = sum(min(skv, max(0, i + skv - sq + 1)) for i in range(sq))
+    return 4 * b * hq * pairs * d
+
+
+def sdpa_fn(hq, hkv, sq, skv, causal):
+    """F.scaled_dot_product_attention with this shape's semantics: enable_gqa where
+    the heads differ, and the lower-right causal bias where seq_q != seq_kv (is_causal
+    is top-left there)."""
+    gqa = {"enable_gqa": True} if hq != hkv else {}
+    if not causal:
+        return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **gqa)
+    if sq == skv:
+        return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, **gqa)
+    from torch.nn.attention.bias import causal_lower_right
+    bias = causal_lower_right(sq, skv)
+    return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=bias, **gqa)
+
+
+def input_sets(b, hq, hkv, sq, skv, d):
+    """Rotated input sets: up to 4 while q, k, v together stay under ~150 MB, so
+    inputs that fit in L2 are not re-read hot (same rule as before, for comparable
+    figures)."""
+    nbytes = 2 * d * b * (hq * sq + 2 * hkv * skv)
+    n = max(1, min(4, (150 * 2**20) // nbytes + 1))
+    return [(torch.randn(b, hq, sq, d, device="cuda", dtype=torch.bfloat16),
+             torch.randn(b, hkv, skv, d, device="cuda", dtype=torch.bfloat16),
+             torch.randn(b, hkv, skv, d, device="cuda", dtype=torch.bfloat16)) for _ in range(n)]
+
+
+def copy_ceiling_gbs():
+    """Device-to-device copy bandwidth (bytes read + written per second) of 1 GiB."""
+    src = torch.empty(2**30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    us = bench_us(lambda a, b: b.copy_(a), [(src, dst)], iters=30, warmup=3)
+    del src, dst
+    torch.cuda.empty_cache()
+    return 2 * 2**30 / us / 1e3
+
+
+def time_shapes(flash_ops, describe, ceiling, rows, details):
+    for label, b, hq, hkv, sq, skv, d, causal in BENCH_SHAPES:
+        mask = "causal" if causal else "full"
+        shape = shape_str(b, hq, hkv, sq, skv, d)
+        flops = attention_flops(b, hq, sq, skv, d, causal)
+        kv_bytes = 2 * b * hkv * skv * d * 2
+        sets = input_sets(b, hq, hkv, sq, skv, d)
+        scale = 1 / math.sqrt(d)
+        q, k, v = sets[0]
+        details.append(f"{label} {shape} {mask}: custom-flash runs {describe(q, k, causal)}")
+        ours = flash_ops["custom-flash"](q, k, v, causal, scale)[0]
+        results = {}
+        ref_fn = sdpa_fn(hq, hkv, sq, skv, causal)
+        for name, backend, ctx in sdpa_backends():
+            try:
+                with ctx(backend):
+                    out = ref_fn(q, k, v)
+                    diff = rel_err(ours, out)
+                    us = bench_us(ref_fn, sets)
+                results[name] = us
+                if diff > 2e-2:
+                    details.append(f"  WARNING {name} differs from custom-flash by {diff:.2e} at {shape} {mask}")
+            except (RuntimeError, NotImplementedError, TypeError, ValueError) as e:
+                details.append(f"  {name} does not run {shape} {mask}: {str(e).splitlines()[0][:150]}")
+        best_name = min(results, key=results.get) if results else None
+        for label_op, op in flash_ops.items():
+            results[label_op] = bench_us(lambda q, k, v: op(q, k, v, causal, scale), sets)
+        for name, us in results.items():
+            gbs = kv_bytes / us / 1e3
+            rows.append(dict(label=label, shape=shape, mask=mask, variant=name, us=us,
+                             tflops=flops / us / 1e6, gbs=gbs, copy=100 * gbs / ceiling,
+                             vs_best=(results[best_name] / us) if best_name else float("nan"),
+                             best=best_name))
+            print(f"  {label:15s} {shape:22s} {mask:6s} {name:24s} {us:10.1f} us {flops / us / 1e6:7.1f} TFLOP/s "
+                  f"{gbs:7.0f} GB/s K+V ({100 * gbs / ceiling:5.1f}% of copy)", flush=True)
+        del sets, q, k, v, ours
+        torch.cuda.empty_cache()
+
+
+def time_crossover(plan_op, rows_out):
+    """Decode vs prefill path, forced, as the query rows per KV head grow (32q/8kv,
+    batch 8, 8192 keys, d128): where the planner's crossover should sit."""
+    b, hq, hkv, skv, d = 8, 32, 8, 8192, 128
+    for sq in (1, 2, 4, 8, 16, 32):
+        sets = input_sets(b, hq, hkv, sq, skv, d)
+        scale = 1 / math.sqrt(d)
+        t = {}
+        for path in ("decode", "prefill"):
+            t[path] = bench_us(lambda q, k, v: plan_op(q, k, v, False, scale, path, 0), sets)
+        rows_out.append((sq, sq * hq // hkv, t["decode"], t["prefill"]))
+        print(f"  crossover sq {sq:3d} ({sq * hq // hkv:4d} rows per KV head): decode {t['decode']:8.1f} us, "
+              f"prefill {t['prefill']:8.1f} us", flush=True)
+        del sets
+    torch.cuda.empty_cache()
+
+
+def time_splits(plan_op, describe_plan, rows_out):
+    """The decode kernel at 8x32q/8kv x 32768 keys with the number of splits forced,
+    against the planner's choice."""
+    b, hq, hkv, sq, skv, d = 8, 32, 8, 1, 32768, 128
+    sets = input_sets(b, hq, hkv, sq, skv, d)
+    scale = 1 / math.sqrt(d)
+    kv_bytes = 2 * b * hkv * skv * d * 2
+    for splits in (0, 1, 2, 4, 8, 16, 33, 64):
+        us = bench_us(lambda q, k, v: plan_op(q, k, v, False, scale, "decode", splits), sets)
+        what = describe_plan(sets[0][0], sets[0][1], False, "decode", splits)
+        n = re.search(r"in (\d+) splits", what)
+        rows_out.append((splits, int(n.group(1)) if n else 1, us, kv_bytes / us / 1e3))
+        print(f"  decode splits {'planner' if splits == 0 else splits}: {us:8.1f} us, "
+              f"{kv_bytes / us / 1e3:6.0f} GB/s ({what.split(':')[1].split(';')[0].strip()})", flush=True)
+    del sets
+    torch.cuda.empty_cache()
 
 
 def time_softmax(softmax_op, rows):
@@ -264,17 +389,20 @@ def time_pipelines(softmax_op, rows):
           f"speed-up x{t_in / t_cu:.2f} (rel diff vs inplace {err:.1e})", flush=True)
 
 
-def profile_check(flash_op, softmax_op):
+def profile_check(flash_op, softmax_op, details):
     """One profiled forward each: the operator rows and the GPU kernels the trace shows."""
     from torch.profiler import ProfilerActivity, profile
     q, k, v = (torch.randn(8, 16, 1024, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    qd = torch.randn(8, 32, 1, 128, device="cuda", dtype=torch.bfloat16)
+    kd, vd = (torch.randn(8, 8, 32768, 128, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     scale = 1 / math.sqrt(64)
 
     def custom_softmax():
         return torch.matmul(softmax_op(torch.matmul(q, k.transpose(-2, -1)), scale, True), v)
 
-    for label, fn in (("custom-flash", lambda: flash_op(q, k, v, True, scale)),
-                      ("custom-softmax", custom_softmax)):
+    for label, fn in (("custom-flash 8x16x1024x64", lambda: flash_op(q, k, v, True, scale)),
+                      ("custom-flash decode 8x32q/8kvx1q/32768kvx128", lambda: flash_op(qd, kd, vd, False, 0.088)),
+                      ("custom-softmax 8x16x1024x64", custom_softmax)):
         fn()
         torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
@@ -282,8 +410,10 @@ def profile_check(flash_op, softmax_op):
             torch.cuda.synchronize()
         ops = sorted({e.key for e in prof.key_averages() if e.key.startswith("attnprof::")})
         kernels = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-        print(f"  profile {label}: operator rows {ops}; {len(kernels)} GPU kernels: "
-              f"{[name[:70] for name in kernels]}", flush=True)
+        line = (f"profile {label}: operator rows {ops}; {len(kernels)} GPU kernels: "
+                f"{[re.sub(r'<.*', '', name.replace('void ', '')) for name in kernels]}")
+        details.append(line)
+        print("  " + line, flush=True)
 
 
 def main():
@@ -292,7 +422,8 @@ def main():
     ap.add_argument("--build-dir", default=str(DEFAULT_BUILD))
     ap.add_argument("--variants", default="", help="comma list of tile names: " + ",".join(tile_types()))
     ap.add_argument("--no-build", action="store_true", help="load the prebuilt libraries as they are")
-    ap.add_argument("--skip-big", action="store_true", help="skip the 1x16x16384x128 shape")
+    ap.add_argument("--no-check", action="store_true",
+                    help="skip the float64 checks (tests/test_custom_kernels.cpp has the full ones)")
     ap.add_argument("--flash-only", action="store_true",
                     help="time only the fused-attention kernels (no softmax or pipeline timing)")
     args = ap.parse_args()
@@ -318,6 +449,8 @@ def main():
         libs["custom-flash"] = build_main(build_dir)
         for v in variants:
             libs[f"custom-flash[{v}]"] = build_variant(v, build_dir)
+        for p in libs.values():
+            torch.ops.load_library(str(p))
     print(f"build/load: {time.time() - t0:.1f} s", flush=True)
     if args.build_only:
         return 0
@@ -327,27 +460,62 @@ def main():
     for v in variants:
         flash_ops[f"custom-flash[{v}]"] = getattr(torch.ops, f"attnprof_{v}").flash_attention
     softmax_op = torch.ops.attnprof.scaled_masked_softmax
+    plan_op = torch.ops.attnprof_dev.flash_attention_plan
+    describe_plan = torch.ops.attnprof_dev.describe_plan
 
-    ok = check_flash(flash_ops)
-    ok &= check_softmax(softmax_op)
-    print(f"correctness: {'ALL PASS' if ok else 'FAILURES'}", flush=True)
+    ok = True
+    if not args.no_check:
+        ok = check_flash(flash_ops)
+        ok &= check_softmax(softmax_op)
+        print(f"correctness: {'ALL PASS' if ok else 'FAILURES'}", flush=True)
 
-    profile_check(flash_ops["custom-flash"], softmax_op)
-    rows = []
-    shapes = [(8, 16, 1024, 64), (4, 16, 4096, 128)]
-    if not args.skip_big:
-        shapes.append((1, 16, 16384, 128))
-    time_attention(flash_ops, shapes, rows)
+    details = []
+    profile_check(flash_ops["custom-flash"], softmax_op, details)
+    ceiling = copy_ceiling_gbs()
+    print(f"  device-to-device copy ceiling: {ceiling:.0f} GB/s (read + write of 1 GiB)", flush=True)
+    rows, crossover, splits, other = [], [], [], []
+    time_shapes(flash_ops, lambda q, k, causal: describe_plan(q, k, causal, "auto", 0), ceiling, rows, details)
+    time_crossover(plan_op, crossover)
+    time_splits(plan_op, describe_plan, splits)
     if not args.flash_only:
-        time_softmax(softmax_op, rows)
-        time_pipelines(softmax_op, rows)
+        time_softmax(softmax_op, other)
+        time_pipelines(softmax_op, other)
 
-    print("\n| shape | mask | variant | µs (median) | TFLOP/s or GB/s | vs best SDPA (pipeline: vs inplace) |")
-    print("|---|---|---|---|---|---|")
-    for shape, mask, name, us, rate, ratio in rows:
-        ratio_s = "" if math.isnan(ratio) else f"{ratio:.2f}"
-        print(f"| {shape} | {mask} | {name} | {us:.1f} | {rate:.1f} | {ratio_s} |")
-    print(f"\ncorrectness: {'ALL PASS' if ok else 'FAILURES'}")
+    print("\n" + "\n".join(details))
+    print("\nAll timings (CUDA-event medians of back-to-back calls, bf16):\n")
+    print("| shape | mask | variant | µs | TFLOP/s | K+V GB/s | % of copy | vs best SDPA |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['shape']} | {r['mask']} | {r['variant']} | {r['us']:.1f} | {r['tflops']:.1f} | "
+              f"{r['gbs']:.0f} | {r['copy']:.1f} | {r['vs_best']:.2f} |")
+    for shape, mask, name, us, rate, ratio in other:
+        print(f"| {shape} | {mask} | {name} | {us:.1f} | {rate:.1f} (GB/s or TFLOP/s) | | | {ratio:.2f} |")
+    print("\nDecode vs prefill path (8 x 32q/8kv x 8192 keys x 128, forced):\n")
+    print("| seq_q | rows per KV head | decode µs | prefill µs | planner |")
+    print("|---|---|---|---|---|")
+    for sq, rpg, td, tp in crossover:
+        print(f"| {sq} | {rpg} | {td:.1f} | {tp:.1f} | {'decode' if rpg <= 64 else 'prefill'} |")
+    print("\nDecode splits (8 x 32q/8kv x 1 x 32768 x 128; 0 = planner):\n")
+    print("| forced | splits | µs | K+V GB/s |")
+    print("|---|---|---|---|")
+    for forced, n, us, gbs in splits:
+        print(f"| {forced} | {n} | {us:.1f} | {gbs:.0f} |")
+
+    # Last: one row per shape, custom-flash against the fastest SDPA backend.
+    print(f"\ncopy ceiling {ceiling:.0f} GB/s; custom-flash against the fastest SDPA backend "
+          f"that runs the shape (enable_gqa, lower-right causal bias):\n")
+    print("| shape | mask | custom µs | TFLOP/s | %copy | best SDPA | its µs | speed-up |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        if r["variant"] != "custom-flash":
+            continue
+        best = next((x for x in rows if x["shape"] == r["shape"] and x["mask"] == r["mask"]
+                     and x["variant"] == r["best"]), None)
+        pct = f"{r['copy']:.0f}" if r["label"] == "decode" else ""
+        print(f"| {r['shape']} | {r['mask']} | {r['us']:.1f} | {r['tflops']:.0f} | {pct} | "
+              f"{r['best'] or 'none'} | {best['us'] if best else float('nan'):.1f} | {r['vs_best']:.2f} |")
+    if not args.no_check:
+        print(f"\ncorrectness: {'ALL PASS' if ok else 'FAILURES'}")
     return 0 if ok else 1
 
 

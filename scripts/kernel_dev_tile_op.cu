@@ -1,7 +1,7 @@
 // Development operator for scripts/kernel_dev.py --variants, never part of
-// attnprof's build: the forward with another tile configuration of
-// flash_kernel_traits.h, through the operator's own boundary (mha_fwd).
-// kernel_dev.py builds it once per alternative with
+// attnprof's build: the prefill forward (keys unsplit) with another tile
+// configuration of flash_kernel_traits.h, through the operator's own boundary
+// (mha_fwd). kernel_dev.py builds it once per alternative with
 //   -DKDEV_TILE=<tile type> -DKDEV_LIB=<library name> -Dattnprof=<namespace>
 // (the namespace rename keeps each library's symbols its own in one process).
 #include <torch/library.h>
@@ -18,7 +18,11 @@ void launch_tile(const attnprof::flash::FwdParams& p, CUstream_st* stream) {
 std::tuple<at::Tensor, at::Tensor> flash_attention_tile(const at::Tensor& q, const at::Tensor& k,
                                                         const at::Tensor& v, bool causal,
                                                         double scale) {
-  return attnprof::flash::mha_fwd(q, k, v, causal, scale, &launch_tile);
+  attnprof::flash::FwdPlanRequest prefill_unsplit;
+  prefill_unsplit.force_path = true;
+  prefill_unsplit.path = attnprof::flash::FwdPath::kPrefill;
+  prefill_unsplit.num_splits = 1;
+  return attnprof::flash::mha_fwd(q, k, v, causal, scale, &launch_tile, prefill_unsplit);
 }
 
 }  // namespace
