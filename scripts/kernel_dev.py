@@ -340,7 +340,7 @@ def time_splits(plan_op, describe_plan, rows_out):
         n = re.search(r"in (\d+) splits", what)
         rows_out.append((splits, int(n.group(1)) if n else 1, us, kv_bytes / us / 1e3))
         print(f"  decode splits {'planner' if splits == 0 else splits}: {us:8.1f} us, "
-              f"{kv_bytes / us / 1e3:6.0f} GB/s ({what.split(':')[1].split(';')[0].strip()})", flush=True)
+              f"{kv_bytes / us / 1e3:6.0f} GB/s ({what.split('>: ', 1)[-1].split(';')[0].strip()})", flush=True)
     del sets
     torch.cuda.empty_cache()
 
