@@ -72,7 +72,9 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   // Key tiles [n_begin, n_end): this block's split, and under causal masking
   // none past the diagonal of its last row (possibly none at all: rows that
   // see no key when seqlen_q > seqlen_k).
-  const int tiles_per_split = p.plan.keys_per_split / kBN;
+  // keys_per_split is a multiple of kBN (the planner's tile), except for a
+  // development tile with another BLOCK_N (unsplit): round up to cover every key.
+  const int tiles_per_split = (p.plan.keys_per_split + kBN - 1) / kBN;
   const int n_begin = blockIdx.z * tiles_per_split;
   int n_end = min((p.seqlen_k + kBN - 1) / kBN, n_begin + tiles_per_split);
   if constexpr (kCausal) n_end = min(n_end, max(0, m0 + kBM + mask.diagonal() + kBN - 1) / kBN);

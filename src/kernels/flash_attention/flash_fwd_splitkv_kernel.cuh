@@ -66,7 +66,8 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   const Element* v = static_cast<const Element*>(p.v) + b * p.v_batch_stride + h_kv * p.v_head_stride;
   const KeyMask<kCausal> mask{p};
 
-  const int tiles_per_split = p.plan.keys_per_split / kBN;
+  // As in flash_fwd_kernel (a multiple of kBN from the planner).
+  const int tiles_per_split = (p.plan.keys_per_split + kBN - 1) / kBN;
   const int n_begin = split * tiles_per_split;
   const int n_end = min((p.seqlen_k + kBN - 1) / kBN, n_begin + tiles_per_split);
 
