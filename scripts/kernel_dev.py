@@ -271,7 +271,7 @@ def copy_ceiling_gbs():
     return 2 * 2**30 / us / 1e3
 
 
-def time_shapes(flash_ops, describe, ceiling, rows, details):
+def time_shapes(flash_ops, describe, ceiling, rows, details, extra_ops=()):
     for label, b, hq, hkv, sq, skv, d, causal in BENCH_SHAPES:
         mask = "causal" if causal else "full"
         shape = shape_str(b, hq, hkv, sq, skv, d)
@@ -297,6 +297,8 @@ def time_shapes(flash_ops, describe, ceiling, rows, details):
                 details.append(f"  {name} does not run {shape} {mask}: {str(e).splitlines()[0][:150]}")
         best_name = min(results, key=results.get) if results else None
         for label_op, op in flash_ops.items():
+            if label_op in extra_ops and (hq != hkv or sq != skv):
+                continue  # an older build may not check these shapes: never launch it on them
             results[label_op] = bench_us(lambda q, k, v: op(q, k, v, causal, scale), sets)
         for name, us in results.items():
             gbs = kv_bytes / us / 1e3
@@ -310,20 +312,22 @@ def time_shapes(flash_ops, describe, ceiling, rows, details):
         torch.cuda.empty_cache()
 
 
-def time_crossover(plan_op, rows_out):
-    """Decode vs prefill path, forced, as the query rows per KV head grow (32q/8kv,
-    batch 8, 8192 keys, d128): where the planner's crossover should sit."""
-    b, hq, hkv, skv, d = 8, 32, 8, 8192, 128
-    for sq in (1, 2, 4, 8, 16, 32):
-        sets = input_sets(b, hq, hkv, sq, skv, d)
-        scale = 1 / math.sqrt(d)
-        t = {}
-        for path in ("decode", "prefill"):
-            t[path] = bench_us(lambda q, k, v: plan_op(q, k, v, False, scale, path, 0), sets)
-        rows_out.append((sq, sq * hq // hkv, t["decode"], t["prefill"]))
-        print(f"  crossover sq {sq:3d} ({sq * hq // hkv:4d} rows per KV head): decode {t['decode']:8.1f} us, "
-              f"prefill {t['prefill']:8.1f} us", flush=True)
-        del sets
+def time_crossover(plan_op, describe_plan, rows_out):
+    """Decode vs prefill path, forced, as the query rows per KV head grow (batch 8,
+    8192 keys, d128; 32q/8kv and 16q/16kv): where the planner's crossover should sit."""
+    d, skv, b = 128, 8192, 8
+    for hq, hkv in ((32, 8), (16, 16)):
+        for sq in (1, 8, 16, 32, 64, 128):
+            sets = input_sets(b, hq, hkv, sq, skv, d)
+            scale = 1 / math.sqrt(d)
+            t = {}
+            for path in ("decode", "prefill"):
+                t[path] = bench_us(lambda q, k, v: plan_op(q, k, v, False, scale, path, 0), sets)
+            planned = describe_plan(sets[0][0], sets[0][1], False, "auto", 0).split(",")[0]
+            rows_out.append((f"{hq}q/{hkv}kv", sq, sq * hq // hkv, t["decode"], t["prefill"], planned))
+            print(f"  crossover {hq}q/{hkv}kv sq {sq:3d} ({sq * hq // hkv:4d} rows per KV head): decode "
+                  f"{t['decode']:8.1f} us, prefill {t['prefill']:8.1f} us, planner: {planned}", flush=True)
+            del sets
     torch.cuda.empty_cache()
 
 
@@ -400,8 +404,10 @@ def profile_check(flash_op, softmax_op, details):
     def custom_softmax():
         return torch.matmul(softmax_op(torch.matmul(q, k.transpose(-2, -1)), scale, True), v)
 
+    kd4, vd4 = kd[:, :, :4096].contiguous(), vd[:, :, :4096].contiguous()
     for label, fn in (("custom-flash 8x16x1024x64", lambda: flash_op(q, k, v, True, scale)),
                       ("custom-flash decode 8x32q/8kvx1q/32768kvx128", lambda: flash_op(qd, kd, vd, False, 0.088)),
+                      ("custom-flash decode 8x32q/8kvx1q/4096kvx128", lambda: flash_op(qd, kd4, vd4, False, 0.088)),
                       ("custom-softmax 8x16x1024x64", custom_softmax)):
         fn()
         torch.cuda.synchronize()
@@ -409,9 +415,10 @@ def profile_check(flash_op, softmax_op, details):
             fn()
             torch.cuda.synchronize()
         ops = sorted({e.key for e in prof.key_averages() if e.key.startswith("attnprof::")})
-        kernels = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-        line = (f"profile {label}: operator rows {ops}; {len(kernels)} GPU kernels: "
-                f"{[re.sub(r'<.*', '', name.replace('void ', '')) for name in kernels]}")
+        kernels = [(e.name, e.device_time) for e in prof.events()
+                   if e.device_type == torch.autograd.DeviceType.CUDA]
+        line = (f"profile {label}: operator rows {ops}; {len(kernels)} GPU kernels (GPU µs): "
+                f"{[(re.sub(r'<.*', '', name.replace('void ', '')), round(us, 1)) for name, us in kernels]}")
         details.append(line)
         print("  " + line, flush=True)
 
@@ -422,6 +429,9 @@ def main():
     ap.add_argument("--build-dir", default=str(DEFAULT_BUILD))
     ap.add_argument("--variants", default="", help="comma list of tile names: " + ",".join(tile_types()))
     ap.add_argument("--no-build", action="store_true", help="load the prebuilt libraries as they are")
+    ap.add_argument("--extra-op", action="append", default=[], metavar="LIB:NAMESPACE",
+                    help="also time NAMESPACE::flash_attention from library LIB (e.g. an older build), "
+                         "at the square multi-head shapes only")
     ap.add_argument("--no-check", action="store_true",
                     help="skip the float64 checks (tests/test_custom_kernels.cpp has the full ones)")
     ap.add_argument("--flash-only", action="store_true",
@@ -459,6 +469,12 @@ def main():
     flash_ops = {"custom-flash": torch.ops.attnprof.flash_attention}
     for v in variants:
         flash_ops[f"custom-flash[{v}]"] = getattr(torch.ops, f"attnprof_{v}").flash_attention
+    extra_ops = []
+    for spec in args.extra_op:
+        lib, ns = spec.rsplit(":", 1)
+        torch.ops.load_library(lib)
+        flash_ops[f"custom-flash[{ns}]"] = getattr(torch.ops, ns).flash_attention
+        extra_ops.append(f"custom-flash[{ns}]")
     softmax_op = torch.ops.attnprof.scaled_masked_softmax
     plan_op = torch.ops.attnprof_dev.flash_attention_plan
     describe_plan = torch.ops.attnprof_dev.describe_plan
@@ -474,8 +490,9 @@ def main():
     ceiling = copy_ceiling_gbs()
     print(f"  device-to-device copy ceiling: {ceiling:.0f} GB/s (read + write of 1 GiB)", flush=True)
     rows, crossover, splits, other = [], [], [], []
-    time_shapes(flash_ops, lambda q, k, causal: describe_plan(q, k, causal, "auto", 0), ceiling, rows, details)
-    time_crossover(plan_op, crossover)
+    time_shapes(flash_ops, lambda q, k, causal: describe_plan(q, k, causal, "auto", 0), ceiling, rows, details,
+                extra_ops)
+    time_crossover(plan_op, describe_plan, crossover)
     time_splits(plan_op, describe_plan, splits)
     if not args.flash_only:
         time_softmax(softmax_op, other)
@@ -490,11 +507,11 @@ def main():
               f"{r['gbs']:.0f} | {r['copy']:.1f} | {r['vs_best']:.2f} |")
     for shape, mask, name, us, rate, ratio in other:
         print(f"| {shape} | {mask} | {name} | {us:.1f} | {rate:.1f} (GB/s or TFLOP/s) | | | {ratio:.2f} |")
-    print("\nDecode vs prefill path (8 x 32q/8kv x 8192 keys x 128, forced):\n")
-    print("| seq_q | rows per KV head | decode µs | prefill µs | planner |")
-    print("|---|---|---|---|---|")
-    for sq, rpg, td, tp in crossover:
-        print(f"| {sq} | {rpg} | {td:.1f} | {tp:.1f} | {'decode' if rpg <= 64 else 'prefill'} |")
+    print("\nDecode vs prefill path (batch 8 x 8192 keys x 128, forced):\n")
+    print("| heads | seq_q | rows per KV head | decode µs | prefill µs | planner |")
+    print("|---|---|---|---|---|---|")
+    for heads, sq, rpg, td, tp, planned in crossover:
+        print(f"| {heads} | {sq} | {rpg} | {td:.1f} | {tp:.1f} | {planned} |")
     print("\nDecode splits (8 x 32q/8kv x 1 x 32768 x 128; 0 = planner):\n")
     print("| forced | splits | µs | K+V GB/s |")
     print("|---|---|---|---|")
@@ -507,7 +524,7 @@ def main():
     print("| shape | mask | custom µs | TFLOP/s | %copy | best SDPA | its µs | speed-up |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        if r["variant"] != "custom-flash":
+        if not r["variant"].startswith("custom-flash"):
             continue
         best = next((x for x in rows if x["shape"] == r["shape"] and x["mask"] == r["mask"]
                      and x["variant"] == r["best"]), None)

@@ -196,11 +196,12 @@ TEST(FlashAttentionOp, SquareShapesMatchFloat64Reference) {
 
 // Grouped-query and multi-query attention, seq_q != seq_kv, both masks: every
 // value of every axis, all pairs of values (and every dtype x head_dim x path
-// x mask combination) in 300 cases. Query rows per KV head (ratio x seq_q)
-// decide the path: <= 64 the split-KV decode kernel, else the prefill
-// kernel; both split the keys when the grid is small (most cases here: 2
-// batches x 2 KV heads), seq_kv 1 and 63 keep one split. seq_q > seq_kv
-// under the causal mask leaves rows that see no key.
+// x mask combination) in 300 cases. The planner (flash_fwd_plan.h) sends
+// seq_q <= 17 here to the split-KV decode kernel (1 to 17 m16 row tiles per
+// KV head) and seq_q 128 to the prefill kernel; both split the keys when the
+// grid is small (most cases here: 2 batches x 2 KV heads), seq_kv 1 and 63
+// keep one split. seq_q > seq_kv under the causal mask leaves rows that see
+// no key.
 TEST(FlashAttentionOp, GroupedQueryAndDecodeShapesMatchFloat64Reference) {
   REQUIRE_CUDA();
   const uint64_t seed = fresh_seed();

@@ -6,8 +6,11 @@
 #pragma once
 
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
+#include <cstdint>
 #include <type_traits>
 
 #include "kernels/flash_attention/flash_fwd_kernel.cuh"
@@ -16,6 +19,19 @@
 #include "kernels/flash_attention/flash_params.h"
 
 namespace attnprof::flash {
+
+// Runs `configure` (cudaFuncSetAttribute calls) the first time a kernel is
+// launched on the current device: `devices` is that kernel's bit set of
+// configured devices, so later launches skip the driver calls. Two threads may
+// both configure; the calls are idempotent.
+template <typename Configure>
+void configure_once_per_device(std::atomic<uint64_t>& devices, Configure configure) {
+  const int device = c10::cuda::current_device();
+  const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
+  if (bit != 0 && (devices.load(std::memory_order_acquire) & bit)) return;
+  configure();
+  devices.fetch_or(bit, std::memory_order_release);
+}
 
 // Dynamic shared memory past the 48 KB default needs an opt-in per kernel.
 template <typename Kernel>
@@ -29,7 +45,8 @@ void set_smem_bytes(Kernel* kernel, int smem_bytes) {
 template <typename Traits, bool kCausal>
 void launch_flash_fwd(const FwdParams& p, cudaStream_t stream) {
   auto* kernel = &flash_fwd_kernel<Traits, kCausal>;
-  set_smem_bytes(kernel, Traits::kSmemBytes);
+  static std::atomic<uint64_t> configured{0};
+  configure_once_per_device(configured, [&] { set_smem_bytes(kernel, Traits::kSmemBytes); });
   // x: (batch, query head), y: query block, z: key split. y is slower than x,
   // so launch order is "all heads of the last query block first" (see m_block
   // in the kernel); heads sharing a K/V head are neighbours in x.
@@ -43,11 +60,14 @@ void launch_flash_fwd(const FwdParams& p, cudaStream_t stream) {
 template <typename Traits, bool kCausal>
 void launch_flash_fwd_splitkv(const FwdParams& p, cudaStream_t stream) {
   auto* kernel = &flash_fwd_splitkv_kernel<Traits, kCausal>;
-  set_smem_bytes(kernel, Traits::kSmemBytes);
-  // Two resident blocks need 2 x kSmemBytes of the unified L1/shared array;
-  // the kernel reads K/V with cp.async.cg (L2 only), so L1 can give way.
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                      cudaSharedmemCarveoutMaxShared));
+  static std::atomic<uint64_t> configured{0};
+  configure_once_per_device(configured, [&] {
+    set_smem_bytes(kernel, Traits::kSmemBytes);
+    // Two resident blocks need 2 x kSmemBytes of the unified L1/shared array;
+    // the kernel reads K/V with cp.async.cg (L2 only), so L1 can give way.
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                        cudaSharedmemCarveoutMaxShared));
+  });
   // x: (batch, KV head), y: key split, z: m16 tile of the group's query rows.
   const dim3 grid(static_cast<unsigned>(p.batch * p.heads_kv),
                   static_cast<unsigned>(p.plan.num_splits), static_cast<unsigned>(p.plan.row_tiles));

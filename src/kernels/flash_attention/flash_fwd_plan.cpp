@@ -90,16 +90,22 @@ std::string count(int n, const std::string& one, const std::string& many) {
 FwdPlan plan_fwd(const FwdShape& s, int num_sms, const FwdPlanRequest& request) {
   FwdPlan plan;
   const int64_t group = s.heads_kv > 0 ? s.heads_q / s.heads_kv : 1;
-  const int64_t rows_per_group = group * s.seqlen_q;
+  const TileFacts prefill = tile_facts(FwdPath::kPrefill, s.head_dim);
+  const TileFacts decode = tile_facts(FwdPath::kDecode, s.head_dim);
+  const int64_t prefill_blocks_per_group = group * ceil_div(s.seqlen_q, prefill.block_m);
+  const int64_t decode_tiles = ceil_div(group * s.seqlen_q, decode.block_m);
+  constexpr int64_t kMaxRowTiles = 65535;  // grid.z of the decode kernel
   plan.path = request.force_path ? request.path
-              : rows_per_group <= kDecodeMaxRowsPerGroup ? FwdPath::kDecode
-                                                         : FwdPath::kPrefill;
-  const TileFacts tile = tile_facts(plan.path, s.head_dim);
+              : decode_tiles <= kDecodeTilesPerPrefillBlock * prefill_blocks_per_group &&
+                        decode_tiles <= kMaxRowTiles
+                  ? FwdPath::kDecode
+                  : FwdPath::kPrefill;
+  const TileFacts tile = plan.path == FwdPath::kDecode ? decode : prefill;
   int64_t blocks = 0;
   if (plan.path == FwdPath::kDecode) {
     plan.group = static_cast<int>(group);
     plan.seqlen_q = static_cast<int>(s.seqlen_q);
-    plan.row_tiles = static_cast<int>(ceil_div(rows_per_group, tile.block_m));
+    plan.row_tiles = static_cast<int>(std::min(decode_tiles, kMaxRowTiles + 1));  // the boundary rejects > limit
     blocks = s.batch * s.heads_kv * plan.row_tiles;
   } else {
     blocks = s.batch * s.heads_q * ceil_div(s.seqlen_q, tile.block_m);

@@ -41,10 +41,19 @@ struct FwdPlanRequest {
   int num_splits = 0;
 };
 
-// Group · seqlen_q up to this many query rows per KV head take the decode path.
-constexpr int64_t kDecodeMaxRowsPerGroup = 64;
+// The decode path runs when its m16 row tiles per KV head are at most this
+// many times the prefill path's query blocks per KV head (group · ⌈seq_q / 128⌉).
+// Measured on the H200 (scripts/kernel_dev.py, 8 x 32q/8kv x 8192 keys x 128,
+// bf16, both paths forced): decode took 72.7 / 80.0 / 116.4 / 235.8 us at 1 / 2
+// / 4 / 8 row tiles (seq_q 1..32; the first ones memory- and launch-bound),
+// prefill 355-409 us for 4 query heads of 1 query block each: past the
+// memory-bound start a decode tile costs ~30 us there, a prefill block ~89 us.
+// At 128 rows per KV head decode was still 1.74x faster; with full prefill
+// blocks (MHA, seq_q 128) the rule picks prefill from 4 decode tiles on.
+constexpr int64_t kDecodeTilesPerPrefillBlock = 3;
 
-// The plan for `shape` on a GPU with `num_sms` SMs. Splits the keys when the
+// The plan for `shape` on a GPU with `num_sms` SMs: the path by the rule
+// above (and the decode grid's 65535 row-tile limit). Splits the keys when the
 // grid alone would leave SMs idle (fewer blocks than ~0.8 of a wave of
 // resident blocks), as few splits as reach >= 85% of the best wave efficiency.
 FwdPlan plan_fwd(const FwdShape& shape, int num_sms, const FwdPlanRequest& request = {});
