@@ -521,15 +521,15 @@ def main():
     # Last: one row per shape, custom-flash against the fastest SDPA backend.
     print(f"\ncopy ceiling {ceiling:.0f} GB/s; custom-flash against the fastest SDPA backend "
           f"that runs the shape (enable_gqa, lower-right causal bias):\n")
-    print("| shape | mask | custom µs | TFLOP/s | %copy | best SDPA | its µs | speed-up |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| shape | mask | ours | µs | TFLOP/s | %copy | best SDPA | its µs | speed-up |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if not r["variant"].startswith("custom-flash"):
             continue
         best = next((x for x in rows if x["shape"] == r["shape"] and x["mask"] == r["mask"]
                      and x["variant"] == r["best"]), None)
         pct = f"{r['copy']:.0f}" if r["label"] == "decode" else ""
-        print(f"| {r['shape']} | {r['mask']} | {r['us']:.1f} | {r['tflops']:.0f} | {pct} | "
+        print(f"| {r['shape']} | {r['mask']} | {r['variant']} | {r['us']:.1f} | {r['tflops']:.0f} | {pct} | "
               f"{r['best'] or 'none'} | {best['us'] if best else float('nan'):.1f} | {r['vs_best']:.2f} |")
     if not args.no_check:
         print(f"\ncorrectness: {'ALL PASS' if ok else 'FAILURES'}")
