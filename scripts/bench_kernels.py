@@ -17,7 +17,8 @@ import sys
 import tempfile
 
 SDPA = ["sdpa-flash", "sdpa-cudnn", "sdpa-efficient"]
-SHAPES = [(8, 16, 1024, 64), (4, 16, 4096, 128), (1, 16, 16384, 128)]
+SHAPES = [(8, 16, 1024, 64), (4, 16, 4096, 128), (4, 16, 8192, 128), (1, 16, 16384, 128)]
+CUSTOM = ["custom-flash", "custom-flash-sm90"]
 
 
 def run_point(exe, variant, shape, causal, iters, out):
@@ -44,7 +45,7 @@ def main():
         for shape in SHAPES:
             for causal in (True, False):
                 times = {}
-                for v in SDPA + ["custom-flash"]:
+                for v in SDPA + CUSTOM:
                     t, flops = run_point(args.attnprof, v, shape, causal, args.iters, out)
                     times[v] = (t, flops)
                 best = min((t for v, (t, _) in times.items() if v in SDPA and t), default=None)

@@ -1,0 +1,94 @@
+// Masking and online softmax on wgmma accumulators (device code).
+//
+// A consumer thread holds, of its warpgroup's 64 × N score tile, two rows
+// (g = lane / 4 and g + 8 of its warp's 16) and, per row, the columns
+// 8t + 2c + j for t < N/8, j in {0, 1}, c = lane % 4: element s[4t + 2i + j]
+// (sm90_wgmma.cuh). A row's values are spread over the 4 lanes of a quad, so
+// row reductions finish with two xor-shuffles.
+#pragma once
+
+#include <cmath>
+
+#include "kernels/common/sm80_primitives.cuh"  // exp2_approx
+
+namespace attnprof::flash_sm90 {
+
+// Sets s to -inf where key column (8t + 2c + j) > limit[i] for row i; the
+// limits are relative to the key tile's first column.
+template <int kN>
+__device__ __forceinline__ void mask_columns(float (&s)[kN / 2], int lane, const int (&limit)[2]) {
+  const int c2 = (lane % 4) * 2;
+#pragma unroll
+  for (int t = 0; t < kN / 8; ++t)
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+        if (8 * t + c2 + j > limit[i]) s[4 * t + 2 * i + j] = -INFINITY;
+}
+
+// Running softmax state of a thread's two rows.
+struct RowState {
+  float max[2];  // running max of the raw scores (-inf until a key is visible)
+  float sum[2];  // this thread's share of sum(exp2((s - max) * scale_log2))
+};
+
+// Folds a new score tile into the running state: updates the row max, turns s
+// into P = exp2((s - max) · scale_log2) in place, and returns through `alpha`
+// the factor exp2((old max - new max) · scale_log2) by which O accumulated so
+// far must be rescaled. Rows that have seen no key keep max -inf and
+// subtract 0 instead, so exp2(-inf - -inf) never makes a NaN.
+template <int kN>
+__device__ __forceinline__ void online_softmax(float (&s)[kN / 2], RowState& st, float scale_log2,
+                                               float (&alpha)[2]) {
+  float mx[2] = {st.max[0], st.max[1]};
+#pragma unroll
+  for (int t = 0; t < kN / 8; ++t)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) mx[i] = fmaxf(mx[i], fmaxf(s[4 * t + 2 * i], s[4 * t + 2 * i + 1]));
+  float m_scaled[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+    m_scaled[i] = mx[i] == -INFINITY ? 0.f : mx[i] * scale_log2;
+    alpha[i] = kernels::exp2_approx(st.max[i] * scale_log2 - m_scaled[i]);
+    st.max[i] = mx[i];
+  }
+  float sum[2] = {0.f, 0.f};
+#pragma unroll
+  for (int t = 0; t < kN / 8; ++t)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float e0 = kernels::exp2_approx(fmaf(s[4 * t + 2 * i], scale_log2, -m_scaled[i]));
+      const float e1 = kernels::exp2_approx(fmaf(s[4 * t + 2 * i + 1], scale_log2, -m_scaled[i]));
+      s[4 * t + 2 * i] = e0;
+      s[4 * t + 2 * i + 1] = e1;
+      sum[i] += e0 + e1;
+    }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) st.sum[i] = st.sum[i] * alpha[i] + sum[i];
+}
+
+// O (a 64 × kD accumulator in the same layout) *= alpha per row.
+template <int kD>
+__device__ __forceinline__ void rescale_rows(float (&o)[kD / 2], const float (&alpha)[2]) {
+#pragma unroll
+  for (int t = 0; t < kD / 8; ++t)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      o[4 * t + 2 * i] *= alpha[i];
+      o[4 * t + 2 * i + 1] *= alpha[i];
+    }
+}
+
+// The row sums, completed over the quad.
+__device__ __forceinline__ void finish_row_sums(RowState& st) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    st.sum[i] += __shfl_xor_sync(0xffffffffu, st.sum[i], 1);
+    st.sum[i] += __shfl_xor_sync(0xffffffffu, st.sum[i], 2);
+  }
+}
+
+}  // namespace attnprof::flash_sm90
