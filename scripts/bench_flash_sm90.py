@@ -9,7 +9,7 @@ from HBM. TFLOP/s count 4*B*H*S^2*D, half for causal. The ratio to cuDNN is last
 
   python3 scripts/bench_flash_sm90.py [--lib build/libattnprof_core.so] [--check]
   python3 scripts/bench_flash_sm90.py --profile 4x16x4096x128 [--causal]   # one call, for ncu
-  --alt NAME=LIB: also time NAME::flash_attention_sm90 from LIB (a tuning build)
+  --alt NAME=LIB: also time attnprof_NAME::flash_attention_sm90 from LIB (scripts/build_sm90_alt.py)
 """
 import argparse
 import math
@@ -117,7 +117,7 @@ def check(op_ns):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default="build/libattnprof_core.so")
-    ap.add_argument("--alt", action="append", default=[], help="NAME=LIB: another build's op, NAME::flash_attention_sm90")
+    ap.add_argument("--alt", action="append", default=[], help="NAME=LIB: a tuning build's attnprof_NAME::flash_attention_sm90")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--check", action="store_true", help="print error diagnostics first")
@@ -131,7 +131,7 @@ def main():
     for a in args.alt:
         name, lib = a.split("=", 1)
         torch.ops.load_library(lib)
-        ops.append((name, name))
+        ops.append((f"attnprof_{name}", name))
     prop = torch.cuda.get_device_properties(0)
     print(f"device: {prop.name}, {prop.multi_processor_count} SMs, L2 {prop.L2_cache_size >> 20} MiB, torch {torch.__version__}")
 

@@ -113,8 +113,18 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_cuda(const at::Tensor& q
 }  // namespace
 }  // namespace attnprof
 
+#ifndef ATTNPROF_SM90_ALT_LIBRARY
 TORCH_LIBRARY_IMPL(attnprof, CUDA, m) {
   m.impl("flash_attention_sm90", &attnprof::flash_attention_sm90_cuda);
 }
+#else
+// Tuning builds (scripts/build_sm90_alt.py): the same operator from another
+// tile configuration, under its own library name so several load side by side.
+#define ATTNPROF_SM90_LIBRARY(ns, m) TORCH_LIBRARY(ns, m)
+ATTNPROF_SM90_LIBRARY(ATTNPROF_SM90_ALT_LIBRARY, m) {
+  m.def("flash_attention_sm90(Tensor q, Tensor k, Tensor v, bool causal, float scale) -> (Tensor out, Tensor lse)");
+  m.impl("flash_attention_sm90", &attnprof::flash_attention_sm90_cuda);
+}
+#endif
 
 #endif  // ATTNPROF_HAVE_SM90_KERNELS

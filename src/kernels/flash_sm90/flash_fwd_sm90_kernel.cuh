@@ -13,14 +13,14 @@
 // "full" barrier. It also fetches the next tile index (an atomic counter under
 // causal masking) and passes it through shared memory with the Q barrier.
 //
-// Warpgroups 1..2, the consumers, take the registers (setmaxnreg.inc), 64 Q
-// rows each. Per key block j they issue S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1}
+// Warpgroups 1..kConsumerWarpgroups, the consumers, take the registers
+// (setmaxnreg.inc), 64 Q rows each. Per key block j they issue S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1}
 // back to back (wgmma, async), then wait for S_j only and run the softmax of
 // S_j while the tensor cores still work on P_{j-1}·V_{j-1}: the exponentials
-// of one block overlap the GEMMs of the previous one. Across the two
-// consumers, named barriers let only one issue its GEMMs at a time and in
-// turn, so one warpgroup's softmax runs while the other's GEMMs occupy the
-// tensor cores (ping-pong).
+// of one block overlap the GEMMs of the previous one. Across the consumers,
+// named barriers let one issue its GEMMs at a time, in turn, so one
+// warpgroup's softmax runs while another's GEMMs occupy the tensor cores
+// (ping-pong).
 #pragma once
 
 #include <cuda.h>
@@ -171,7 +171,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
   constexpr int kBM = Traits::kBlockM;
   constexpr int kBN = Traits::kBlockN;
   constexpr int kD = Traits::kHeadDim;
-  constexpr int kNumConsumerThreads = 128 * Traits::kConsumerWarpgroups;
+  constexpr int kNumConsumers = Traits::kConsumerWarpgroups;
 
   const int tid = threadIdx.x % 128;
   const int warp = tid / 32;
@@ -190,11 +190,15 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
   auto k_step = [](int ks) { return static_cast<uint64_t>(((ks / 4) * Traits::kKVColBytes + (ks % 4) * 32) >> 4); };
   auto stage_off = [](uint32_t s) { return static_cast<uint64_t>((s * Traits::kKVBytes) >> 4); };
 
-  const int my_barrier = Traits::kSchedulerBarrier + cwg;
-  const int other_barrier = Traits::kSchedulerBarrier + (cwg ^ 1);
-  // Consumer 0 issues first: consumer 1 pre-arrives on its barrier once. Every
+  // Issue order among the consumers: a token passed round the ring. Consumer
+  // c waits on barrier c (its own 128 threads + the 128 of consumer c - 1
+  // arriving), issues its GEMMs, then arrives on barrier c + 1. Consumer 0
+  // goes first: the last consumer pre-arrives on barrier 0 once, and every
   // later arrival pairs with one sync (see the end of this function).
-  if (cwg == 1) named_bar_arrive(Traits::kSchedulerBarrier, kNumConsumerThreads);
+  constexpr int kTokenThreads = 2 * 128;
+  const int my_barrier = Traits::kSchedulerBarrier + cwg;
+  const int next_barrier = Traits::kSchedulerBarrier + (cwg + 1) % kNumConsumers;
+  if (cwg == kNumConsumers - 1) named_bar_arrive(Traits::kSchedulerBarrier, kTokenThreads);
 
   RingPos<Traits::kStages> pos;
   uint32_t q_phase = 0;
@@ -229,7 +233,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
 
         mbar_wait(sm.k_full(pos.stage), pos.phase);
         if constexpr (!kFirst) mbar_wait(sm.v_full(prev.stage), prev.phase);
-        named_bar_sync(my_barrier, kNumConsumerThreads);  // my turn to use the tensor cores
+        named_bar_sync(my_barrier, kTokenThreads);  // my turn to use the tensor cores
         wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < Traits::kQKSteps; ++ks)
@@ -241,7 +245,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
             GemmO::template rs<1>(o, p[kk], desc_v + stage_off(prev.stage) + ((kk * 16 * 128) >> 4), 1);
           wgmma_commit();
         }
-        named_bar_arrive(other_barrier, kNumConsumerThreads);  // the other consumer's turn
+        named_bar_arrive(next_barrier, kTokenThreads);  // the next consumer's turn
 
         wgmma_wait<kFirst ? 0 : 1>();  // S done; P·V may still run
         pin_registers(s);
@@ -321,9 +325,9 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
       }
     }
   }
-  // Consumer 1's last arrival on consumer 0's barrier is still pending: take it,
-  // so every barrier phase completes before the block exits.
-  if (cwg == 0) named_bar_sync(Traits::kSchedulerBarrier, kNumConsumerThreads);
+  // The last consumer's last arrival on barrier 0 is still pending: take it, so
+  // every barrier phase completes before the block exits.
+  if (cwg == 0) named_bar_sync(Traits::kSchedulerBarrier, kTokenThreads);
 }
 
 }  // namespace detail

@@ -15,27 +15,32 @@
 
 namespace attnprof::flash_sm90 {
 
-template <int kHeadDim_, int kBlockN_, int kStages_, typename Element_>
+template <int kHeadDim_, int kBlockN_, int kStages_, int kConsumerWarpgroups_, typename Element_>
 struct FwdTraits {
   using Element = Element_;  // __nv_bfloat16 or __half
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBlockN = kBlockN_;
   static constexpr int kStages = kStages_;
 
-  static constexpr int kConsumerWarpgroups = 2;
+  static constexpr int kConsumerWarpgroups = kConsumerWarpgroups_;
   static constexpr int kBlockM = 64 * kConsumerWarpgroups;  // wgmma tiles are 64 rows
   static constexpr int kThreads = 128 * (1 + kConsumerWarpgroups);
   static constexpr int kConsumerWarps = 4 * kConsumerWarpgroups;
 
   // Register split by setmaxnreg. __launch_bounds__(kThreads, 1) lets ptxas give
-  // every thread 65536 / 384 rounded down to 8 = 168 at launch; the producer
-  // hands back down to 24 and the consumers take up to 240, which must fit in
-  // what the block holds or setmaxnreg.inc waits forever.
+  // every thread 65536 / kThreads rounded down to 8 at launch (168 with 2
+  // consumers); the producer hands back down to 24 and the consumers share the
+  // rest (240 each with 2 consumers, 160 with 3), which must fit in what the
+  // block holds or setmaxnreg.inc waits forever.
   static constexpr int kLaunchRegs = (65536 / kThreads) / 8 * 8;
   static constexpr int kProducerRegs = 24;
-  static constexpr int kConsumerRegs = 240;
+  static constexpr int kConsumerRegs_ =
+      (kLaunchRegs * kThreads - 128 * kProducerRegs) / (128 * kConsumerWarpgroups) / 8 * 8;
+  static constexpr int kConsumerRegs = kConsumerRegs_ < 240 ? kConsumerRegs_ : 240;
   static_assert(128 * kProducerRegs + 128 * kConsumerWarpgroups * kConsumerRegs <= kThreads * kLaunchRegs,
                 "setmaxnreg: consumers would ask for more registers than the producer gave back");
+  static_assert(kConsumerWarpgroups >= 2 && kConsumerWarpgroups <= 3,
+                "2 or 3 consumer warpgroups (the GEMM-issue token ring needs a neighbour)");
 
   // Shared-memory tiles: [kHeadDim / 64 column blocks][rows][64 elements].
   static constexpr int kColElems = 128 / static_cast<int>(sizeof(Element));
@@ -61,8 +66,8 @@ struct FwdTraits {
   static constexpr int kPSteps = kBlockN / 16;  // k16 steps of O += P·V
   static constexpr int kQKSteps = kHeadDim / 16;  // k16 steps of S = Q·Kᵀ
 
-  // Named barriers 1..kConsumerWarpgroups order the consumers' GEMM issue
-  // (ping-pong); 0 is __syncthreads.
+  // Named barriers 1..kConsumerWarpgroups pass the GEMM-issue token between
+  // the consumers (ping-pong); 0 is __syncthreads.
   static constexpr int kSchedulerBarrier = 1;
 
   static_assert(sizeof(Element) == 2, "wgmma with 16-bit inputs: bf16 or fp16");
@@ -90,18 +95,26 @@ struct FwdTraits {
 #ifndef ATTNPROF_SM90_D128_STAGES
 #define ATTNPROF_SM90_D128_STAGES 2
 #endif
+#ifndef ATTNPROF_SM90_D64_CONSUMERS
+#define ATTNPROF_SM90_D64_CONSUMERS 2
+#endif
+#ifndef ATTNPROF_SM90_D128_CONSUMERS
+#define ATTNPROF_SM90_D128_CONSUMERS 2
+#endif
 
 template <int kHeadDim, typename Element>
 struct FwdConfig;
 
 template <typename Element>
 struct FwdConfig<64, Element> {
-  using Traits = FwdTraits<64, ATTNPROF_SM90_D64_BLOCK_N, ATTNPROF_SM90_D64_STAGES, Element>;
+  using Traits = FwdTraits<64, ATTNPROF_SM90_D64_BLOCK_N, ATTNPROF_SM90_D64_STAGES,
+                           ATTNPROF_SM90_D64_CONSUMERS, Element>;
 };
 
 template <typename Element>
 struct FwdConfig<128, Element> {
-  using Traits = FwdTraits<128, ATTNPROF_SM90_D128_BLOCK_N, ATTNPROF_SM90_D128_STAGES, Element>;
+  using Traits = FwdTraits<128, ATTNPROF_SM90_D128_BLOCK_N, ATTNPROF_SM90_D128_STAGES,
+                           ATTNPROF_SM90_D128_CONSUMERS, Element>;
 };
 
 }  // namespace attnprof::flash_sm90
