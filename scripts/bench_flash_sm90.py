@@ -3,7 +3,8 @@
 and to FlashAttention-2, in one Python process (fast iteration on the Hopper kernel).
 
 Each figure is the median over --reps repetitions of --calls back-to-back calls
-between two CUDA events (launch latency hides behind the GPU, as in a model);
+between two CUDA events (launch latency hides behind the GPU, as in a model),
+the repetitions of all backends interleaved;
 when one set of q/k/v fits in L2 several sets are rotated so every call reads
 from HBM. TFLOP/s count 4*B*H*S^2*D, half for causal. The ratio to cuDNN is last.
 
@@ -38,20 +39,33 @@ def make_inputs(shape, dtype, sets):
     return [tuple(torch.randn(b, h, s, d, device="cuda", dtype=dtype) for _ in range(3)) for _ in range(sets)]
 
 
-def time_fn(fn, inputs, calls, reps):
-    for i in range(3):  # warm-up (and cuDNN's plan build)
-        fn(*inputs[i % len(inputs)])
+def time_fns(fns, inputs, calls, reps):
+    """Median µs per call of each fn; the repetitions of all fns interleave, so
+    clock and temperature drift during the run reaches each of them alike.
+    A fn that raises (a backend refusing the shape) gets NaN."""
+    live = []
+    for fn in fns:
+        try:
+            for i in range(3):  # warm-up (and cuDNN's plan build)
+                fn(*inputs[i % len(inputs)])
+            live.append(fn)
+        except RuntimeError as e:
+            print(f"  refused: {str(e).splitlines()[0]}")
+            live.append(None)
     torch.cuda.synchronize()
-    times = []
+    times = [[] for _ in fns]
     for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for i in range(calls):
-            fn(*inputs[i % len(inputs)])
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / calls)  # µs per call
-    return statistics.median(times)
+        for j, fn in enumerate(live):
+            if fn is None:
+                continue
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for i in range(calls):
+                fn(*inputs[i % len(inputs)])
+            end.record()
+            end.synchronize()
+            times[j].append(start.elapsed_time(end) * 1e3 / calls)
+    return [statistics.median(t) if t else float("nan") for t in times]
 
 
 def ours(op_ns, causal, scale):
@@ -162,14 +176,7 @@ def main():
             scale = shape[3] ** -0.5
             fns = [ours(ns, causal, scale) for ns, _ in ops]
             fns += [sdpa(SDPBackend.CUDNN_ATTENTION, causal, scale), sdpa(SDPBackend.FLASH_ATTENTION, causal, scale)]
-            tf = []
-            for fn in fns:
-                try:
-                    t = time_fn(fn, inputs, args.calls, args.reps)
-                    tf.append(flops(shape, causal) / (t * 1e-6) / 1e12)
-                except RuntimeError as e:  # a backend refusing the shape
-                    print(f"  {names[len(tf)]} failed at {shape}: {str(e).splitlines()[0]}")
-                    tf.append(float("nan"))
+            tf = [flops(shape, causal) / (t * 1e-6) / 1e12 for t in time_fns(fns, inputs, args.calls, args.reps)]
             rows.append((shape, causal, tf))
         del inputs
         torch.cuda.empty_cache()

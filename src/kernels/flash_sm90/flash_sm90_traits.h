@@ -15,12 +15,16 @@
 
 namespace attnprof::flash_sm90 {
 
-template <int kHeadDim_, int kBlockN_, int kStages_, int kConsumerWarpgroups_, typename Element_>
+template <int kHeadDim_, int kBlockN_, int kStages_, int kConsumerWarpgroups_, int kPolyExpEvery_,
+          typename Element_>
 struct FwdTraits {
   using Element = Element_;  // __nv_bfloat16 or __half
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBlockN = kBlockN_;
   static constexpr int kStages = kStages_;
+  // Every kPolyExpEvery-th 8-key column tile of S takes its exponentials on the
+  // FMA pipes (softmax_sm90.cuh, exp2_poly) instead of the MUFU unit; 0: none.
+  static constexpr int kPolyExpEvery = kPolyExpEvery_;
 
   static constexpr int kConsumerWarpgroups = kConsumerWarpgroups_;
   static constexpr int kBlockM = 64 * kConsumerWarpgroups;  // wgmma tiles are 64 rows
@@ -95,6 +99,12 @@ struct FwdTraits {
 #ifndef ATTNPROF_SM90_D128_STAGES
 #define ATTNPROF_SM90_D128_STAGES 2
 #endif
+#ifndef ATTNPROF_SM90_D64_POLY_EXP_EVERY
+#define ATTNPROF_SM90_D64_POLY_EXP_EVERY 0
+#endif
+#ifndef ATTNPROF_SM90_D128_POLY_EXP_EVERY
+#define ATTNPROF_SM90_D128_POLY_EXP_EVERY 0
+#endif
 #ifndef ATTNPROF_SM90_D64_CONSUMERS
 #define ATTNPROF_SM90_D64_CONSUMERS 2
 #endif
@@ -108,13 +118,13 @@ struct FwdConfig;
 template <typename Element>
 struct FwdConfig<64, Element> {
   using Traits = FwdTraits<64, ATTNPROF_SM90_D64_BLOCK_N, ATTNPROF_SM90_D64_STAGES,
-                           ATTNPROF_SM90_D64_CONSUMERS, Element>;
+                           ATTNPROF_SM90_D64_CONSUMERS, ATTNPROF_SM90_D64_POLY_EXP_EVERY, Element>;
 };
 
 template <typename Element>
 struct FwdConfig<128, Element> {
   using Traits = FwdTraits<128, ATTNPROF_SM90_D128_BLOCK_N, ATTNPROF_SM90_D128_STAGES,
-                           ATTNPROF_SM90_D128_CONSUMERS, Element>;
+                           ATTNPROF_SM90_D128_CONSUMERS, ATTNPROF_SM90_D128_POLY_EXP_EVERY, Element>;
 };
 
 }  // namespace attnprof::flash_sm90

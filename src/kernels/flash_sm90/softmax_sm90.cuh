@@ -27,6 +27,25 @@ __device__ __forceinline__ void mask_columns(float (&s)[kN / 2], int lane, const
         if (8 * t + c2 + j > limit[i]) s[4 * t + 2 * i + j] = -INFINITY;
 }
 
+// 2^x on the FMA and integer pipes instead of the MUFU unit (16 results per
+// clock per SM against 4 warp-instructions of FMA per clock): round x to an
+// integer n with the 1.5·2^23 trick, a degree-4 polynomial for 2^(x-n) on
+// [-0.5, 0.5] (relative error 3.1e-6, below either 16-bit type's rounding of P),
+// then n added to the exponent bits. The constant term is exactly 1, so after
+// the clamp to -127 an input of -inf (a masked score) gives exactly +0, as
+// ex2.approx does. About 10 instructions.
+__device__ __forceinline__ float exp2_poly(float x) {
+  x = fmaxf(x, -127.f);
+  const float shifted = x + 12582912.f;  // 1.5 · 2^23: round(x) lands in the low mantissa bits
+  const float n = shifted - 12582912.f;
+  const float f = x - n;
+  float p = fmaf(9.60039552e-3f, f, 5.59168938e-2f);
+  p = fmaf(p, f, 2.40237185e-1f);
+  p = fmaf(p, f, 6.93121995e-1f);
+  p = fmaf(p, f, 1.f);
+  return __int_as_float(__float_as_int(p) + (__float_as_int(shifted) << 23));
+}
+
 // Running softmax state of a thread's two rows.
 struct RowState {
   float max[2];  // running max of the raw scores (-inf until a key is visible)
@@ -36,10 +55,13 @@ struct RowState {
 // Folds a new score tile into the running state: updates the row max, turns s
 // into P = exp2((s - max) · scale_log2) in place, and returns through `alpha`
 // the factor exp2((old max - new max) · scale_log2) by which O accumulated so
-// far must be rescaled. Rows that have seen no key keep max -inf and
-// subtract 0 instead, so exp2(-inf - -inf) never makes a NaN.
-template <int kN>
-__device__ __forceinline__ void online_softmax(float (&s)[kN / 2], RowState& st, float scale_log2,
+// far must be rescaled, and whether either row max moved (alpha != 1). Rows
+// that have seen no key keep max -inf and subtract 0 instead, so
+// exp2(-inf - -inf) never makes a NaN. With kPolyEvery > 0, the exponentials
+// of every kPolyEvery-th 8-column tile run on exp2_poly instead of the MUFU
+// unit, whose throughput bounds the softmax otherwise.
+template <int kN, int kPolyEvery>
+__device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st, float scale_log2,
                                                float (&alpha)[2]) {
   float mx[2] = {st.max[0], st.max[1]};
 #pragma unroll
@@ -47,27 +69,34 @@ __device__ __forceinline__ void online_softmax(float (&s)[kN / 2], RowState& st,
 #pragma unroll
     for (int i = 0; i < 2; ++i) mx[i] = fmaxf(mx[i], fmaxf(s[4 * t + 2 * i], s[4 * t + 2 * i + 1]));
   float m_scaled[2];
+  bool moved = false;
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
     mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
     m_scaled[i] = mx[i] == -INFINITY ? 0.f : mx[i] * scale_log2;
     alpha[i] = kernels::exp2_approx(st.max[i] * scale_log2 - m_scaled[i]);
+    moved |= mx[i] != st.max[i];
     st.max[i] = mx[i];
   }
   float sum[2] = {0.f, 0.f};
 #pragma unroll
-  for (int t = 0; t < kN / 8; ++t)
+  for (int t = 0; t < kN / 8; ++t) {
+    const bool poly = kPolyEvery > 0 && t % kPolyEvery == kPolyEvery - 1;  // resolved at compile time
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const float e0 = kernels::exp2_approx(fmaf(s[4 * t + 2 * i], scale_log2, -m_scaled[i]));
-      const float e1 = kernels::exp2_approx(fmaf(s[4 * t + 2 * i + 1], scale_log2, -m_scaled[i]));
+      const float x0 = fmaf(s[4 * t + 2 * i], scale_log2, -m_scaled[i]);
+      const float x1 = fmaf(s[4 * t + 2 * i + 1], scale_log2, -m_scaled[i]);
+      const float e0 = poly ? exp2_poly(x0) : kernels::exp2_approx(x0);
+      const float e1 = poly ? exp2_poly(x1) : kernels::exp2_approx(x1);
       s[4 * t + 2 * i] = e0;
       s[4 * t + 2 * i + 1] = e1;
       sum[i] += e0 + e1;
     }
+  }
 #pragma unroll
   for (int i = 0; i < 2; ++i) st.sum[i] = st.sum[i] * alpha[i] + sum[i];
+  return moved;
 }
 
 // O (a 64 × kD accumulator in the same layout) *= alpha per row.
