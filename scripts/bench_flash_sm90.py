@@ -162,8 +162,11 @@ def main():
         torch.cuda.synchronize()
         return 0
 
-    if args.check and not check("attnprof"):
-        print("check FAILED (timings follow anyway)")
+    if args.check:
+        for ns, label in ops:
+            print(f"[{label}]")
+            if not check(ns):
+                print(f"check FAILED for {label} (timings follow anyway)")
 
     shapes = [parse_shape(s) for s in args.shapes.split(",")] if args.shapes else SHAPES
     names = [label for _, label in ops] + ["cudnn", "flash"]

@@ -270,7 +270,8 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
         }
 
         float alpha[2];
-        const bool moved = online_softmax<kBN, Traits::kPolyExpEvery>(s, st, a.scale_log2, alpha);
+        const bool moved =
+            online_softmax<kBN, Traits::kPolyExpEvery, Traits::kRescaleSlack>(s, st, a.scale_log2, alpha);
 
         if constexpr (!kFirst) {
           wgmma_wait<0>();  // P_{j-1}·V_{j-1} done: O and the P registers are free
@@ -278,9 +279,10 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
 #pragma unroll
           for (int kk = 0; kk < Traits::kPSteps; ++kk) pin_registers(p[kk]);
           if (warp_leader) mbar_arrive(sm.v_empty(prev.stage));
-          // Past the first key blocks a row max rarely moves: skip the kD/2
-          // multiplies when no row of the warp moved (alpha == 1 exactly then).
-          if (__any_sync(0xffffffffu, moved)) rescale_rows<kD>(o, alpha);
+          // With the rescale slack a row max rarely moves past the first key
+          // blocks: the kD/2 multiplies (and the two exponentials for alpha)
+          // are skipped when no row of the warp moved (warp-uniform).
+          if (moved) rescale_rows<kD>(o, alpha);
         }
 #pragma unroll
         for (int kk = 0; kk < Traits::kPSteps; ++kk)

@@ -16,7 +16,7 @@
 namespace attnprof::flash_sm90 {
 
 template <int kHeadDim_, int kBlockN_, int kStages_, int kConsumerWarpgroups_, int kPolyExpEvery_,
-          typename Element_>
+          int kRescaleSlack_, typename Element_>
 struct FwdTraits {
   using Element = Element_;  // __nv_bfloat16 or __half
   static constexpr int kHeadDim = kHeadDim_;
@@ -25,6 +25,11 @@ struct FwdTraits {
   // Every kPolyExpEvery-th 8-key column tile of S takes its exponentials on the
   // FMA pipes (softmax_sm90.cuh, exp2_poly) instead of the MUFU unit; 0: none.
   static constexpr int kPolyExpEvery = kPolyExpEvery_;
+  // Online-softmax rescale policy (softmax_sm90.cuh): a row's running max moves
+  // only when a score exceeds it by more than this many powers of two, so P
+  // stays <= 2^kRescaleSlack (well inside fp16) and O is rarely rescaled;
+  // < 0: the max moves whenever it grows.
+  static constexpr int kRescaleSlack = kRescaleSlack_;
 
   static constexpr int kConsumerWarpgroups = kConsumerWarpgroups_;
   static constexpr int kBlockM = 64 * kConsumerWarpgroups;  // wgmma tiles are 64 rows
@@ -105,6 +110,12 @@ struct FwdTraits {
 #ifndef ATTNPROF_SM90_D128_POLY_EXP_EVERY
 #define ATTNPROF_SM90_D128_POLY_EXP_EVERY 0
 #endif
+#ifndef ATTNPROF_SM90_D64_RESCALE_SLACK
+#define ATTNPROF_SM90_D64_RESCALE_SLACK 8
+#endif
+#ifndef ATTNPROF_SM90_D128_RESCALE_SLACK
+#define ATTNPROF_SM90_D128_RESCALE_SLACK 8
+#endif
 #ifndef ATTNPROF_SM90_D64_CONSUMERS
 #define ATTNPROF_SM90_D64_CONSUMERS 2
 #endif
@@ -118,13 +129,15 @@ struct FwdConfig;
 template <typename Element>
 struct FwdConfig<64, Element> {
   using Traits = FwdTraits<64, ATTNPROF_SM90_D64_BLOCK_N, ATTNPROF_SM90_D64_STAGES,
-                           ATTNPROF_SM90_D64_CONSUMERS, ATTNPROF_SM90_D64_POLY_EXP_EVERY, Element>;
+                           ATTNPROF_SM90_D64_CONSUMERS, ATTNPROF_SM90_D64_POLY_EXP_EVERY,
+                           ATTNPROF_SM90_D64_RESCALE_SLACK, Element>;
 };
 
 template <typename Element>
 struct FwdConfig<128, Element> {
   using Traits = FwdTraits<128, ATTNPROF_SM90_D128_BLOCK_N, ATTNPROF_SM90_D128_STAGES,
-                           ATTNPROF_SM90_D128_CONSUMERS, ATTNPROF_SM90_D128_POLY_EXP_EVERY, Element>;
+                           ATTNPROF_SM90_D128_CONSUMERS, ATTNPROF_SM90_D128_POLY_EXP_EVERY,
+                           ATTNPROF_SM90_D128_RESCALE_SLACK, Element>;
 };
 
 }  // namespace attnprof::flash_sm90

@@ -52,15 +52,19 @@ struct RowState {
   float sum[2];  // this thread's share of sum(exp2((s - max) * scale_log2))
 };
 
-// Folds a new score tile into the running state: updates the row max, turns s
-// into P = exp2((s - max) · scale_log2) in place, and returns through `alpha`
-// the factor exp2((old max - new max) · scale_log2) by which O accumulated so
-// far must be rescaled, and whether either row max moved (alpha != 1). Rows
-// that have seen no key keep max -inf and subtract 0 instead, so
-// exp2(-inf - -inf) never makes a NaN. With kPolyEvery > 0, the exponentials
-// of every kPolyEvery-th 8-column tile run on exp2_poly instead of the MUFU
-// unit, whose throughput bounds the softmax otherwise.
-template <int kN, int kPolyEvery>
+// Folds a new score tile into the running state and turns s into
+// P = exp2((s - max) · scale_log2) in place, against the row's running max.
+// That max need not be the true one, only one that keeps every exponent
+// <= kSlack (in powers of two): the sum and O are normalised by the same max,
+// so the result is exact. A row's max moves only when a score exceeds it by
+// more than kSlack (kSlack < 0: whenever it grows), and then, so that the
+// branch stays warp-uniform, every row of the warp moves (rows that did not
+// grow keep their max, alpha 1). Returns whether the warp moved; alpha then
+// holds exp2((old - new max) · scale_log2) per row, by which O accumulated so
+// far must be rescaled. Rows that have seen no key keep max -inf and subtract
+// 0 instead, so exp2(-inf - -inf) never makes a NaN. With kPolyEvery > 0 the
+// exponentials of every kPolyEvery-th 8-column tile run on exp2_poly.
+template <int kN, int kPolyEvery, int kSlack>
 __device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st, float scale_log2,
                                                float (&alpha)[2]) {
   float mx[2] = {st.max[0], st.max[1]};
@@ -68,16 +72,28 @@ __device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st,
   for (int t = 0; t < kN / 8; ++t)
 #pragma unroll
     for (int i = 0; i < 2; ++i) mx[i] = fmaxf(mx[i], fmaxf(s[4 * t + 2 * i], s[4 * t + 2 * i + 1]));
-  float m_scaled[2];
-  bool moved = false;
+  bool grow[2];
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
     mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-    m_scaled[i] = mx[i] == -INFINITY ? 0.f : mx[i] * scale_log2;
-    alpha[i] = kernels::exp2_approx(st.max[i] * scale_log2 - m_scaled[i]);
-    moved |= mx[i] != st.max[i];
-    st.max[i] = mx[i];
+    // -inf (nothing seen yet) + kSlack stays -inf: the first visible key always moves it.
+    grow[i] = kSlack < 0 ? mx[i] > st.max[i]
+                         : mx[i] * scale_log2 > st.max[i] * scale_log2 + static_cast<float>(kSlack);
+  }
+  const bool move = __any_sync(0xffffffffu, grow[0] || grow[1]);
+  float m_scaled[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    alpha[i] = 1.f;
+    if (move) {
+      const float new_max = grow[i] ? mx[i] : st.max[i];
+      const float new_scaled = new_max == -INFINITY ? 0.f : new_max * scale_log2;
+      alpha[i] = kernels::exp2_approx(st.max[i] * scale_log2 - new_scaled);
+      st.sum[i] *= alpha[i];
+      st.max[i] = new_max;
+    }
+    m_scaled[i] = st.max[i] == -INFINITY ? 0.f : st.max[i] * scale_log2;
   }
   float sum[2] = {0.f, 0.f};
 #pragma unroll
@@ -95,8 +111,8 @@ __device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st,
     }
   }
 #pragma unroll
-  for (int i = 0; i < 2; ++i) st.sum[i] = st.sum[i] * alpha[i] + sum[i];
-  return moved;
+  for (int i = 0; i < 2; ++i) st.sum[i] += sum[i];
+  return move;
 }
 
 // O (a 64 × kD accumulator in the same layout) *= alpha per row.
