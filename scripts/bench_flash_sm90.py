@@ -4,7 +4,7 @@ and to FlashAttention-2, in one Python process (fast iteration on the Hopper ker
 
 Each figure is the median over --reps repetitions of --calls back-to-back calls
 between two CUDA events (launch latency hides behind the GPU, as in a model),
-the repetitions of all backends interleaved;
+the repetitions of all backends interleaved in a rotating order;
 when one set of q/k/v fits in L2 several sets are rotated so every call reads
 from HBM. TFLOP/s count 4*B*H*S^2*D, half for causal. The ratio to cuDNN is last.
 
@@ -40,8 +40,11 @@ def make_inputs(shape, dtype, sets):
 
 
 def time_fns(fns, inputs, calls, reps):
-    """Median µs per call of each fn; the repetitions of all fns interleave, so
-    clock and temperature drift during the run reaches each of them alike.
+    """Median µs per call of each fn. The repetitions of all fns interleave and
+    the order rotates by one each repetition, so each fn takes each place about
+    equally often: with a fixed order, the same kernel timed first in every
+    repetition ran 5-10% faster on the H200 than when timed fourth (request 3
+    in docs/notes/flash_sm90_progress.md), which biases every ratio.
     A fn that raises (a backend refusing the shape) gets NaN."""
     live = []
     for fn in fns:
@@ -54,8 +57,9 @@ def time_fns(fns, inputs, calls, reps):
             live.append(None)
     torch.cuda.synchronize()
     times = [[] for _ in fns]
-    for _ in range(reps):
-        for j, fn in enumerate(live):
+    for rep in range(reps):
+        for j in [(rep + k) % len(live) for k in range(len(live))]:
+            fn = live[j]
             if fn is None:
                 continue
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

@@ -91,7 +91,18 @@ struct FwdTraits {
 };
 
 // Per-head-dim configurations. The ATTNPROF_SM90_* macros exist so that
-// alternative tile shapes can be built and timed without editing this file.
+// alternatives can be built and timed side by side without editing this file
+// (scripts/build_sm90_alt.py, scripts/bench_flash_sm90.py --alt). Measured on
+// the H200, bf16, 2026-11-30 (docs/notes/flash_sm90_progress.md):
+// - d128: key tiles of 176 (208 KB) and 3 stages (230 KB) won at some shapes
+//   and lost at others by a few per cent, within the run-to-run spread;
+//   128 keys x 2 stages stays.
+// - d64: 3 consumers (192-row tiles) was +2% and +8% at 8x16x1024x64 full in
+//   two runs but -10% and -5% causal; 2 consumers stays, pending a full test
+//   run of the 3-consumer kernel.
+// - exp2 on the FMA pipes for 1/4 or 1/2 of P cost 5-20% everywhere: off.
+// - a rescale slack of 8 beat moving the max on every increase by 1-5% at
+//   d128 (the per-warp vote of the latter still fired on most key blocks).
 #ifndef ATTNPROF_SM90_D64_BLOCK_N
 #define ATTNPROF_SM90_D64_BLOCK_N 128
 #endif
