@@ -53,6 +53,25 @@ else
   fi
 fi
 
+# --- cuobjdump + nvdisasm (pinned, PyPI) for the ctest that reads the sm_90a
+# kernels' SASS, where the CUDA toolkit lacks them; into $BUILD_DIR/tools,
+# where CMake looks. Skipped when already there or on PATH.
+SASS_TOOLS_PIN=${ATTNPROF_SASS_TOOLS_PIN:-13.2.78}
+tools="$BUILD_DIR/tools"
+nvcc_bin=$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")
+if ! command -v cuobjdump >/dev/null && [ ! -x "$nvcc_bin/cuobjdump" ] &&
+   [ ! -x "$tools/nvidia/cu13/bin/cuobjdump" ]; then
+  pip_py=python3
+  [ -x "$ROOT/.venv/bin/python" ] && pip_py="$ROOT/.venv/bin/python"
+  mkdir -p "$BUILD_DIR"
+  if "$pip_py" -m pip install -q --disable-pip-version-check --no-cache-dir --target "$tools" \
+       "nvidia-cuda-cuobjdump==$SASS_TOOLS_PIN" "nvidia-cuda-nvdisasm==$SASS_TOOLS_PIN" >"$BUILD_DIR.tools.log" 2>&1; then
+    say "installed cuobjdump/nvdisasm $SASS_TOOLS_PIN into $tools"
+  else
+    say "could not install cuobjdump (log: $BUILD_DIR.tools.log); the SASS test will skip"
+  fi
+fi
+
 # --- configure and build
 gen=()
 command -v ninja >/dev/null && [ ! -f "$BUILD_DIR/Makefile" ] && gen=(-G Ninja)

@@ -18,6 +18,7 @@
 #include <tuple>
 #include <vector>
 
+#include "attention_test_inputs.h"
 #include "attnprof/problem.h"
 #include "attnprof/variant.h"
 #include "variants/torch_problem.h"
@@ -241,16 +242,10 @@ TEST(FlashAttentionOp, RowMaxDriftingAcrossKeyBlocks) {
                          (dt == at::kHalf ? " fp16" : " bf16") + (causal ? " causal" : " full") +
                          (direction > 0 ? " rising" : " falling"));
             const int64_t b = 2, h = 3, sk = 1000;
-            const auto opts = at::TensorOptions().device(at::kCUDA).dtype(at::kFloat);
-            at::Tensor q = at::randn({b, h, sq, d}, opts) * 0.1;
-            at::Tensor k = at::randn({b, h, sk, d}, opts) * 0.1;
-            q.select(-1, 0).fill_(4.0);
-            k.select(-1, 0).copy_(at::linspace(-4.0 * direction, 4.0 * direction, sk, opts));
-            q = q.to(dt);
-            k = k.to(dt);
-            const at::Tensor v = at::randn({b, h, sk, d}, opts.dtype(dt));
+            const auto [q, k, v] = attnprof::testing::drifting_max_inputs(b, h, sq, sk, d, dt, direction);
             poison_next_allocations({{{b, h, sq, d}, dt}, {{b, h, sq}, at::kFloat}});
             auto [out, lse] = flash_op().call(q, k, v, causal, 1.0);
+            ASSERT_TRUE(at::isfinite(out).all().item<bool>());
             expect_matches_reference(q, k, v, out, lse, causal, 1.0);
           }
 }

@@ -16,6 +16,15 @@ TORCH_LIBRARY(attnprof, m) {
   // run a split-KV decode kernel, the others the prefill kernel; either may
   // split the keys and add a combine kernel (flash_attention/flash_fwd_plan.h).
   m.def("flash_attention(Tensor q, Tensor k, Tensor v, bool causal, float scale) -> (Tensor out, Tensor lse)");
+  // The Hopper (sm_90a) kernel; CUDA implementation only where it was built
+  // (ops_sm90.cpp) and only on compute capability 9.0 devices. q: [batch,
+  // heads_q, seq_q, head_dim]; k, v: [batch, heads_kv, seq_kv, head_dim] with
+  // heads_q % heads_kv == 0 (query head h reads key/value head
+  // h / (heads_q / heads_kv)); contiguous, bf16 or fp16, head_dim 64 or 128.
+  // causal: bottom-right aligned (key j visible to query i iff
+  // j <= i + seq_kv - seq_q); a row that sees no key gives zeros and lse -inf.
+  // out: like q; lse: [batch, heads_q, seq_q] float32, natural log.
+  m.def("flash_attention_sm90(Tensor q, Tensor k, Tensor v, bool causal, float scale) -> (Tensor out, Tensor lse)");
   // softmax(scale · scores) over the last dimension of a contiguous
   // [..., seq_q, seq_k] tensor (bf16, fp16 or fp32), keys after the query masked
   // when causal. Rows with nothing visible give zeros.

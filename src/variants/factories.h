@@ -15,4 +15,5 @@ std::unique_ptr<Variant> make_sdpa_cudnn();
 std::unique_ptr<Variant> make_sdpa_auto();
 std::unique_ptr<Variant> make_custom_softmax();
 std::unique_ptr<Variant> make_custom_flash();
+std::unique_ptr<Variant> make_custom_flash_sm90();
 }  // namespace attnprof

@@ -14,6 +14,7 @@ const std::vector<VariantEntry>& variant_registry() {
       {"sdpa-auto", make_sdpa_auto},
       {"custom-softmax", make_custom_softmax},
       {"custom-flash", make_custom_flash},
+      {"custom-flash-sm90", make_custom_flash_sm90},
   };
   return registry;
 }

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Op-level timing of attnprof::flash_attention_sm90 against SDPA pinned to cuDNN
+and to FlashAttention-2, in one Python process (fast iteration on the Hopper kernel).
+
+Each figure is the median over --reps repetitions of --calls back-to-back calls
+between two CUDA events (launch latency hides behind the GPU, as in a model),
+the repetitions of all backends interleaved in a rotating order;
+when one set of q/k/v fits in L2 several sets are rotated so every call reads
+from HBM. TFLOP/s count 4*B*H*S^2*D, half for causal. The ratio to cuDNN is last.
+
+  python3 scripts/bench_flash_sm90.py [--lib build/libattnprof_core.so] [--check]
+  python3 scripts/bench_flash_sm90.py --profile 4x16x4096x128 [--causal]   # one call, for ncu
+  --alt NAME=LIB: also time attnprof_NAME::flash_attention_sm90 from LIB (scripts/build_sm90_alt.py)
+"""
+import argparse
+import math
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+SHAPES = [(8, 16, 1024, 64), (4, 16, 4096, 128), (4, 16, 8192, 128), (1, 16, 16384, 128)]
+
+
+def parse_shape(s):
+    return tuple(int(x) for x in s.split("x"))
+
+
+def flops(shape, causal):
+    b, h, s, d = shape
+    f = 4.0 * b * h * s * s * d
+    return f / 2 if causal else f
+
+
+def make_inputs(shape, dtype, sets):
+    b, h, s, d = shape
+    return [tuple(torch.randn(b, h, s, d, device="cuda", dtype=dtype) for _ in range(3)) for _ in range(sets)]
+
+
+def time_fns(fns, inputs, calls, reps):
+    """Median µs per call of each fn. The repetitions of all fns interleave and
+    the order rotates by one each repetition, so each fn takes each place about
+    equally often: with a fixed order, the same kernel timed first in every
+    repetition ran 5-10% faster on the H200 than when timed fourth (request 3
+    in docs/notes/flash_sm90_progress.md), which biases every ratio.
+    A fn that raises (a backend refusing the shape) gets NaN."""
+    live = []
+    for fn in fns:
+        try:
+            for i in range(3):  # warm-up (and cuDNN's plan build)
+                fn(*inputs[i % len(inputs)])
+            live.append(fn)
+        except RuntimeError as e:
+            print(f"  refused: {str(e).splitlines()[0]}")
+            live.append(None)
+    torch.cuda.synchronize()
+    times = [[] for _ in fns]
+    for rep in range(reps):
+        for j in [(rep + k) % len(live) for k in range(len(live))]:
+            fn = live[j]
+            if fn is None:
+                continue
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for i in range(calls):
+                fn(*inputs[i % len(inputs)])
+            end.record()
+            end.synchronize()
+            times[j].append(start.elapsed_time(end) * 1e3 / calls)
+    return [statistics.median(t) if t else float("nan") for t in times]
+
+
+def ours(op_ns, causal, scale):
+    op = getattr(torch.ops, op_ns).flash_attention_sm90
+    return lambda q, k, v: op(q, k, v, causal, scale)[0]
+
+
+def sdpa(backend, causal, scale):
+    def run(q, k, v):
+        with sdpa_kernel([backend]):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+    return run
+
+
+def reference(q, k, v, causal, scale):
+    """float64 output and log-sum-exp (bottom-right causal, GQA by repetition)."""
+    group = q.shape[1] // k.shape[1]
+    qd, kd, vd = q.double(), k.double().repeat_interleave(group, 1), v.double().repeat_interleave(group, 1)
+    s = qd @ kd.transpose(-2, -1) * scale
+    if causal:
+        sq, sk = q.shape[2], k.shape[2]
+        s = s.masked_fill(torch.ones(sq, sk, dtype=torch.bool, device=q.device).triu(sk - sq + 1), -math.inf)
+    lse = torch.logsumexp(s, -1)
+    p = torch.softmax(s, -1).nan_to_num(0.0)
+    return p @ vd, lse
+
+
+def check(op_ns):
+    """Errors of a few cases, apart: lse depends on Q·Kᵀ only (TMA of Q/K, the
+    K-major wgmma, masking, softmax), out also on P·V (V's MN-major descriptor,
+    the P register fragments)."""
+    print("check: case | out rel err | plain bf16 rel err | lse max abs err")
+    op = getattr(torch.ops, op_ns).flash_attention_sm90
+    ok = True
+    cases = [((1, 1, 64, 64), (1, 64)), ((1, 1, 128, 128), (1, 128)), ((1, 2, 300, 64), (2, 300)),
+             ((2, 4, 1000, 128), (2, 1000)), ((1, 8, 4096, 128), (2, 4096)), ((1, 4, 17, 64), (1, 1000))]
+    for (b, hq, sq, d), (hkv, sk) in cases:
+        for dtype in (torch.bfloat16, torch.float16):
+            for causal in (False, True):
+                q = torch.randn(b, hq, sq, d, device="cuda", dtype=dtype)
+                k = torch.randn(b, hkv, sk, d, device="cuda", dtype=dtype)
+                v = torch.randn(b, hkv, sk, d, device="cuda", dtype=dtype)
+                scale = d ** -0.5
+                out, lse = op(q, k, v, causal, scale)
+                torch.cuda.synchronize()
+                ref, lse_ref = reference(q, k, v, causal, scale)
+                plain = F.scaled_dot_product_attention(q, k.repeat_interleave(hq // hkv, 1),
+                                                       v.repeat_interleave(hq // hkv, 1),
+                                                       attn_mask=None if not causal else torch.ones(
+                                                           sq, sk, dtype=torch.bool, device="cuda").tril(sk - sq),
+                                                       scale=scale).nan_to_num(0.0)
+                err = ((out.double() - ref).norm() / ref.norm()).item()
+                perr = ((plain.double() - ref).norm() / ref.norm()).item()
+                fin = torch.isfinite(lse_ref)
+                lerr = (lse.double()[fin] - lse_ref[fin]).abs().max().item() if fin.any() else 0.0
+                good = math.isfinite(err) and err <= max(2 * perr, 1e-6) + 1e-6 and lerr < 1e-2
+                ok &= good
+                print(f"  {b}x{hq}x{sq}x{d} kv {hkv}x{sk} {str(dtype)[6:]} {'causal' if causal else 'full'}"
+                      f" | {err:.2e} | {perr:.2e} | {lerr:.2e} {'ok' if good else 'FAIL'}")
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", default="build/libattnprof_core.so")
+    ap.add_argument("--alt", action="append", default=[], help="NAME=LIB: a tuning build's attnprof_NAME::flash_attention_sm90")
+    ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--check", action="store_true", help="print error diagnostics first")
+    ap.add_argument("--profile", help="BxHxSxD: run the op once after warm-up (for ncu) and exit")
+    ap.add_argument("--causal", action="store_true", help="with --profile")
+    ap.add_argument("--shapes", help="comma-separated BxHxSxD (default: the four benchmark shapes)")
+    args = ap.parse_args()
+
+    torch.ops.load_library(args.lib)
+    ops = [("attnprof", "sm90")]
+    for a in args.alt:
+        name, lib = a.split("=", 1)
+        torch.ops.load_library(lib)
+        ops.append((f"attnprof_{name}", name))
+    prop = torch.cuda.get_device_properties(0)
+    print(f"device: {prop.name}, {prop.multi_processor_count} SMs, L2 {prop.L2_cache_size >> 20} MiB, torch {torch.__version__}")
+
+    if args.profile:
+        shape = parse_shape(args.profile)
+        q, k, v = make_inputs(shape, torch.bfloat16, 1)[0]
+        fn = ours("attnprof", args.causal, shape[3] ** -0.5)
+        for _ in range(3):
+            fn(q, k, v)
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_push("profiled")
+        fn(q, k, v)
+        torch.cuda.nvtx.range_pop()
+        torch.cuda.synchronize()
+        return 0
+
+    if args.check:
+        for ns, label in ops:
+            print(f"[{label}]")
+            if not check(ns):
+                print(f"check FAILED for {label} (timings follow anyway)")
+
+    shapes = [parse_shape(s) for s in args.shapes.split(",")] if args.shapes else SHAPES
+    names = [label for _, label in ops] + ["cudnn", "flash"]
+    rows = []
+    for shape in shapes:
+        set_bytes = 3 * math.prod(shape) * 2
+        sets = max(1, min(8, math.ceil(3 * prop.L2_cache_size / set_bytes)))
+        inputs = make_inputs(shape, torch.bfloat16, sets)
+        for causal in (True, False):
+            scale = shape[3] ** -0.5
+            fns = [ours(ns, causal, scale) for ns, _ in ops]
+            fns += [sdpa(SDPBackend.CUDNN_ATTENTION, causal, scale), sdpa(SDPBackend.FLASH_ATTENTION, causal, scale)]
+            tf = [flops(shape, causal) / (t * 1e-6) / 1e12 for t in time_fns(fns, inputs, args.calls, args.reps)]
+            rows.append((shape, causal, tf))
+        del inputs
+        torch.cuda.empty_cache()
+
+    cudnn = names.index("cudnn")
+    head = "| shape | mask | " + " | ".join(f"{n} TFLOP/s" for n in names) + " | " + \
+           " | ".join(f"{n} / cudnn" for n in names if n not in ("cudnn", "flash")) + " |"
+    print(head)
+    print("|" + "---|" * (2 + len(names) + len(ops)))
+    for shape, causal, tf in rows:
+        ratios = [f"{t / tf[cudnn]:.2f}" for t in tf[:len(ops)]]
+        print(f"| {'x'.join(map(str, shape))} | {'causal' if causal else 'full'} | " +
+              " | ".join(f"{t:.0f}" for t in tf) + " | " + " | ".join(ratios) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

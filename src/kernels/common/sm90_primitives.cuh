@@ -1,0 +1,170 @@
+// PTX wrappers for Hopper's own data path (sm_90a): mbarriers, the tensor
+// memory accelerator (TMA: cp.async.bulk.tensor), warpgroup register
+// reallocation (setmaxnreg), named barriers, and the wgmma fences and
+// shared-memory matrix descriptors. The wgmma instructions themselves are in
+// sm90_wgmma.cuh. attnprof's own wrappers, not CUTLASS/CuTe: see the design
+// note in docs/notes/flash_sm90_progress.md.
+#pragma once
+
+#include <cuda.h>  // CUtensorMap (a type only: nothing here links libcuda)
+
+#include <cstdint>
+
+namespace attnprof::kernels {
+
+// ---- mbarrier (64-bit barrier object in shared memory) ----------------------
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(arrivals) : "memory");
+}
+
+// Makes the initialised barriers visible to the async proxy (TMA completes
+// transactions on them) before the __syncthreads that publishes them.
+__device__ __forceinline__ void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+// One arrival plus `bytes` of expected transactions: the phase completes when
+// the TMA copies issued against this barrier have landed that many bytes.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
+__device__ __forceinline__ uint64_t global_timer_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  return t;
+}
+
+// Waits until the barrier's phase with parity `parity` has completed (acquire:
+// what the arriving threads wrote, and the TMA bytes, are visible after it).
+// With ATTNPROF_SM90_HANG_TRAP (a development build option) a wait that lasts
+// over 10 s traps, so a pipeline deadlock ends as a launch error rather than a
+// hung process; release builds leave it out because a time-sliced GPU can
+// legitimately pause a kernel that long.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+#ifdef ATTNPROF_SM90_HANG_TRAP
+  uint64_t start = 0;
+  for (uint32_t n = 1; !mbar_try_wait(bar, parity); ++n) {
+    if ((n & 0x3FFF) == 0) {
+      const uint64_t now = global_timer_ns();
+      if (start == 0) {
+        start = now;
+      } else if (now - start > 10ull * 1000 * 1000 * 1000) {
+        __trap();
+      }
+    }
+  }
+#else
+  while (!mbar_try_wait(bar, parity)) {
+  }
+#endif
+}
+
+// ---- TMA --------------------------------------------------------------------
+
+__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+// Copies the box at (c0, c1, c2) (innermost first) of a 3-D tensor map into
+// shared memory at `dst`, completing `bytes` of transactions on `bar`.
+// Out-of-bounds elements arrive as zeros. `map` must live in kernel-parameter,
+// constant or global memory: here a __grid_constant__ kernel parameter.
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, uint32_t bar,
+                                            int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+      "[%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+// ---- warpgroup register reallocation and named barriers ----------------------
+
+// Every warp of a warpgroup must execute the same setmaxnreg; it takes effect
+// only when the kernel has a register cap at entry (__launch_bounds__(n, 1)).
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+
+// Hardware barrier `id` (1..15; 0 is __syncthreads) over `threads` threads:
+// sync waits for the count, arrive only adds to it.
+__device__ __forceinline__ void named_bar_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_bar_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// ---- wgmma ordering ------------------------------------------------------------
+
+// Before the first wgmma that reads registers (accumulators, A fragments)
+// written by ordinary instructions.
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+// Waits until at most kPending committed groups of this warp are in flight.
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+
+// The compiler sees a wgmma as an ordinary instruction that has finished when
+// it issues. Pinning its registers here (after wgmma_wait, and before the
+// issue) keeps the compiler from moving their uses across the wait or reusing
+// their registers while the tensor cores still read or write them.
+template <int N>
+__device__ __forceinline__ void pin_registers(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+template <int N>
+__device__ __forceinline__ void pin_registers(uint32_t (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
+}
+
+// Shared-memory matrix descriptor for the 128-byte swizzle layout that TMA
+// writes with CU_TENSOR_MAP_SWIZZLE_128B: rows of 128 bytes, 8-row atoms of
+// 1024 bytes (the start of every atom must be 1024-byte aligned; the matrix
+// base offset field stays 0). `lbo`/`sbo` in bytes:
+//  - K-major operand (K contiguous, 64 16-bit elements per 128-byte row):
+//    sbo = distance between 8-row groups along M/N (1024 for packed rows);
+//    lbo unused (one k16 step, 32 bytes, never leaves a row). A k16 step
+//    inside the row is a +32-byte start address; the hardware applies the
+//    swizzle to the final address.
+//  - MN-major operand (M/N contiguous): lbo = distance between 64-element
+//    column blocks along M/N, sbo = distance between 8-row groups along K.
+__device__ __forceinline__ uint64_t smem_desc_sw128(uint32_t smem_addr, uint32_t lbo, uint32_t sbo) {
+  return static_cast<uint64_t>((smem_addr & 0x3FFFF) >> 4) |
+         (static_cast<uint64_t>((lbo >> 4) & 0x3FFF) << 16) |
+         (static_cast<uint64_t>((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+
+}  // namespace attnprof::kernels

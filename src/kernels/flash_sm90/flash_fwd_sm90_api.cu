@@ -1,0 +1,66 @@
+// Host side of the Hopper attention forward that needs no kernel: the
+// (dtype, head_dim) dispatch and the TMA tensor maps.
+#include <c10/util/Exception.h>
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
+
+#include "kernels/flash_sm90/flash_sm90_params.h"
+
+namespace attnprof::flash_sm90 {
+namespace {
+
+// cuTensorMapEncodeTiled is a driver API function. It is looked up through the
+// runtime instead of linked, so nothing here needs libcuda at link time (CI
+// builds on machines without a driver).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    const cudaError_t err =
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found);
+    TORCH_CHECK(err == cudaSuccess && found == cudaDriverEntryPointSuccess && p != nullptr,
+                "attnprof::flash_attention_sm90: the CUDA driver has no cuTensorMapEncodeTiled (",
+                cudaGetErrorString(err), "); TMA needs a CUDA 12+ driver");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  return fn;
+}
+
+}  // namespace
+
+CUtensorMap make_tensor_map(const void* base, bool is_bf16, int head_dim, int rows, int slabs,
+                            int box_rows) {
+  constexpr cuuint64_t kElemBytes = 2;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(slabs)};
+  // Byte strides of dims 1 and 2 (dim 0 is contiguous).
+  const cuuint64_t strides[2] = {head_dim * kElemBytes,
+                                 static_cast<cuuint64_t>(rows) * head_dim * kElemBytes};
+  // 64 elements = 128 bytes, the widest box the 128-byte swizzle allows.
+  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  CUtensorMap map;
+  const CUresult r = tensor_map_encoder()(
+      &map, is_bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
+      const_cast<void*>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  TORCH_CHECK(r == CUDA_SUCCESS, "attnprof::flash_attention_sm90: cuTensorMapEncodeTiled failed (CUresult ",
+              static_cast<int>(r), ") for a [", slabs, ", ", rows, ", ", head_dim, "] tensor at ", base);
+  return map;
+}
+
+void run_fwd(const FwdParams& p, CUstream_st* stream) {
+  const bool d64 = p.head_dim == 64;
+  TORCH_CHECK(d64 || p.head_dim == 128, "attnprof::flash_attention_sm90: no kernel for head_dim ",
+              p.head_dim, " (supported: 64, 128)");
+  if (p.is_bf16) {
+    d64 ? run_fwd_hdim<64, __nv_bfloat16>(p, stream) : run_fwd_hdim<128, __nv_bfloat16>(p, stream);
+  } else {
+    d64 ? run_fwd_hdim<64, __half>(p, stream) : run_fwd_hdim<128, __half>(p, stream);
+  }
+}
+
+}  // namespace attnprof::flash_sm90

@@ -1,0 +1,382 @@
+// Hopper attention forward, warp-specialised (device code only).
+//
+// Persistent: gridDim.x blocks (at most one per SM) loop over tiles of
+// kBlockM query rows of one (batch, query head). Tile t is query block
+// num_m_blocks - 1 - t % num_m_blocks of head t / num_m_blocks: the blocks of
+// one head are handed out together (its K/V stays in L2 while they run), the
+// longest causal rows first.
+//
+// Warpgroup 0, the producer, gives its registers back (setmaxnreg.dec) and
+// one of its threads issues every TMA copy: per tile the Q tile, then K and V
+// tiles from the last visible key block down to block 0, into kStages
+// buffers, each waiting for its buffer's "empty" barrier and completing on its
+// "full" barrier. It also fetches the next tile index (an atomic counter under
+// causal masking) and passes it through shared memory with the Q barrier.
+//
+// Warpgroups 1..kConsumerWarpgroups, the consumers, take the registers
+// (setmaxnreg.inc), 64 Q rows each. Per key block j they issue S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1}
+// back to back (wgmma, async), then wait for S_j only and run the softmax of
+// S_j while the tensor cores still work on P_{j-1}·V_{j-1}: the exponentials
+// of one block overlap the GEMMs of the previous one. Across the consumers,
+// named barriers let one issue its GEMMs at a time, in turn, so one
+// warpgroup's softmax runs while another's GEMMs occupy the tensor cores
+// (ping-pong).
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/common/packed_halves.cuh"
+#include "kernels/common/sm90_primitives.cuh"
+#include "kernels/common/sm90_wgmma.cuh"
+#include "kernels/flash_sm90/flash_sm90_traits.h"
+#include "kernels/flash_sm90/softmax_sm90.cuh"
+
+namespace attnprof::flash_sm90 {
+
+// What the kernel reads: the tensor maps (kernel parameters, so TMA can read
+// them in place: __grid_constant__) and the sizes the launch layer derived.
+struct KernelArgs {
+  CUtensorMap tma_q;  // [B·Hq][Sq][D], box kBlockM rows × 64 columns
+  CUtensorMap tma_k;  // [B·Hkv][Skv][D], box kBlockN rows × 64 columns
+  CUtensorMap tma_v;
+  void* o;             // [B·Hq][Sq][D]
+  float* lse;          // [B·Hq][Sq]
+  int* tile_counter;   // see FwdParams
+  int heads_q;
+  int heads_kv;
+  int seqlen_q;
+  int seqlen_k;
+  int causal_offset;   // seqlen_k - seqlen_q: key j visible to query i iff j <= i + offset
+  int num_m_blocks;    // query blocks per head
+  int num_n_blocks;    // key blocks per head
+  int total_tiles;     // num_m_blocks · B · Hq
+  float scale;
+  float scale_log2;
+  bool causal;
+};
+
+namespace detail {
+
+using namespace kernels;
+
+struct Tile {
+  int bh;        // batch · heads_q + query head
+  int m_block;   // query block
+  int n_blocks;  // key blocks 0..n_blocks-1 hold a visible key (0: the tile sees none)
+};
+
+template <typename Traits>
+__device__ __forceinline__ Tile decode_tile(const KernelArgs& a, int tile) {
+  Tile t;
+  t.bh = tile / a.num_m_blocks;
+  t.m_block = a.num_m_blocks - 1 - (tile - t.bh * a.num_m_blocks);
+  t.n_blocks = a.num_n_blocks;
+  if (a.causal) {
+    const int last_row = min((t.m_block + 1) * Traits::kBlockM, a.seqlen_q) - 1;
+    const int last_key = last_row + a.causal_offset;
+    t.n_blocks = last_key < 0 ? 0 : min(t.n_blocks, last_key / Traits::kBlockN + 1);
+  }
+  return t;
+}
+
+// Shared-memory addresses (shared window, 1024-byte aligned tiles).
+template <typename Traits>
+struct Smem {
+  uint32_t q, k, v, bar;
+  volatile int* tile_slot;
+
+  __device__ uint32_t q_full() const { return bar; }
+  __device__ uint32_t q_empty() const { return bar + 8; }
+  __device__ uint32_t k_full(uint32_t s) const { return bar + 16 + 8 * s; }
+  __device__ uint32_t k_empty(uint32_t s) const { return bar + 16 + 8 * (Traits::kStages + s); }
+  __device__ uint32_t v_full(uint32_t s) const { return bar + 16 + 8 * (2 * Traits::kStages + s); }
+  __device__ uint32_t v_empty(uint32_t s) const { return bar + 16 + 8 * (3 * Traits::kStages + s); }
+};
+
+// Position in the K/V ring: stage and the parity of its current phase.
+template <int kStages>
+struct RingPos {
+  uint32_t stage = 0;
+  uint32_t phase = 0;
+  __device__ void advance() {
+    if (++stage == kStages) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+};
+
+template <typename Traits>
+__device__ __forceinline__ void producer(const KernelArgs& a, const Smem<Traits>& sm) {
+  prefetch_tensor_map(&a.tma_q);
+  prefetch_tensor_map(&a.tma_k);
+  prefetch_tensor_map(&a.tma_v);
+  const int group = a.heads_q / a.heads_kv;
+  RingPos<Traits::kStages> pos;
+  uint32_t q_phase = 0;
+  int tile = blockIdx.x;
+  for (;;) {
+    // The consumers have issued their last read of the previous Q tile (and
+    // read the previous tile index long before).
+    mbar_wait(sm.q_empty(), q_phase ^ 1);
+    q_phase ^= 1;
+    *sm.tile_slot = tile;
+    if (tile >= a.total_tiles) {
+      mbar_arrive(sm.q_full());  // the end marker: no more tiles
+      return;
+    }
+    const Tile t = decode_tile<Traits>(a, tile);
+    if (t.n_blocks > 0) {
+      mbar_arrive_expect_tx(sm.q_full(), Traits::kQBytes);
+#pragma unroll
+      for (int cb = 0; cb < Traits::kColBlocks; ++cb)
+        tma_load_3d(sm.q + cb * Traits::kQColBytes, &a.tma_q, sm.q_full(), cb * Traits::kColElems,
+                    t.m_block * Traits::kBlockM, t.bh);
+    } else {
+      mbar_arrive(sm.q_full());  // nothing visible: the consumers write zeros
+    }
+    // Fetched now, needed after the K/V loop: the atomic's latency hides.
+    const int next = a.tile_counter ? static_cast<int>(gridDim.x) + atomicAdd(a.tile_counter, 1)
+                                    : tile + static_cast<int>(gridDim.x);
+    const int kv_slab = (t.bh / a.heads_q) * a.heads_kv + (t.bh % a.heads_q) / group;
+    // K and V of one key block into the current stage, each once its buffer is free.
+    auto load_kv = [&](const CUtensorMap* map, uint32_t dst, uint32_t full, uint32_t empty, int n) {
+      mbar_wait(empty, pos.phase ^ 1);
+      mbar_arrive_expect_tx(full, Traits::kKVBytes);
+#pragma unroll
+      for (int cb = 0; cb < Traits::kColBlocks; ++cb)
+        tma_load_3d(dst + cb * Traits::kKVColBytes, map, full, cb * Traits::kColElems, n * Traits::kBlockN,
+                    kv_slab);
+    };
+    for (int n = t.n_blocks - 1; n >= 0; --n) {
+      const uint32_t kv_off = pos.stage * Traits::kKVBytes;
+      load_kv(&a.tma_k, sm.k + kv_off, sm.k_full(pos.stage), sm.k_empty(pos.stage), n);
+      load_kv(&a.tma_v, sm.v + kv_off, sm.v_full(pos.stage), sm.v_empty(pos.stage), n);
+      pos.advance();
+    }
+    tile = next;
+  }
+}
+
+template <typename Traits>
+__device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>& sm, int cwg) {
+  using Element = typename Traits::Element;
+  using GemmS = Wgmma<Element, Traits::kBlockN>;
+  using GemmO = Wgmma<Element, Traits::kHeadDim>;
+  constexpr int kBM = Traits::kBlockM;
+  constexpr int kBN = Traits::kBlockN;
+  constexpr int kD = Traits::kHeadDim;
+  constexpr int kNumConsumers = Traits::kConsumerWarpgroups;
+
+  const int tid = threadIdx.x % 128;
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+  const bool warp_leader = lane == 0;
+  const int row_in_wg = 16 * warp + lane / 4;  // this thread's rows: + 0 and + 8
+
+  // Descriptors (sm90_primitives.cuh): Q rows of this warpgroup and K are
+  // K-major (head_dim contiguous); V is the MN-major B of P·V (head_dim, its N,
+  // contiguous), column blocks kKVColBytes apart. The k16 steps add byte
+  // offsets / 16 to the address field.
+  const uint64_t desc_q = smem_desc_sw128(sm.q + cwg * 64 * 128, 16, 1024);
+  const uint64_t desc_k = smem_desc_sw128(sm.k, 16, 1024);
+  const uint64_t desc_v = smem_desc_sw128(sm.v, Traits::kKVColBytes, 1024);
+  auto q_step = [](int ks) { return static_cast<uint64_t>(((ks / 4) * Traits::kQColBytes + (ks % 4) * 32) >> 4); };
+  auto k_step = [](int ks) { return static_cast<uint64_t>(((ks / 4) * Traits::kKVColBytes + (ks % 4) * 32) >> 4); };
+  auto stage_off = [](uint32_t s) { return static_cast<uint64_t>((s * Traits::kKVBytes) >> 4); };
+
+  // Issue order among the consumers: a token passed round the ring. Consumer
+  // c waits on barrier c (its own 128 threads + the 128 of consumer c - 1
+  // arriving), issues its GEMMs, then arrives on barrier c + 1. Consumer 0
+  // goes first: the last consumer pre-arrives on barrier 0 once, and every
+  // later arrival pairs with one sync (see the end of this function).
+  constexpr int kTokenThreads = 2 * 128;
+  const int my_barrier = Traits::kSchedulerBarrier + cwg;
+  const int next_barrier = Traits::kSchedulerBarrier + (cwg + 1) % kNumConsumers;
+  if (cwg == kNumConsumers - 1) named_bar_arrive(Traits::kSchedulerBarrier, kTokenThreads);
+
+  RingPos<Traits::kStages> pos;
+  uint32_t q_phase = 0;
+  for (;;) {
+    mbar_wait(sm.q_full(), q_phase);
+    q_phase ^= 1;
+    // Shuffled from lane 0 so the compiler knows it is warp-uniform: wgmma
+    // under control flow it cannot prove uniform gets serialised (C7520).
+    const int tile = __shfl_sync(0xffffffffu, *sm.tile_slot, 0);
+    if (tile >= a.total_tiles) break;
+    const Tile t = decode_tile<Traits>(a, tile);
+    const int wg_row0 = t.m_block * kBM + cwg * 64;  // first query row of this warpgroup
+    const int row0 = wg_row0 + row_in_wg;
+
+    float o[Traits::kORegs];
+#pragma unroll
+    for (int r = 0; r < Traits::kORegs; ++r) o[r] = 0.f;
+    RowState st = {{-INFINITY, -INFINITY}, {0.f, 0.f}};
+
+    if (t.n_blocks == 0) {
+      if (warp_leader) mbar_arrive(sm.q_empty());
+    } else {
+      uint32_t p[Traits::kPSteps][4];  // P of the previous key block, packed as wgmma A fragments
+      RingPos<Traits::kStages> prev;
+      // One key block, i-th from the last visible one. The first is peeled off
+      // (kFirst: no P·V yet) so no wgmma or wgmma wait sits under a branch:
+      // ptxas then keeps the S and P·V groups apart instead of waiting for both.
+      auto step = [&](auto first, int i) {
+        constexpr bool kFirst = decltype(first)::value;
+        const int n_block = t.n_blocks - 1 - i;
+        float s[Traits::kSRegs];
+
+        mbar_wait(sm.k_full(pos.stage), pos.phase);
+        if constexpr (!kFirst) mbar_wait(sm.v_full(prev.stage), prev.phase);
+        named_bar_sync(my_barrier, kTokenThreads);  // my turn to use the tensor cores
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < Traits::kQKSteps; ++ks)
+          GemmS::template ss<0>(s, desc_q + q_step(ks), desc_k + stage_off(pos.stage) + k_step(ks), ks > 0);
+        wgmma_commit();
+        if constexpr (!kFirst) {
+#pragma unroll
+          for (int kk = 0; kk < Traits::kPSteps; ++kk)
+            GemmO::template rs<1>(o, p[kk], desc_v + stage_off(prev.stage) + ((kk * 16 * 128) >> 4), 1);
+          wgmma_commit();
+        }
+        named_bar_arrive(next_barrier, kTokenThreads);  // the next consumer's turn
+
+        wgmma_wait<kFirst ? 0 : 1>();  // S done; P·V may still run
+        pin_registers(s);
+        if (warp_leader) {
+          if (i == t.n_blocks - 1) mbar_arrive(sm.q_empty());  // last read of this Q tile
+          mbar_arrive(sm.k_empty(pos.stage));
+        }
+
+        // Masks: keys past the end, and under causal masking keys after the
+        // query (only blocks that reach past this warpgroup's first row's limit).
+        const int n0 = n_block * kBN;
+        const bool tail = n0 + kBN > a.seqlen_k;
+        const bool diagonal = a.causal && n0 + kBN - 1 > wg_row0 + a.causal_offset;
+        if (tail || diagonal) {
+          int limit[2];
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            limit[r] = a.seqlen_k - 1 - n0;
+            if (a.causal) limit[r] = min(limit[r], row0 + 8 * r + a.causal_offset - n0);
+          }
+          mask_columns<kBN>(s, lane, limit);
+        }
+
+        float alpha[2];
+        const bool moved =
+            online_softmax<kBN, Traits::kPolyExpEvery, Traits::kRescaleSlack>(s, st, a.scale_log2, alpha);
+
+        if constexpr (!kFirst) {
+          wgmma_wait<0>();  // P_{j-1}·V_{j-1} done: O and the P registers are free
+          pin_registers(o);
+#pragma unroll
+          for (int kk = 0; kk < Traits::kPSteps; ++kk) pin_registers(p[kk]);
+          if (warp_leader) mbar_arrive(sm.v_empty(prev.stage));
+          // With the rescale slack a row max rarely moves past the first key
+          // blocks: the kD/2 multiplies (and the two exponentials for alpha)
+          // are skipped when no row of the warp moved (warp-uniform).
+          if (moved) rescale_rows<kD>(o, alpha);
+        }
+#pragma unroll
+        for (int kk = 0; kk < Traits::kPSteps; ++kk)
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            p[kk][r] = pack2<Element>(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
+        prev = pos;
+        pos.advance();
+      };
+      step(std::true_type{}, 0);
+      for (int i = 1; i < t.n_blocks; ++i) step(std::false_type{}, i);
+      // O += P·V of the last key block.
+      mbar_wait(sm.v_full(prev.stage), prev.phase);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < Traits::kPSteps; ++kk)
+        GemmO::template rs<1>(o, p[kk], desc_v + stage_off(prev.stage) + ((kk * 16 * 128) >> 4), 1);
+      wgmma_commit();
+      wgmma_wait<0>();
+      pin_registers(o);
+#pragma unroll
+      for (int kk = 0; kk < Traits::kPSteps; ++kk) pin_registers(p[kk]);
+      if (warp_leader) mbar_arrive(sm.v_empty(prev.stage));
+    }
+
+    // Epilogue: normalise and store straight from registers (4-byte stores;
+    // rows past seqlen_q are skipped), then the log-sum-exp. A row that saw no
+    // key has sum 0: it gets zeros and -inf.
+    finish_row_sums(st);
+    Element* out = static_cast<Element*>(a.o) + static_cast<int64_t>(t.bh) * a.seqlen_q * kD;
+    const int col = 2 * (lane % 4);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = row0 + 8 * r;
+      if (row < a.seqlen_q) {
+        const float inv = st.sum[r] > 0.f ? 1.f / st.sum[r] : 0.f;
+        uint32_t* dst = reinterpret_cast<uint32_t*>(out + static_cast<int64_t>(row) * kD + col);
+#pragma unroll
+        for (int c = 0; c < kD / 8; ++c)
+          dst[c * 4] = pack2<Element>(o[4 * c + 2 * r] * inv, o[4 * c + 2 * r + 1] * inv);
+        if (lane % 4 == 0)
+          a.lse[static_cast<int64_t>(t.bh) * a.seqlen_q + row] =
+              st.sum[r] > 0.f ? st.max[r] * a.scale + logf(st.sum[r]) : -INFINITY;
+      }
+    }
+  }
+  // The last consumer's last arrival on barrier 0 is still pending: take it, so
+  // every barrier phase completes before the block exits.
+  if (cwg == 0) named_bar_sync(Traits::kSchedulerBarrier, kTokenThreads);
+}
+
+}  // namespace detail
+
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kThreads, 1)
+    flash_fwd_sm90_kernel(const __grid_constant__ KernelArgs args) {
+  using namespace detail;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  // TMA's 128-byte swizzle and the wgmma descriptors assume 1024-byte aligned
+  // tiles; the dynamic base is not guaranteed to be, so round it up (the
+  // launch asks for 1024 spare bytes).
+  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t base = (raw + 1023) & ~1023u;
+  Smem<Traits> sm;
+  sm.q = base + Traits::kOffQ;
+  sm.k = base + Traits::kOffK;
+  sm.v = base + Traits::kOffV;
+  sm.bar = base + Traits::kOffBarriers;
+  sm.tile_slot = reinterpret_cast<volatile int*>(smem_raw + (base - raw) + Traits::kOffTileSlot);
+
+  if (threadIdx.x == 0) {
+    mbar_init(sm.q_full(), 1);
+    mbar_init(sm.q_empty(), Traits::kConsumerWarps);
+#pragma unroll
+    for (int s = 0; s < Traits::kStages; ++s) {
+      mbar_init(sm.k_full(s), 1);
+      mbar_init(sm.k_empty(s), Traits::kConsumerWarps);
+      mbar_init(sm.v_full(s), 1);
+      mbar_init(sm.v_empty(s), Traits::kConsumerWarps);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  // Warp-uniform by construction; the shuffle tells the compiler so (else the
+  // consumer branch counts as divergent and its wgmma get serialised, C7520).
+  const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
+  if (warpgroup == 0) {
+    setmaxnreg_dec<Traits::kProducerRegs>();
+    if (threadIdx.x == 0) producer<Traits>(args, sm);
+  } else {
+    setmaxnreg_inc<Traits::kConsumerRegs>();
+    consumer<Traits>(args, sm, warpgroup - 1);
+  }
+}
+
+}  // namespace attnprof::flash_sm90

@@ -1,0 +1,54 @@
+// Launch layer of the Hopper attention forward: tensor maps, persistent grid,
+// shared-memory opt-in, launch, launch check. Included by one .cu file per
+// (head dim, dtype), so the four kernels compile in parallel.
+#pragma once
+
+#include <c10/cuda/CUDAException.h>
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "kernels/flash_sm90/flash_fwd_sm90_kernel.cuh"
+#include "kernels/flash_sm90/flash_sm90_params.h"
+#include "kernels/flash_sm90/flash_sm90_traits.h"
+
+namespace attnprof::flash_sm90 {
+
+// A 3-D tensor map over a contiguous [slabs][rows][head_dim] 16-bit tensor,
+// boxes of box_rows × 64 elements, 128-byte swizzled, out-of-bounds rows read
+// as zeros. Defined in flash_fwd_sm90_api.cu.
+CUtensorMap make_tensor_map(const void* base, bool is_bf16, int head_dim, int rows, int slabs,
+                            int box_rows);
+
+template <int kHeadDim, typename Element>
+void run_fwd_hdim(const FwdParams& p, cudaStream_t stream) {
+  using Traits = typename FwdConfig<kHeadDim, Element>::Traits;
+  KernelArgs a;
+  a.tma_q = make_tensor_map(p.q, p.is_bf16, kHeadDim, p.seqlen_q, p.batch * p.heads_q, Traits::kBlockM);
+  a.tma_k = make_tensor_map(p.k, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN);
+  a.tma_v = make_tensor_map(p.v, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN);
+  a.o = p.o;
+  a.lse = p.lse;
+  a.tile_counter = p.tile_counter;
+  a.heads_q = p.heads_q;
+  a.heads_kv = p.heads_kv;
+  a.seqlen_q = p.seqlen_q;
+  a.seqlen_k = p.seqlen_k;
+  a.causal_offset = p.seqlen_k - p.seqlen_q;
+  a.num_m_blocks = (p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM;
+  a.num_n_blocks = (p.seqlen_k + Traits::kBlockN - 1) / Traits::kBlockN;
+  a.total_tiles = a.num_m_blocks * p.batch * p.heads_q;  // bounds checked at the boundary
+  a.scale = p.scale;
+  a.scale_log2 = p.scale_log2;
+  a.causal = p.causal;
+
+  auto* kernel = &flash_fwd_sm90_kernel<Traits>;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      Traits::kSmemBytes));
+  const int grid = std::min(a.total_tiles, p.num_sms);
+  kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(a);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace attnprof::flash_sm90

@@ -1,0 +1,51 @@
+// Plain parameters of one Hopper (sm_90a) attention forward: pointers, sizes,
+// flags. No templates, no LibTorch and no CUDA types, so the boundary
+// (ops_sm90.cpp) fills it and the launch layer reads it.
+#pragma once
+
+#include <cstdint>
+
+struct CUstream_st;  // cudaStream_t is CUstream_st*
+
+namespace attnprof::flash_sm90 {
+
+struct FwdParams {
+  // q, o: [batch, heads_q, seqlen_q, head_dim]; k, v: [batch, heads_kv,
+  // seqlen_k, head_dim]; all contiguous (the tensor maps assume it).
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* o = nullptr;
+  float* lse = nullptr;  // [batch, heads_q, seqlen_q], natural log
+
+  // Causal launches hand tiles out through this zeroed counter (longest rows
+  // first, whichever SM is free takes the next); nullptr: each block takes
+  // every gridDim.x-th tile, which balances when all tiles cost the same.
+  int* tile_counter = nullptr;
+
+  int batch = 0;
+  int heads_q = 0;
+  int heads_kv = 0;  // divides heads_q; query head h reads KV head h / (heads_q / heads_kv)
+  int seqlen_q = 0;
+  int seqlen_k = 0;
+  int head_dim = 0;
+  int num_sms = 0;  // persistent grid: at most one block per SM
+
+  float scale = 1.f;       // softmax scale applied to Q·Kᵀ
+  float scale_log2 = 1.f;  // scale · log2(e): the kernel uses exp2
+
+  // Bottom-right aligned: key j is visible to query i iff j <= i + seqlen_k - seqlen_q.
+  bool causal = false;
+  bool is_bf16 = true;  // else fp16
+};
+
+// Runtime → template dispatch over (dtype, head_dim); launches on `stream`.
+// Head dims 64 and 128. Defined in flash_fwd_sm90_api.cu.
+void run_fwd(const FwdParams& params, CUstream_st* stream);
+
+// One launch per (head dim, element type), instantiated in its own
+// flash_fwd_sm90_hdim*_*.cu file (flash_fwd_sm90_launch.cuh).
+template <int kHeadDim, typename Element>
+void run_fwd_hdim(const FwdParams& params, CUstream_st* stream);
+
+}  // namespace attnprof::flash_sm90

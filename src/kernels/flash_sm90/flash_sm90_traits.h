@@ -1,0 +1,154 @@
+// Compile-time shape of the Hopper attention forward, one configuration per
+// head dim.
+//
+// A block is 1 producer warpgroup + kConsumerWarpgroups consumer warpgroups.
+// The producer (one thread of it) streams Q, K and V tiles into shared memory
+// by TMA; each consumer warpgroup owns 64 query rows of the kBlockM-row Q tile
+// and computes S = Q·Kᵀ (wgmma, Q and K from shared memory) and O += P·V
+// (wgmma, P from registers, V from shared memory) for kBlockN keys at a time.
+// K and V stream through kStages buffers, each guarded by a full and an empty
+// mbarrier. Tiles are stored as TMA writes them with 128-byte swizzling:
+// column blocks of 64 elements (128 bytes) × rows, 1024-byte aligned.
+#pragma once
+
+#include <cstdint>
+
+namespace attnprof::flash_sm90 {
+
+template <int kHeadDim_, int kBlockN_, int kStages_, int kConsumerWarpgroups_, int kPolyExpEvery_,
+          int kRescaleSlack_, typename Element_>
+struct FwdTraits {
+  using Element = Element_;  // __nv_bfloat16 or __half
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBlockN = kBlockN_;
+  static constexpr int kStages = kStages_;
+  // Every kPolyExpEvery-th 8-key column tile of S takes its exponentials on the
+  // FMA pipes (softmax_sm90.cuh, exp2_poly) instead of the MUFU unit; 0: none.
+  static constexpr int kPolyExpEvery = kPolyExpEvery_;
+  // Online-softmax rescale policy (softmax_sm90.cuh): a row's running max moves
+  // only when a score exceeds it by more than this many powers of two, so P
+  // stays <= 2^kRescaleSlack (well inside fp16) and O is rarely rescaled;
+  // < 0: the max moves whenever it grows.
+  static constexpr int kRescaleSlack = kRescaleSlack_;
+
+  static constexpr int kConsumerWarpgroups = kConsumerWarpgroups_;
+  static constexpr int kBlockM = 64 * kConsumerWarpgroups;  // wgmma tiles are 64 rows
+  static constexpr int kThreads = 128 * (1 + kConsumerWarpgroups);
+  static constexpr int kConsumerWarps = 4 * kConsumerWarpgroups;
+
+  // Register split by setmaxnreg. __launch_bounds__(kThreads, 1) lets ptxas give
+  // every thread 65536 / kThreads rounded down to 8 at launch (168 with 2
+  // consumers); the producer hands back down to 24 and the consumers share the
+  // rest (240 each with 2 consumers, 160 with 3), which must fit in what the
+  // block holds or setmaxnreg.inc waits forever.
+  static constexpr int kLaunchRegs = (65536 / kThreads) / 8 * 8;
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs_ =
+      (kLaunchRegs * kThreads - 128 * kProducerRegs) / (128 * kConsumerWarpgroups) / 8 * 8;
+  static constexpr int kConsumerRegs = kConsumerRegs_ < 240 ? kConsumerRegs_ : 240;
+  static_assert(128 * kProducerRegs + 128 * kConsumerWarpgroups * kConsumerRegs <= kThreads * kLaunchRegs,
+                "setmaxnreg: consumers would ask for more registers than the producer gave back");
+  static_assert(kConsumerWarpgroups >= 2 && kConsumerWarpgroups <= 3,
+                "2 or 3 consumer warpgroups (the GEMM-issue token ring needs a neighbour)");
+
+  // Shared-memory tiles: [kHeadDim / 64 column blocks][rows][64 elements].
+  static constexpr int kColElems = 128 / static_cast<int>(sizeof(Element));
+  static constexpr int kColBlocks = kHeadDim / kColElems;
+  static constexpr int kQColBytes = kBlockM * 128;
+  static constexpr int kKVColBytes = kBlockN * 128;
+  static constexpr int kQBytes = kQColBytes * kColBlocks;
+  static constexpr int kKVBytes = kKVColBytes * kColBlocks;  // one K or one V stage
+
+  static constexpr int kOffQ = 0;
+  static constexpr int kOffK = kOffQ + kQBytes;
+  static constexpr int kOffV = kOffK + kStages * kKVBytes;
+  static constexpr int kOffBarriers = kOffV + kStages * kKVBytes;
+  // q_full, q_empty, then k_full, k_empty, v_full, v_empty per stage; then the tile slot.
+  static constexpr int kNumBarriers = 2 + 4 * kStages;
+  static constexpr int kOffTileSlot = kOffBarriers + 8 * kNumBarriers;
+  // + 1024: the dynamic shared-memory base is rounded up to the swizzle atom.
+  static constexpr int kSmemBytes = kOffTileSlot + 16 + 1024;
+
+  // Registers per consumer thread: S (and P as fp32), O, and P packed for wgmma.
+  static constexpr int kSRegs = kBlockN / 2;
+  static constexpr int kORegs = kHeadDim / 2;
+  static constexpr int kPSteps = kBlockN / 16;  // k16 steps of O += P·V
+  static constexpr int kQKSteps = kHeadDim / 16;  // k16 steps of S = Q·Kᵀ
+
+  // Named barriers 1..kConsumerWarpgroups pass the GEMM-issue token between
+  // the consumers (ping-pong); 0 is __syncthreads.
+  static constexpr int kSchedulerBarrier = 1;
+
+  static_assert(sizeof(Element) == 2, "wgmma with 16-bit inputs: bf16 or fp16");
+  static_assert(kHeadDim % kColElems == 0, "head_dim: whole 128-byte column blocks");
+  static_assert(kBlockN % 16 == 0 && kBlockN >= 64 && kBlockN <= 256,
+                "kBlockN: wgmma n (multiple of 16 here for the P·V k16 steps), a TMA box of <= 256 rows");
+  static_assert(kBlockM <= 256, "a TMA box has at most 256 rows");
+  static_assert(kStages >= 2, "TMA needs at least double buffering to overlap");
+  static_assert(kQColBytes % 1024 == 0 && kKVColBytes % 1024 == 0,
+                "every tile and column block must start on a 1024-byte swizzle atom");
+  static_assert(kSmemBytes <= 227 * 1024, "over the per-block shared memory limit of sm_90");
+};
+
+// Per-head-dim configurations. The ATTNPROF_SM90_* macros exist so that
+// alternatives can be built and timed side by side without editing this file
+// (scripts/build_sm90_alt.py, scripts/bench_flash_sm90.py --alt). Measured on
+// the H200, bf16, 2026-11-30 (docs/notes/flash_sm90_progress.md):
+// - d128: key tiles of 176 (208 KB) and 3 stages (230 KB) won at some shapes
+//   and lost at others by a few per cent, within the run-to-run spread;
+//   128 keys x 2 stages stays.
+// - d64: 3 consumers (192-row tiles) was +2% and +8% at 8x16x1024x64 full in
+//   two runs but -10% and -5% causal; 2 consumers stays, pending a full test
+//   run of the 3-consumer kernel.
+// - exp2 on the FMA pipes for 1/4 or 1/2 of P cost 5-20% everywhere: off.
+// - a rescale slack of 8 beat moving the max on every increase by 1-5% at
+//   d128 (the per-warp vote of the latter still fired on most key blocks).
+#ifndef ATTNPROF_SM90_D64_BLOCK_N
+#define ATTNPROF_SM90_D64_BLOCK_N 128
+#endif
+#ifndef ATTNPROF_SM90_D64_STAGES
+#define ATTNPROF_SM90_D64_STAGES 3
+#endif
+#ifndef ATTNPROF_SM90_D128_BLOCK_N
+#define ATTNPROF_SM90_D128_BLOCK_N 128
+#endif
+#ifndef ATTNPROF_SM90_D128_STAGES
+#define ATTNPROF_SM90_D128_STAGES 2
+#endif
+#ifndef ATTNPROF_SM90_D64_POLY_EXP_EVERY
+#define ATTNPROF_SM90_D64_POLY_EXP_EVERY 0
+#endif
+#ifndef ATTNPROF_SM90_D128_POLY_EXP_EVERY
+#define ATTNPROF_SM90_D128_POLY_EXP_EVERY 0
+#endif
+#ifndef ATTNPROF_SM90_D64_RESCALE_SLACK
+#define ATTNPROF_SM90_D64_RESCALE_SLACK 8
+#endif
+#ifndef ATTNPROF_SM90_D128_RESCALE_SLACK
+#define ATTNPROF_SM90_D128_RESCALE_SLACK 8
+#endif
+#ifndef ATTNPROF_SM90_D64_CONSUMERS
+#define ATTNPROF_SM90_D64_CONSUMERS 2
+#endif
+#ifndef ATTNPROF_SM90_D128_CONSUMERS
+#define ATTNPROF_SM90_D128_CONSUMERS 2
+#endif
+
+template <int kHeadDim, typename Element>
+struct FwdConfig;
+
+template <typename Element>
+struct FwdConfig<64, Element> {
+  using Traits = FwdTraits<64, ATTNPROF_SM90_D64_BLOCK_N, ATTNPROF_SM90_D64_STAGES,
+                           ATTNPROF_SM90_D64_CONSUMERS, ATTNPROF_SM90_D64_POLY_EXP_EVERY,
+                           ATTNPROF_SM90_D64_RESCALE_SLACK, Element>;
+};
+
+template <typename Element>
+struct FwdConfig<128, Element> {
+  using Traits = FwdTraits<128, ATTNPROF_SM90_D128_BLOCK_N, ATTNPROF_SM90_D128_STAGES,
+                           ATTNPROF_SM90_D128_CONSUMERS, ATTNPROF_SM90_D128_POLY_EXP_EVERY,
+                           ATTNPROF_SM90_D128_RESCALE_SLACK, Element>;
+};
+
+}  // namespace attnprof::flash_sm90

@@ -1,0 +1,139 @@
+// Masking and online softmax on wgmma accumulators (device code).
+//
+// A consumer thread holds, of its warpgroup's 64 × N score tile, two rows
+// (g = lane / 4 and g + 8 of its warp's 16) and, per row, the columns
+// 8t + 2c + j for t < N/8, j in {0, 1}, c = lane % 4: element s[4t + 2i + j]
+// (sm90_wgmma.cuh). A row's values are spread over the 4 lanes of a quad, so
+// row reductions finish with two xor-shuffles.
+#pragma once
+
+#include <cmath>
+
+#include "kernels/common/sm80_primitives.cuh"  // exp2_approx
+
+namespace attnprof::flash_sm90 {
+
+// Sets s to -inf where key column (8t + 2c + j) > limit[i] for row i; the
+// limits are relative to the key tile's first column.
+template <int kN>
+__device__ __forceinline__ void mask_columns(float (&s)[kN / 2], int lane, const int (&limit)[2]) {
+  const int c2 = (lane % 4) * 2;
+#pragma unroll
+  for (int t = 0; t < kN / 8; ++t)
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+        if (8 * t + c2 + j > limit[i]) s[4 * t + 2 * i + j] = -INFINITY;
+}
+
+// 2^x on the FMA and integer pipes instead of the MUFU unit (16 results per
+// clock per SM against 4 warp-instructions of FMA per clock): round x to an
+// integer n with the 1.5·2^23 trick, a degree-4 polynomial for 2^(x-n) on
+// [-0.5, 0.5] (relative error 3.1e-6, below either 16-bit type's rounding of P),
+// then n added to the exponent bits. The constant term is exactly 1, so after
+// the clamp to -127 an input of -inf (a masked score) gives exactly +0, as
+// ex2.approx does. About 10 instructions.
+__device__ __forceinline__ float exp2_poly(float x) {
+  x = fmaxf(x, -127.f);
+  const float shifted = x + 12582912.f;  // 1.5 · 2^23: round(x) lands in the low mantissa bits
+  const float n = shifted - 12582912.f;
+  const float f = x - n;
+  float p = fmaf(9.60039552e-3f, f, 5.59168938e-2f);
+  p = fmaf(p, f, 2.40237185e-1f);
+  p = fmaf(p, f, 6.93121995e-1f);
+  p = fmaf(p, f, 1.f);
+  return __int_as_float(__float_as_int(p) + (__float_as_int(shifted) << 23));
+}
+
+// Running softmax state of a thread's two rows.
+struct RowState {
+  float max[2];  // running max of the raw scores (-inf until a key is visible)
+  float sum[2];  // this thread's share of sum(exp2((s - max) * scale_log2))
+};
+
+// Folds a new score tile into the running state and turns s into
+// P = exp2((s - max) · scale_log2) in place, against the row's running max.
+// That max need not be the true one, only one that keeps every exponent
+// <= kSlack (in powers of two): the sum and O are normalised by the same max,
+// so the result is exact. A row's max moves only when a score exceeds it by
+// more than kSlack (kSlack < 0: whenever it grows), and then, so that the
+// branch stays warp-uniform, every row of the warp moves (rows that did not
+// grow keep their max, alpha 1). Returns whether the warp moved; alpha then
+// holds exp2((old - new max) · scale_log2) per row, by which O accumulated so
+// far must be rescaled. Rows that have seen no key keep max -inf and subtract
+// 0 instead, so exp2(-inf - -inf) never makes a NaN. With kPolyEvery > 0 the
+// exponentials of every kPolyEvery-th 8-column tile run on exp2_poly.
+template <int kN, int kPolyEvery, int kSlack>
+__device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st, float scale_log2,
+                                               float (&alpha)[2]) {
+  float mx[2] = {st.max[0], st.max[1]};
+#pragma unroll
+  for (int t = 0; t < kN / 8; ++t)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) mx[i] = fmaxf(mx[i], fmaxf(s[4 * t + 2 * i], s[4 * t + 2 * i + 1]));
+  bool grow[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+    // -inf (nothing seen yet) + kSlack stays -inf: the first visible key always moves it.
+    grow[i] = kSlack < 0 ? mx[i] > st.max[i]
+                         : mx[i] * scale_log2 > st.max[i] * scale_log2 + static_cast<float>(kSlack);
+  }
+  const bool move = __any_sync(0xffffffffu, grow[0] || grow[1]);
+  float m_scaled[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    alpha[i] = 1.f;
+    if (move) {
+      const float new_max = grow[i] ? mx[i] : st.max[i];
+      const float new_scaled = new_max == -INFINITY ? 0.f : new_max * scale_log2;
+      alpha[i] = kernels::exp2_approx(st.max[i] * scale_log2 - new_scaled);
+      st.sum[i] *= alpha[i];
+      st.max[i] = new_max;
+    }
+    m_scaled[i] = st.max[i] == -INFINITY ? 0.f : st.max[i] * scale_log2;
+  }
+  float sum[2] = {0.f, 0.f};
+#pragma unroll
+  for (int t = 0; t < kN / 8; ++t) {
+    const bool poly = kPolyEvery > 0 && t % kPolyEvery == kPolyEvery - 1;  // resolved at compile time
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float x0 = fmaf(s[4 * t + 2 * i], scale_log2, -m_scaled[i]);
+      const float x1 = fmaf(s[4 * t + 2 * i + 1], scale_log2, -m_scaled[i]);
+      const float e0 = poly ? exp2_poly(x0) : kernels::exp2_approx(x0);
+      const float e1 = poly ? exp2_poly(x1) : kernels::exp2_approx(x1);
+      s[4 * t + 2 * i] = e0;
+      s[4 * t + 2 * i + 1] = e1;
+      sum[i] += e0 + e1;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) st.sum[i] += sum[i];
+  return move;
+}
+
+// O (a 64 × kD accumulator in the same layout) *= alpha per row.
+template <int kD>
+__device__ __forceinline__ void rescale_rows(float (&o)[kD / 2], const float (&alpha)[2]) {
+#pragma unroll
+  for (int t = 0; t < kD / 8; ++t)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      o[4 * t + 2 * i] *= alpha[i];
+      o[4 * t + 2 * i + 1] *= alpha[i];
+    }
+}
+
+// The row sums, completed over the quad.
+__device__ __forceinline__ void finish_row_sums(RowState& st) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    st.sum[i] += __shfl_xor_sync(0xffffffffu, st.sum[i], 1);
+    st.sum[i] += __shfl_xor_sync(0xffffffffu, st.sum[i], 2);
+  }
+}
+
+}  // namespace attnprof::flash_sm90

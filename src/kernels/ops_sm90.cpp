@@ -1,0 +1,130 @@
+// CUDA implementation of attnprof::flash_attention_sm90: the LibTorch boundary
+// of the Hopper (sm_90a) kernels. Every tensor check happens here, once; the
+// launch layer trusts its params. Compiled only when those kernels are built
+// (ATTNPROF_HAVE_SM90_KERNELS).
+#ifdef ATTNPROF_HAVE_SM90_KERNELS
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <tuple>
+
+#include "kernels/flash_sm90/flash_sm90_params.h"
+
+namespace attnprof {
+namespace {
+
+constexpr const char* kOp = "attnprof::flash_attention_sm90";
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+
+// The tensor maps describe dense [slabs][rows][head_dim] tensors, and TMA reads
+// from 16-byte aligned addresses only.
+void check_layout(const at::Tensor& t, const char* name) {
+  TORCH_CHECK(t.is_contiguous(), kOp, ": ", name, " must be contiguous (sizes ", t.sizes(),
+              ", strides ", t.strides(), "); call .contiguous() first");
+  TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, kOp, ": ", name,
+              " must start at a 16-byte aligned address (storage offset ", t.storage_offset(), ")");
+}
+
+std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_cuda(const at::Tensor& q, const at::Tensor& k,
+                                                             const at::Tensor& v, bool causal,
+                                                             double scale) {
+  TORCH_CHECK(q.defined() && k.defined() && v.defined(), kOp, ": q, k, v must be defined");
+  TORCH_CHECK(q.is_cuda() && k.is_cuda() && v.is_cuda(), kOp, ": q, k, v must be CUDA tensors, got ",
+              q.device(), ", ", k.device(), ", ", v.device());
+  TORCH_CHECK(k.device() == q.device() && v.device() == q.device(), kOp,
+              ": q, k, v must be on one device, got ", q.device(), ", ", k.device(), ", ", v.device());
+  TORCH_CHECK(q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kHalf, kOp,
+              ": q must be bfloat16 or float16, got ", q.scalar_type());
+  TORCH_CHECK(k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type(), kOp,
+              ": q, k, v must have one dtype, got ", q.scalar_type(), ", ", k.scalar_type(), ", ",
+              v.scalar_type());
+  TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, kOp,
+              ": q, k, v must be [batch, heads, seq, head_dim], got ", q.sizes(), ", ", k.sizes(), ", ",
+              v.sizes());
+  TORCH_CHECK(k.sizes() == v.sizes(), kOp, ": k and v must have one shape, got ", k.sizes(), " and ",
+              v.sizes());
+  const int64_t batch = q.size(0), heads_q = q.size(1), seq_q = q.size(2), head_dim = q.size(3);
+  const int64_t heads_kv = k.size(1), seq_k = k.size(2);
+  TORCH_CHECK(k.size(0) == batch && k.size(3) == head_dim, kOp, ": q ", q.sizes(), " and k ", k.sizes(),
+              " differ in batch or head_dim");
+  TORCH_CHECK(heads_kv > 0 && heads_q % heads_kv == 0, kOp, ": the query heads (", heads_q,
+              ") must be a multiple of the key/value heads (", heads_kv, ")");
+  TORCH_CHECK(head_dim == 64 || head_dim == 128, kOp, ": head_dim must be 64 or 128, got ", head_dim);
+  TORCH_CHECK(std::isfinite(scale) && scale > 0, kOp, ": scale must be finite and positive, got ", scale);
+
+  c10::cuda::CUDAGuard guard(q.device());
+  const cudaDeviceProp* prop = at::cuda::getDeviceProperties(q.device().index());
+  TORCH_CHECK(prop->major == 9 && prop->minor == 0, kOp,
+              ": needs a compute capability 9.0 GPU (Hopper, e.g. H100/H200: wgmma and TMA); ", q.device(),
+              " is ", prop->name, " with compute capability ", prop->major, ".", prop->minor);
+
+  check_layout(q, "q");
+  check_layout(k, "k");
+  check_layout(v, "v");
+  // The kernel indexes with 32-bit ints: (batch, head) slabs, rows, and tiles
+  // of 128 query rows (batch · heads_q · ceil(seq_q / 128)).
+  TORCH_CHECK(batch * heads_q <= kInt32Max && seq_q <= kInt32Max && seq_k <= kInt32Max &&
+                  batch * heads_q * ((seq_q + 127) / 128) <= kInt32Max,
+              kOp, ": sizes too large for 32-bit tile indices: q ", q.sizes(), ", k ", k.sizes());
+
+  at::Tensor out = at::empty_like(q);
+  at::Tensor lse = at::empty({batch, heads_q, seq_q}, q.options().dtype(at::kFloat));
+  if (q.numel() == 0) return {out, lse};
+  if (seq_k == 0) {  // no keys: nothing to attend to
+    out.zero_();
+    lse.fill_(-INFINITY);
+    return {out, lse};
+  }
+
+  flash_sm90::FwdParams p;
+  p.q = q.data_ptr();
+  p.k = k.data_ptr();
+  p.v = v.data_ptr();
+  p.o = out.data_ptr();
+  p.lse = lse.data_ptr<float>();
+  p.batch = static_cast<int>(batch);
+  p.heads_q = static_cast<int>(heads_q);
+  p.heads_kv = static_cast<int>(heads_kv);
+  p.seqlen_q = static_cast<int>(seq_q);
+  p.seqlen_k = static_cast<int>(seq_k);
+  p.head_dim = static_cast<int>(head_dim);
+  p.num_sms = prop->multiProcessorCount;
+  p.scale = static_cast<float>(scale);
+  p.scale_log2 = static_cast<float>(scale * 1.4426950408889634);  // log2(e)
+  p.causal = causal;
+  p.is_bf16 = q.scalar_type() == at::kBFloat16;
+  // Causal tiles differ in cost (a tile's key blocks grow with its row): hand
+  // them out dynamically from a counter, which this zeroed tensor holds.
+  at::Tensor tile_counter;
+  if (causal) {
+    tile_counter = at::zeros({1}, q.options().dtype(at::kInt));
+    p.tile_counter = tile_counter.data_ptr<int>();
+  }
+  flash_sm90::run_fwd(p, at::cuda::getCurrentCUDAStream().stream());
+  return {out, lse};
+}
+
+}  // namespace
+}  // namespace attnprof
+
+#ifndef ATTNPROF_SM90_ALT_LIBRARY
+TORCH_LIBRARY_IMPL(attnprof, CUDA, m) {
+  m.impl("flash_attention_sm90", &attnprof::flash_attention_sm90_cuda);
+}
+#else
+// Tuning builds (scripts/build_sm90_alt.py): the same operator from another
+// tile configuration, under its own library name so several load side by side.
+#define ATTNPROF_SM90_LIBRARY(ns, m) TORCH_LIBRARY(ns, m)
+ATTNPROF_SM90_LIBRARY(ATTNPROF_SM90_ALT_LIBRARY, m) {
+  m.def("flash_attention_sm90(Tensor q, Tensor k, Tensor v, bool causal, float scale) -> (Tensor out, Tensor lse)");
+  m.impl("flash_attention_sm90", &attnprof::flash_attention_sm90_cuda);
+}
+#endif
+
+#endif  // ATTNPROF_HAVE_SM90_KERNELS

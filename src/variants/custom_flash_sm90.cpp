@@ -1,0 +1,91 @@
+// custom-flash-sm90: attnprof's Hopper attention forward (warp-specialised,
+// TMA + wgmma; src/kernels/flash_sm90), one persistent kernel per forward,
+// called through the dispatcher as attnprof::flash_attention_sm90.
+#include <ATen/ATen.h>
+#ifdef ATTNPROF_HAVE_SM90_KERNELS
+#include <ATen/cuda/CUDAContext.h>
+#endif
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "attnprof/problem.h"
+#include "attnprof/variant.h"
+#include "kernels/flash_sm90/flash_sm90_traits.h"
+#include "variants/custom_op_variant.h"
+#include "variants/factories.h"
+#include "variants/torch_problem.h"
+
+namespace attnprof {
+namespace {
+
+// The tile configuration of one head dim, in words, from the kernel's traits
+// (Element only sets the element size: any 16-bit type gives the same shape).
+template <int kHeadDim>
+std::string describe_config() {
+  using T = typename flash_sm90::FwdConfig<kHeadDim, uint16_t>::Traits;
+  return "head_dim " + std::to_string(kHeadDim) + ": tiles of " + std::to_string(T::kBlockM) +
+         " query rows x " + std::to_string(T::kBlockN) + " keys, " + std::to_string(T::kStages) +
+         "-stage K/V ring, " + std::to_string(T::kSmemBytes / 1024) + " KiB shared memory";
+}
+
+class CustomFlashSm90 final : public CustomOpVariant {
+ public:
+  std::string name() const override { return "custom-flash-sm90"; }
+  std::string description() const override {
+    return "attnprof's Hopper attention kernel: TMA loads on mbarriers, a producer warpgroup and two "
+           "consumer warpgroups (wgmma, ping-pong), online softmax overlapped with the GEMMs (1 kernel)";
+  }
+
+  Support supports(const Problem& p) const override {
+#if defined(ATTNPROF_HAVE_CUDA_KERNELS) && !defined(ATTNPROF_HAVE_SM90_KERNELS)
+    return Support::no(name() + " needs attnprof built with its sm_90a kernels (this build has none: "
+                                "configured with ATTNPROF_SM90_KERNELS=OFF)");
+#endif
+    const Support base = operator_support("attnprof::flash_attention_sm90", p);
+    if (!base.ok) return base;
+#ifdef ATTNPROF_HAVE_SM90_KERNELS
+    const at::Device dev = torch_device(p);
+    const int index = dev.has_index() ? dev.index() : at::cuda::current_device();
+    const cudaDeviceProp* prop = at::cuda::getDeviceProperties(index);
+    if (prop->major != 9 || prop->minor != 0)
+      return Support::no(name() + " needs a compute capability 9.0 GPU (Hopper: wgmma, TMA); " + p.device +
+                         " is " + prop->name + " (" + std::to_string(prop->major) + "." +
+                         std::to_string(prop->minor) + ")");
+#endif
+    if (p.dtype == DType::FP32)
+      return Support::no(name() + " supports bf16 and fp16, not fp32 (wgmma takes 16-bit inputs here)");
+    if (p.head_dim != 64 && p.head_dim != 128)
+      return Support::no(name() + " supports head_dim 64 and 128, not " + std::to_string(p.head_dim));
+    return Support::yes();
+  }
+
+  at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
+    static auto op =
+        c10::Dispatcher::singleton()
+            .findSchemaOrThrow("attnprof::flash_attention_sm90", "")
+            .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
+                                                      const at::Tensor&, bool, double)>();
+    return std::get<0>(op.call(q, k, v, causal_, scale_));
+  }
+
+  std::vector<Fact> facts() const override {
+    using T = flash_sm90::FwdConfig<128, uint16_t>::Traits;
+    return {{"kernel",
+             "attnprof::flash_sm90::flash_fwd_sm90_kernel (persistent, one " + std::to_string(T::kThreads) +
+                 "-thread block per SM: 1 producer warpgroup issuing TMA loads, " +
+                 std::to_string(T::kConsumerWarpgroups) + " consumer warpgroups of 64 query rows on wgmma; " +
+                 std::to_string(T::kProducerRegs) + "/" + std::to_string(T::kConsumerRegs) +
+                 " registers per producer/consumer thread by setmaxnreg)"},
+            {"tiles", describe_config<64>() + "; " + describe_config<128>()}};
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Variant> make_custom_flash_sm90() { return std::make_unique<CustomFlashSm90>(); }
+
+}  // namespace attnprof

@@ -1,0 +1,309 @@
+// attnprof::flash_attention_sm90 (the Hopper kernel) and the custom-flash-sm90
+// variant, against a float64 reference. Fresh random inputs every run (the
+// seed is in every failure message); outputs land in memory poisoned with NaN
+// and must be finite everywhere. Pass rule, as for custom-flash: relative
+// Frobenius error <= 2x that of a plain same-dtype implementation
+// (matmul/softmax/matmul) and <= 1e-2; the log-sum-exp within 1e-3 relative.
+// The GPU tests skip, with the reason, where there is no GPU, no sm_90a kernel
+// or no compute capability 9.0 device.
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/util/Exception.h>
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+#ifdef ATTNPROF_HAVE_SM90_KERNELS
+#include <ATen/cuda/CUDAContext.h>
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "attention_test_inputs.h"
+#include "attnprof/problem.h"
+#include "attnprof/variant.h"
+#include "variants/factories.h"
+#include "variants/torch_problem.h"
+
+namespace {
+
+using attnprof::relative_frobenius_error;
+
+constexpr const char* kOpName = "attnprof::flash_attention_sm90";
+using FlashFn = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
+                                                   const at::Tensor&, bool, double);
+
+c10::TypedOperatorHandle<FlashFn> flash_op() {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(kOpName, "").typed<FlashFn>();
+}
+
+// Why the GPU tests cannot run here, or "" when they can.
+std::string why_not_runnable() {
+  if (!torch::cuda::is_available()) return "no CUDA device: the sm_90a kernel tests need a GPU";
+  if (!c10::Dispatcher::singleton().findSchemaOrThrow(kOpName, "").hasKernelForDispatchKey(
+          c10::DispatchKey::CUDA))
+    return "attnprof was built without its sm_90a kernels";
+#ifdef ATTNPROF_HAVE_SM90_KERNELS
+  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
+  if (prop->major != 9 || prop->minor != 0)
+    return std::string("the sm_90a kernel needs a compute capability 9.0 GPU; this is ") + prop->name;
+#endif
+  return "";
+}
+
+#define REQUIRE_SM90()                                   \
+  do {                                                   \
+    const std::string why = why_not_runnable();          \
+    if (!why.empty()) GTEST_SKIP() << why;               \
+  } while (0)
+
+// A fresh seed per test, reported by every failure inside it.
+uint64_t fresh_seed() {
+  const uint64_t seed = (static_cast<uint64_t>(std::random_device{}()) << 32) | std::random_device{}();
+  at::manual_seed(seed);
+  return seed;
+}
+
+// Keys visible to each query, bottom-right aligned: key j to query i iff
+// j <= i + (sk - sq). True where masked, shaped [sq, sk].
+at::Tensor causal_mask(int64_t sq, int64_t sk, const at::TensorOptions& opts) {
+  return at::ones({sq, sk}, opts.dtype(at::kBool)).triu(sk - sq + 1);
+}
+
+// K/V heads repeated to the query heads: query head h reads KV head h / group.
+at::Tensor expand_heads(const at::Tensor& kv, int64_t heads_q) {
+  return kv.repeat_interleave(heads_q / kv.size(1), /*dim=*/1);
+}
+
+// softmax(scale · q kᵀ + mask) v and the log-sum-exp, in the inputs' dtype or
+// (reference) in float64. Rows that see no key give 0 and -inf, as the kernel
+// is specified to (softmax over all -inf would give NaN).
+std::tuple<at::Tensor, at::Tensor> attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                             bool causal, double scale, bool float64) {
+  const at::ScalarType t = float64 ? at::kDouble : q.scalar_type();
+  const at::Tensor qd = q.to(t), kd = expand_heads(k, q.size(1)).to(t), vd = expand_heads(v, q.size(1)).to(t);
+  at::Tensor s = at::matmul(qd, kd.transpose(-2, -1)) * scale;
+  if (causal) s = s.masked_fill(causal_mask(q.size(2), k.size(2), s.options()), -INFINITY);
+  const at::Tensor lse = at::logsumexp(s.to(at::kDouble), -1);
+  const at::Tensor seen = at::isfinite(lse).unsqueeze(-1);
+  at::Tensor p = at::softmax(s, -1).masked_fill(seen.logical_not(), 0);
+  return {at::matmul(p, vd), lse};
+}
+
+// Leaves freed blocks full of NaN in the caching allocator, the size of the
+// tensors the op is about to allocate, so an element it does not write stays NaN.
+void poison_next_allocations(const at::Tensor& q) {
+  std::vector<at::Tensor> held;
+  held.push_back(at::full(q.sizes(), std::numeric_limits<double>::quiet_NaN(), q.options()));
+  held.push_back(at::full({q.size(0), q.size(1), q.size(2)}, std::numeric_limits<double>::quiet_NaN(),
+                          q.options().dtype(at::kFloat)));
+}
+
+// What the cases of one test reached, printed at its end: the evidence that
+// the loops ran, and how close they came to the bound.
+struct Tally {
+  int cases = 0;
+  double worst = 0;  // max over cases of err / (2 · plain same-dtype err + 1e-6)
+  void print(const char* what) const {
+    std::cout << "[ sm90     ] " << what << ": " << cases << " cases, worst error "
+              << worst << " of the bound\n";
+  }
+};
+
+// Runs the op on (q, k, v) and applies the pass rule.
+void check_case(Tally& tally, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, double scale) {
+  poison_next_allocations(q);
+  auto [out, lse] = flash_op().call(q, k, v, causal, scale);
+  ASSERT_EQ(out.sizes(), q.sizes());
+  ASSERT_EQ(out.scalar_type(), q.scalar_type());
+  ASSERT_EQ(lse.sizes(), (std::vector<int64_t>{q.size(0), q.size(1), q.size(2)}));
+  ASSERT_EQ(lse.scalar_type(), at::kFloat);
+  ASSERT_TRUE(at::isfinite(out).all().item<bool>()) << "output not fully written (NaN/inf left)";
+  ASSERT_FALSE(at::isnan(lse).any().item<bool>()) << "lse not fully written (NaN left)";
+
+  auto [ref, lse_ref] = attention(q, k, v, causal, scale, /*float64=*/true);
+  auto [plain, plain_lse] = attention(q, k, v, causal, scale, /*float64=*/false);
+  (void)plain_lse;
+  const double err = relative_frobenius_error(out, ref);
+  const double err_plain = relative_frobenius_error(plain, ref);
+  const double lse_abs_max = lse_ref.isfinite().any().item<bool>()
+                                 ? lse_ref.masked_select(lse_ref.isfinite()).abs().max().item<double>()
+                                 : 0.0;
+  ++tally.cases;
+  if (ref.norm().item<double>() > 0) {
+    // The 1e-6 floor only matters where both are exact (one visible key: out = v).
+    tally.worst = std::max(tally.worst, err / (2 * err_plain + 1e-6));
+    EXPECT_LE(err, 2 * err_plain + 1e-6) << "plain same-dtype error " << err_plain;
+    EXPECT_LE(err, 1e-2);
+  } else {
+    EXPECT_TRUE((out == 0).all().item<bool>()) << "rows that see no key must be 0";
+  }
+  // Rows that see no key: -inf exactly; the others within 1e-3 relative.
+  const at::Tensor seen = lse_ref.isfinite();
+  EXPECT_TRUE(at::equal(lse.isfinite(), seen.to(lse.device()))) << "lse finite exactly where a key is visible";
+  if (seen.any().item<bool>()) {
+    const double lse_err = (lse.to(at::kDouble).masked_select(seen) - lse_ref.masked_select(seen)).abs().max().item<double>();
+    EXPECT_LE(lse_err, 1e-3 * (1 + lse_abs_max)) << "lse error (lse depends on Q·Kᵀ only, out on P·V too)";
+  }
+  const at::Tensor unseen_rows = seen.logical_not().unsqueeze(-1).expand_as(out);
+  EXPECT_TRUE((out.masked_select(unseen_rows) == 0).all().item<bool>()) << "rows that see no key must be 0";
+}
+
+struct Shape {
+  int64_t batch, heads_q, heads_kv, seq_q, seq_k;
+};
+
+std::string describe(const Shape& s, int64_t d, at::ScalarType dt, bool causal) {
+  return "q [" + std::to_string(s.batch) + ", " + std::to_string(s.heads_q) + ", " + std::to_string(s.seq_q) +
+         ", " + std::to_string(d) + "], kv heads " + std::to_string(s.heads_kv) + ", seq_kv " +
+         std::to_string(s.seq_k) + (dt == at::kBFloat16 ? " bf16" : " fp16") + (causal ? " causal" : " full");
+}
+
+void run_shapes(const char* what, const std::vector<Shape>& shapes, uint64_t seed) {
+  Tally tally;
+  for (const Shape& s : shapes)
+    for (int64_t d : {64, 128})
+      for (auto dt : {at::kBFloat16, at::kHalf})
+        for (bool causal : {false, true}) {
+          SCOPED_TRACE(describe(s, d, dt, causal) + ", seed " + std::to_string(seed));
+          const auto opts = at::TensorOptions().device(at::kCUDA).dtype(dt);
+          const at::Tensor q = at::randn({s.batch, s.heads_q, s.seq_q, d}, opts);
+          const at::Tensor k = at::randn({s.batch, s.heads_kv, s.seq_k, d}, opts);
+          const at::Tensor v = at::randn({s.batch, s.heads_kv, s.seq_k, d}, opts);
+          check_case(tally, q, k, v, causal, 1.0 / std::sqrt(static_cast<double>(d)));
+        }
+  tally.print(what);
+}
+
+// The custom-flash matrix (odd lengths, both masks, dtypes, head dims) with
+// query and key/value heads equal and grouped. 4096 rows with 8 heads is more
+// tiles (256) than the H200 has SMs (132): blocks loop over several tiles and
+// the pipeline's phases carry from one tile into the next.
+TEST(FlashSm90Op, MatchesFloat64Reference) {
+  REQUIRE_SM90();
+  const uint64_t seed = fresh_seed();
+  std::vector<Shape> shapes;
+  for (int64_t seq : {1, 17, 65, 127, 1000, 1025})
+    for (auto [b, hq, hkv] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {3, 4, 4}, {2, 8, 2}})
+      shapes.push_back({b, hq, hkv, seq, seq});
+  shapes.push_back({1, 8, 2, 4096, 4096});
+  run_shapes("square, grouped heads", shapes, seed);
+}
+
+// seq_q != seq_kv (decode, chunked prefill, and more queries than keys, where
+// causal rows at the top see no key) and GQA ratios up to MQA.
+TEST(FlashSm90Op, SeqQDiffersFromSeqKv) {
+  REQUIRE_SM90();
+  const uint64_t seed = fresh_seed();
+  run_shapes("seq_q != seq_kv", {{2, 4, 1, 1, 1000},     // decode, MQA
+              {1, 16, 1, 3, 4097},    // ratio 16
+              {2, 8, 4, 16, 63},      // ratio 2
+              {1, 8, 1, 17, 32768},   // long cache, MQA
+              {1, 4, 4, 128, 1000},   // chunked prefill
+              {2, 8, 2, 1000, 17},    // more queries than keys
+              {1, 2, 2, 300, 1}},     // one key
+             seed);
+}
+
+// The row max moves at every key block (attention_test_inputs.h): the running
+// max, the O rescale and the sum must stay exact across blocks.
+TEST(FlashSm90Op, RowMaxDriftingAcrossKeyBlocks) {
+  REQUIRE_SM90();
+  const uint64_t seed = fresh_seed();
+  Tally tally;
+  for (int64_t d : {64, 128})
+    for (auto dt : {at::kBFloat16, at::kHalf})
+      for (bool causal : {false, true})
+        for (double direction : {1.0, -1.0}) {
+          SCOPED_TRACE("d" + std::to_string(d) + (dt == at::kHalf ? " fp16" : " bf16") +
+                       (causal ? " causal" : " full") + (direction > 0 ? " rising" : " falling") +
+                       ", seed " + std::to_string(seed));
+          const auto [q, k, v] = attnprof::testing::drifting_max_inputs(2, 3, 1000, d, dt, direction);
+          check_case(tally, q, k, v, causal, 1.0);
+        }
+  tally.print("drifting row max");
+}
+
+TEST(FlashSm90Op, RejectsBadInputs) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  if (!c10::Dispatcher::singleton().findSchemaOrThrow(kOpName, "").hasKernelForDispatchKey(c10::DispatchKey::CUDA))
+    GTEST_SKIP() << "attnprof was built without its sm_90a kernels";
+  const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  const at::Tensor q = at::randn({1, 4, 32, 64}, bf16);
+  auto expect_error = [&](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, const std::string& what) {
+    SCOPED_TRACE(what);
+    try {
+      flash_op().call(a, b, c, true, 0.125);
+      ADD_FAILURE() << "no error";
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(kOpName), std::string::npos) << e.what();
+      if (why_not_runnable().empty())  // on a Hopper GPU the reason must be the input's, not the device's
+        EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  const at::Tensor f32 = q.to(at::kFloat);
+  expect_error(f32, f32, f32, "must be bfloat16 or float16");
+  const at::Tensor q96 = at::randn({1, 4, 32, 96}, bf16);
+  expect_error(q96, q96, q96, "head_dim must be 64 or 128, got 96");
+  const at::Tensor qt = at::randn({1, 32, 4, 64}, bf16).transpose(1, 2);
+  expect_error(qt, q, q, "must be contiguous");
+  expect_error(q, q.to(at::kHalf), q, "must have one dtype");
+  // No CPU kernel is registered: the dispatcher refuses, naming the op and the backend.
+  expect_error(q.cpu(), q.cpu(), q.cpu(), "'CPU' backend");
+  expect_error(q, q.cpu(), q, "must be CUDA tensors");
+  const at::Tensor kv3 = at::randn({1, 3, 32, 64}, bf16);
+  expect_error(q, kv3, kv3, "must be a multiple of the key/value heads");
+  const at::Tensor kv_b2 = at::randn({2, 4, 32, 64}, bf16);
+  expect_error(q, kv_b2, kv_b2, "differ in batch or head_dim");
+  expect_error(q, q, at::randn({1, 4, 31, 64}, bf16), "k and v must have one shape");
+  expect_error(q[0], q[0], q[0], "must be [batch, heads, seq, head_dim]");
+  // Contiguous but one element off a 16-byte boundary: TMA cannot read it.
+  const at::Tensor flat = at::randn({1 + 4 * 32 * 64}, bf16);
+  const at::Tensor shifted = flat.narrow(0, 1, 4 * 32 * 64).view({1, 4, 32, 64});
+  expect_error(shifted, q, q, "16-byte aligned");
+  EXPECT_THROW(flash_op().call(q, q, q, true, std::nan("")), c10::Error);
+  EXPECT_THROW(flash_op().call(q, q, q, true, -1.0), c10::Error);
+}
+
+// supports() needs no GPU: it must answer with a reason, never crash.
+TEST(CustomFlashSm90Variant, SupportsGivesReasons) {
+  const auto v = attnprof::make_custom_flash_sm90();
+  EXPECT_EQ(v->name(), "custom-flash-sm90");
+  EXPECT_FALSE(v->description().empty());
+  attnprof::Problem p;
+  p.device = "cpu";
+  const attnprof::Support cpu = v->supports(p);
+  EXPECT_FALSE(cpu.ok);
+#if !defined(ATTNPROF_HAVE_CUDA_KERNELS)
+  EXPECT_NE(cpu.reason.find("CUDA kernels"), std::string::npos) << cpu.reason;
+#elif !defined(ATTNPROF_HAVE_SM90_KERNELS)
+  EXPECT_NE(cpu.reason.find("sm_90a kernels"), std::string::npos) << cpu.reason;
+#else
+  EXPECT_NE(cpu.reason.find("needs a CUDA device (this run is on cpu)"), std::string::npos) << cpu.reason;
+  if (torch::cuda::is_available()) {
+    p.device = "cuda:0";
+    const attnprof::Support gpu = v->supports(p);
+    if (why_not_runnable().empty()) {
+      EXPECT_TRUE(gpu.ok) << gpu.reason;
+      p.head_dim = 96;
+      EXPECT_NE(v->supports(p).reason.find("head_dim 64 and 128, not 96"), std::string::npos);
+      p.head_dim = 64;
+      p.dtype = attnprof::DType::FP32;
+      EXPECT_NE(v->supports(p).reason.find("not fp32"), std::string::npos);
+    } else {
+      EXPECT_FALSE(gpu.ok);
+      EXPECT_NE(gpu.reason.find("compute capability 9.0"), std::string::npos) << gpu.reason;
+    }
+  }
+#endif
+  bool facts_name_the_kernel = false;
+  for (const auto& f : v->facts()) facts_name_the_kernel |= f.value.find("flash_fwd_sm90_kernel") != std::string::npos;
+  EXPECT_TRUE(facts_name_the_kernel);
+}
+
+}  // namespace
