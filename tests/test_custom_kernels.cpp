@@ -53,9 +53,10 @@ c10::TypedOperatorHandle<SoftmaxFn> softmax_op() {
 
 using attnprof::relative_frobenius_error;
 
-// Masks key j > query i (top-left), shaped [sq, sk].
+// Masks key j > query i + sk - sq (bottom-right aligned, top-left when
+// square), shaped [sq, sk].
 at::Tensor causal_mask(int64_t sq, int64_t sk, const at::TensorOptions& opts) {
-  return at::ones({sq, sk}, opts.dtype(at::kBool)).triu(1);
+  return at::ones({sq, sk}, opts.dtype(at::kBool)).triu(sk - sq + 1);
 }
 
 at::Tensor masked_scores(const at::Tensor& s, double scale, bool causal) {
