@@ -109,6 +109,8 @@ def bench_attention(shape, causal, iters, variant_ops, rows):
     bwd_op = torch.ops.attnprof.flash_attention_backward
     times["custom-flash (op)"] = time_calls(lambda: bwd_op(*saved, causal, scale), iters)
     for name, op in variant_ops.items():
+        if not name.startswith(f"d{d}_"):  # a variant changes one head dim's configuration only
+            continue
         try:
             grads = op(*saved, causal, scale)
             err = max(rel_err(x, y) for x, y in zip(grads, ours))
@@ -209,6 +211,8 @@ def main():
     ap.add_argument("--variant-names", default=",".join(VARIANTS), help="comma list of " + ",".join(VARIANTS))
     ap.add_argument("--variants", metavar="DIR", help="load DIR/<name>/attnprof_bwd_<name>.so and time them too")
     ap.add_argument("--skip-big", action="store_true", help="skip 1x16x16384x128")
+    ap.add_argument("--only-ours", metavar="BxHxSxD",
+                    help="just run custom-flash's backward op a few times at this shape, full mask (for ncu)")
     args = ap.parse_args()
     names = [n for n in args.variant_names.split(",") if n]
     if args.build_variants:
@@ -224,6 +228,14 @@ def main():
             if so.exists():
                 torch.ops.load_library(str(so))
                 variant_ops[n] = getattr(torch.ops, f"attnprof_bwd_{n}").flash_attention_backward
+    if args.only_ours:
+        b, h, s, d = (int(x) for x in args.only_ours.split("x"))
+        q, k, v, dout = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+        out, lse = torch.ops.attnprof.flash_attention(q, k, v, False, 1 / math.sqrt(d))
+        for _ in range(5):
+            torch.ops.attnprof.flash_attention_backward(dout, q, k, v, out, lse, False, 1 / math.sqrt(d))
+        torch.cuda.synchronize()
+        return 0
     profile_backward()
     rows = []
     shapes = SHAPES[:2] if args.skip_big else SHAPES
