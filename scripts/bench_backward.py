@@ -41,13 +41,16 @@ VARIANTS = {
     "d64_8x1": {"D64_WARPS_N": 8, "D64_WARPS_M": 1, "D64_PARTS": 1},
     "d64_n64": {"D64_BLOCK_N": 64, "D64_WARPS_N": 4, "D64_WARPS_M": 1, "D64_PARTS": 1, "D64_MIN_BLOCKS": 3},
     "d128_parts2": {"D128_PARTS": 2},
+    # No macros: the default configuration; with --src, that of another source
+    # tree (e.g. a previous commit checked out elsewhere), timed beside the build.
+    "base": {},
 }
 
 
-def build_variants(out_dir: Path, names):
+def build_variants(out_dir: Path, names, src_root: Path):
     os.environ["TORCH_CUDA_ARCH_LIST"] = "9.0a"  # the H200 only
     from torch.utils.cpp_extension import load
-    kernels = ROOT / "src" / "kernels"
+    kernels = src_root / "src" / "kernels"
     sources = [kernels / "ops_schema.cpp", kernels / "ops_backward.cpp",
                kernels / "flash_attention" / "flash_bwd_launch.cu",
                kernels / "scaled_masked_softmax" / "scaled_masked_softmax.cu"]
@@ -59,7 +62,7 @@ def build_variants(out_dir: Path, names):
         vdir.mkdir(parents=True, exist_ok=True)
         load(name=lib, sources=[str(s) for s in sources], extra_cflags=["-O3"] + defines,
              extra_cuda_cflags=["-O3", "--expt-relaxed-constexpr", "-Xptxas=-v"] + defines,
-             extra_include_paths=[str(ROOT / "src")], build_directory=str(vdir),
+             extra_include_paths=[str(src_root / "src")], build_directory=str(vdir),
              is_python_module=False, verbose=True)
         print(f"built {vdir / (lib + '.so')}", flush=True)
 
@@ -109,7 +112,7 @@ def bench_attention(shape, causal, iters, variant_ops, rows):
     bwd_op = torch.ops.attnprof.flash_attention_backward
     times["custom-flash (op)"] = time_calls(lambda: bwd_op(*saved, causal, scale), iters)
     for name, op in variant_ops.items():
-        if not name.startswith(f"d{d}_"):  # a variant changes one head dim's configuration only
+        if name.startswith("d") and not name.startswith(f"d{d}_"):  # changes the other head dim only
             continue
         try:
             grads = op(*saved, causal, scale)
@@ -209,14 +212,16 @@ def main():
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--build-variants", metavar="DIR", help="build the VARIANTS libraries into DIR and exit")
     ap.add_argument("--variant-names", default=",".join(VARIANTS), help="comma list of " + ",".join(VARIANTS))
+    ap.add_argument("--src", default=str(ROOT), help="source tree the variants are built from")
     ap.add_argument("--variants", metavar="DIR", help="load DIR/<name>/attnprof_bwd_<name>.so and time them too")
     ap.add_argument("--skip-big", action="store_true", help="skip 1x16x16384x128")
-    ap.add_argument("--only-ours", metavar="BxHxSxD",
-                    help="just run custom-flash's backward op a few times at this shape, full mask (for ncu)")
+    ap.add_argument("--only-ours", metavar="B,HQ,HKV,SQ,SK,D[,causal]", action="append",
+                    help="just run attnprof::flash_attention_backward 5 times at this shape, on random out "
+                         "and lse = 0 (for ncu and compute-sanitizer; any GQA ratio or seq_q != seq_k)")
     args = ap.parse_args()
     names = [n for n in args.variant_names.split(",") if n]
     if args.build_variants:
-        build_variants(Path(args.build_variants), names)
+        build_variants(Path(args.build_variants), names, Path(args.src))
         return 0
 
     torch.ops.load_library(args.lib)
@@ -228,13 +233,19 @@ def main():
             if so.exists():
                 torch.ops.load_library(str(so))
                 variant_ops[n] = getattr(torch.ops, f"attnprof_bwd_{n}").flash_attention_backward
-    if args.only_ours:
-        b, h, s, d = (int(x) for x in args.only_ours.split("x"))
-        q, k, v, dout = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
-        out, lse = torch.ops.attnprof.flash_attention(q, k, v, False, 1 / math.sqrt(d))
+    for shape in args.only_ours or []:
+        fields = shape.split(",")
+        b, hq, hkv, sq, sk, d = (int(x) for x in fields[:6])
+        causal = fields[6:] == ["causal"]
+        opts = dict(device="cuda", dtype=torch.bfloat16)
+        q, out, dout = (torch.randn(b, hq, sq, d, **opts) for _ in range(3))
+        k, v = (torch.randn(b, hkv, sk, d, **opts) for _ in range(2))
+        lse = torch.zeros(b, hq, sq, device="cuda")
         for _ in range(5):
-            torch.ops.attnprof.flash_attention_backward(dout, q, k, v, out, lse, False, 1 / math.sqrt(d))
+            torch.ops.attnprof.flash_attention_backward(dout, q, k, v, out, lse, causal, 1 / math.sqrt(d))
         torch.cuda.synchronize()
+        print(f"ran flash_attention_backward 5x at {shape}", flush=True)
+    if args.only_ours:
         return 0
     profile_backward()
     rows = []

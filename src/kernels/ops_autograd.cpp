@@ -51,6 +51,9 @@ struct FlashAttentionFunction : torch::autograd::Function<FlashAttentionFunction
     ctx->saved_data["causal"] = causal;
     ctx->saved_data["scale"] = scale;
     ctx->mark_non_differentiable({lse});
+    // lse has no gradient: without this autograd would hand backward a zero
+    // tensor for it (one fill kernel per backward, seen in the profile).
+    ctx->set_materialize_grads(false);
     return {out, lse};
   }
 

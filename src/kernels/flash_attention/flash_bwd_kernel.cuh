@@ -292,8 +292,14 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
     }
     advance(h_next, mb_next);
   };
+  // Two steps in flight from the start: each step's tiles are waited for one
+  // step after they were issued (see the barrier in the loop).
   if (n_iters > 0) load_next(0);
+  cp_async_commit();  // with K and V
+  if (n_iters > 1) load_next(1);
   cp_async_commit();
+  cp_async_wait<1>();  // K, V and step 0 have landed
+  __syncthreads();
 
   float acc_dk[kKT][kDTiles][4];
   float acc_dv[kKT][kDTiles][4];
@@ -320,13 +326,13 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   const float scale_log2 = p.scale * kBwdLog2e;
   const int q_col = wm * kWarpQ + (lane % 4) * 2;  // this thread's first Sᵀ column in the block
 
+  // One barrier per step, between dSᵀ and dQ. The dSᵀ tile is double-buffered
+  // like the Q/dO stages, so a warp that finished step it's dQ may start step
+  // it + 1 while others are still reading dSᵀ(it); it cannot reach dSᵀ(it + 2)
+  // (the same buffer) before every warp has passed the barrier of step it + 1,
+  // that is, finished dQ(it).
   for (int it = 0; it < n_iters; ++it) {
     const int st = it & 1;
-    cp_async_wait<0>();
-    __syncthreads();  // step it visible to all; every warp is done with step it − 1
-    if (it + 1 < n_iters) load_next(st ^ 1);
-    cp_async_commit();
-
     const int m0 = mb * kBM;
     const uint32_t q_st = sQ + st * Traits::kQTileBytes;
     const uint32_t do_st = sDo + st * Traits::kQTileBytes;
@@ -402,7 +408,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
           d[0] = pack2<Element>(p0.x * (acc_dp[kt][t][0] - dsum.x), p0.y * (acc_dp[kt][t][1] - dsum.y));
           d[1] = pack2<Element>(p1.x * (acc_dp[kt][t][2] - dsum.x), p1.y * (acc_dp[kt][t][3] - dsum.y));
           // Row g and g + 8 of dSᵀ, columns 8·tq + 2·(lane % 4) + {0, 1}.
-          const uint32_t at = ds_st + kt * 16 * kDsRS + tq * 16;
+          const uint32_t at = ds_st + st * Traits::kDsTileBytes + kt * 16 * kDsRS + tq * 16;
           st_shared_b32(at, d[0]);
           st_shared_b32(at + 8 * kDsRS, d[1]);
         }
@@ -410,7 +416,12 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
       mma_a_regs_b_smem_t<Element, kKT, kDTiles, kPartQT / 2, kRS>(acc_dk, da,
                                                                    q_st + qdo_bt + part * (kPartQT / 2) * 16 * kRS);
     }
-    __syncthreads();  // dSᵀ complete
+    cp_async_wait<0>();  // step it + 1 has landed (this thread's copies)
+    // dSᵀ(it) complete; step it + 1 visible to all; every warp is done with
+    // stage st (Q, dO, lse, D of step it), which step it + 2 now refills.
+    __syncthreads();
+    if (it + 2 < n_iters) load_next(st);
+    cp_async_commit();
 
     // dQ (this warp's kDqRows x kDqCols) = dS·K over the block's keys, added
     // to the fp32 workspace (scale applied in the conversion kernel).
@@ -420,8 +431,8 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
     // 4 k16 steps unrolled at a time, not all 8: with all of them in one block
     // ptxas hoisted every step's fragments ahead and spilled at 255 registers
     // (4-24 bytes per kernel); 4 at a time: no spills.
-    mma_a_smem_b_smem<Element, kDqMT, kDqNT, kBN / 16, true, 32, 16 * kDsRS, true, 16, 16 * kRS, 4>(acc_dq, ds_at,
-                                                                                                  k_bt);
+    mma_a_smem_b_smem<Element, kDqMT, kDqNT, kBN / 16, true, 32, 16 * kDsRS, true, 16, 16 * kRS, 4>(
+        acc_dq, ds_at + st * Traits::kDsTileBytes, k_bt);
     float* dq_acc = p.dq_accum +
                     ((static_cast<int64_t>(b) * p.heads_q + h) * p.seqlen_q_pad + m0 + dm * Traits::kDqRows + g) * kD +
                     dd * Traits::kDqCols + (lane % 4) * 2;

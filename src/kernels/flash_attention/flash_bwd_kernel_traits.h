@@ -66,7 +66,7 @@ struct BwdKernelTraits {
   static constexpr int kSmemQ = kSmemV + kKTileBytes;
   static constexpr int kSmemDo = kSmemQ + kStages * kQTileBytes;
   static constexpr int kSmemDs = kSmemDo + kStages * kQTileBytes;
-  static constexpr int kSmemLse = kSmemDs + kDsTileBytes;
+  static constexpr int kSmemLse = kSmemDs + kStages * kDsTileBytes;  // dSᵀ double-buffered too
   static constexpr int kSmemDsum = kSmemLse + kStages * kRowVecBytes;
   static constexpr int kSmemBytes = kSmemDsum + kStages * kRowVecBytes;
   // kWarpsM > 1: the partial dK/dV sums of warps wm >= 1 are added through the
