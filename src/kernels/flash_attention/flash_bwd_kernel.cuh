@@ -330,7 +330,9 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   // like the Q/dO stages, so a warp that finished step it's dQ may start step
   // it + 1 while others are still reading dSᵀ(it); it cannot reach dSᵀ(it + 2)
   // (the same buffer) before every warp has passed the barrier of step it + 1,
-  // that is, finished dQ(it).
+  // that is, finished dQ(it). Against two barriers per step (the first
+  // version) it measured 4% faster at d128 (5.51 -> 5.29 ms at 4x16x4096x128
+  // full, H200), no change at d64.
   for (int it = 0; it < n_iters; ++it) {
     const int st = it & 1;
     const int m0 = mb * kBM;

@@ -93,7 +93,23 @@ struct BwdKernelTraits {
 
 // Per-head-dim configurations. The ATTNPROF_FLASH_BWD_* macros exist so
 // alternatives can be built and timed without editing this file (one macro per
-// parameter: nvcc splits -D values at commas).
+// parameter: nvcc splits -D values at commas; scripts/bench_backward.py
+// --build-variants). Measured on the H200, bf16, op time (CUDA-event medians,
+// 2026-11-30, two runs):
+// d64: BLOCK_M 64, BLOCK_N 128, 4x2 warps (32 keys x 32 queries each), 2
+//   query slices, 8 warps per SM at 251-253 registers: 268-270 us causal /
+//   430-432 full at 8x16x1024x64. 8x1 warps (16 keys each): 279 / 458.
+//   BLOCK_N 64 with 4 warps and 3 blocks per SM (168 registers): 254-258 /
+//   440-447, but its fp16 kernels spill 4-16 bytes at that register cap.
+// d128: BLOCK_M 64, BLOCK_N 128, 8x1 warps (16 keys each; dK and dV alone take
+//   128 registers), 1 query slice, 8 warps per SM at 254 registers: 2756 us
+//   causal / 5290 full at 4x16x4096x128. 2 slices: 4% slower (5731 vs 5513
+//   full in the same run) and fp16 spilled. BLOCK_N 64 with 4 warps spilled
+//   64-68 bytes (its 64x128 dQ tile takes 64 registers per thread); BLOCK_M
+//   128 is over the shared-memory limit. ncu at 4x16x4096x128 full: shared
+//   memory (L1) pipe 77-80% busy, tensor pipe 41%, 9.2 cycles per issued
+//   instruction with 2 warps per scheduler: bound by shared-memory traffic,
+//   every warp reads whole Q and dO tiles as B operands.
 #ifndef ATTNPROF_FLASH_BWD_D64_BLOCK_M
 #define ATTNPROF_FLASH_BWD_D64_BLOCK_M 64
 #endif
