@@ -1,76 +1,203 @@
 #!/usr/bin/env python3
-"""Time our CUDA kernels against every SDPA backend through attnprof itself.
+"""Time attention variants through attnprof itself, suite by suite.
 
-Each point runs `attnprof --variant V ... --timing-iters N`, whose summary holds the
-unprofiled CUDA-event median (back-to-back forwards, input sets rotated when they
-fit in L2). Prints TFLOP/s (4*B*H*S^2*D, half for causal) and the ratio to the
-fastest SDPA backend at that point; the score-matrix pipelines (inplace,
-custom-softmax) are compared with inplace. Run after the build (scripts/gpu_check.sh).
+Each point runs `attnprof --variant V ... --timing-iters N` and reads its
+summary: the unprofiled CUDA-event median of back-to-back steps (input sets
+rotated when they fit in L2), the profiled GPU time, and the wall time of the
+whole command. TFLOP/s use attnprof's own FLOP count (4*B*Hq*pairs*D, causal
+counting the visible part; the backward 2.5x the forward). Prints one Markdown
+table per suite, ratios against the named baseline of the same run.
 
-  python3 scripts/bench_kernels.py [--attnprof build/attnprof] [--iters 100] [--markdown out.md]
+Suites:
+  forward   custom-flash, custom-flash-sm90 and every SDPA backend at
+            8x16x1024x64, 4x16x4096x128, 4x16x8192x128, 1x16x16384x128,
+            causal and full (issue 14's shapes; ratio to sdpa-cudnn);
+            custom-softmax vs inplace at 4x16x4096x128.
+  shapes    decode (8 x 32q/8kv x 1 x {4096, 32768, 131072} x 128), chunked
+            prefill (1 x 32/8, 512 queries x {8192, 32768} keys), GQA prefill
+            (4 x 32/8 x 4096 x 128): time, K+V bandwidth against a
+            device-to-device copy measured in the same run (issue 12).
+  backward  bwd and fwd+bwd of every variant at 8x16x1024x64 and
+            4x16x4096x128, causal and full; the fused ones also at
+            1x16x16384x128 (issue 13; ratio to sdpa-flash).
+
+  python3 scripts/bench_kernels.py [--attnprof build/attnprof] [--suite forward,shapes,backward]
+                                   [--iters 100] [--markdown out.md] [--json out.json]
 """
 import argparse
+import glob
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import time
 
 SDPA = ["sdpa-flash", "sdpa-cudnn", "sdpa-efficient"]
-SHAPES = [(8, 16, 1024, 64), (4, 16, 4096, 128), (1, 16, 16384, 128)]
+FUSED = ["custom-flash", "custom-flash-sm90"] + SDPA
+ALL = ["naive", "inplace", "sdpa-math"] + SDPA + ["sdpa-auto", "custom-softmax", "custom-flash", "custom-flash-sm90"]
 
 
-def run_point(exe, variant, shape, causal, iters, out):
-    b, h, s, d = shape
-    cmd = [exe, "--variant", variant, "--batch", str(b), "--heads", str(h), "--seq", str(s), "--head-dim", str(d),
-           "--dtype", "bf16", "--timing-iters", str(iters), "--out", out, "--row-limit", "1",
+def run_point(exe, out_root, variant, b, hq, hkv, sq, skv, d, causal, pass_="fwd", iters=100):
+    out = tempfile.mkdtemp(prefix="pt_", dir=out_root)
+    cmd = [exe, "--variant", variant, "--batch", str(b), "--heads", str(hq), "--kv-heads", str(hkv),
+           "--seq-q", str(sq), "--seq-kv", str(skv), "--head-dim", str(d), "--dtype", "bf16", "--pass", pass_,
+           "--timing-iters", str(iters), "--out", out, "--row-limit", "1",
            "--causal" if causal else "--no-causal"]
+    t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    point = {"variant": variant, "shape": f"{b}x{hq}" + (f"/{hkv}" if hkv != hq else "") +
+             (f"x{sq}" if sq == skv else f"x{sq}/{skv}") + f"x{d}",
+             "mask": "causal" if causal else "full", "pass": pass_, "wall_s": wall}
     if p.returncode != 0:
-        return None, (p.stderr.strip().splitlines() or ["?"])[-1]
-    with open(os.path.join(out, variant, f"{b}_{h}_{s}_{d}_bf16.summary.json")) as fh:
-        summ = json.load(fh)
-    return summ["headline"]["gpu_time_median_us"], summ["problem"]["flops"]
+        point["skipped"] = (p.stderr.strip().splitlines() or ["?"])[-1][:160]
+        return point
+    (path,) = glob.glob(os.path.join(out, variant, "*.summary.json"))
+    with open(path) as fh:
+        s = json.load(fh)
+    h = s["headline"]
+    point["median_us"] = h.get("gpu_time_median_us")
+    point["profiled_us"] = sum(sc["cuda_time_avg_us"] for sc in h["scopes"])
+    point["flops"] = s["problem"]["flops"]
+    point["kernels"] = sum(sc["kernels_per_call"] for sc in h["scopes"])
+    point["facts"] = s["facts"]
+    if point["median_us"]:
+        point["tflops"] = point["flops"] / (point["median_us"] * 1e-6) / 1e12
+    return point
+
+
+def copy_ceiling_gbs():
+    """Device-to-device copy of 2 GiB, bytes read + written over time (median of 10)."""
+    try:
+        import torch
+    except Exception:
+        return None
+    x = torch.empty(1 << 30, dtype=torch.float16, device="cuda")
+    y = torch.empty_like(x)
+    for _ in range(3):
+        y.copy_(x)
+    times = []
+    for _ in range(10):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        y.copy_(x)
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e-3)
+    times.sort()
+    return 2 * x.numel() * x.element_size() / times[len(times) // 2] / 1e9
+
+
+def fmt(v, spec):
+    return format(v, spec) if v is not None else ""
+
+
+def table(rows, head, cells):
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cells(r)) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def ratio_to(points, baseline):
+    base = {(p["shape"], p["mask"], p["pass"]): p.get("median_us") for p in points if p["variant"] == baseline}
+    for p in points:
+        b = base.get((p["shape"], p["mask"], p["pass"]))
+        p["vs"] = b / p["median_us"] if b and p.get("median_us") else None
+    return points
+
+
+def cells(p):
+    if "skipped" in p:
+        return [p["shape"], p["mask"], p["pass"], p["variant"], "skipped", "", "", "", f"{p['wall_s']:.1f}", p["skipped"]]
+    return [p["shape"], p["mask"], p["pass"], p["variant"], fmt(p["median_us"], ".1f"), fmt(p["profiled_us"], ".1f"),
+            fmt(p.get("tflops"), ".0f"), fmt(p.get("vs"), ".2f"), f"{p['wall_s']:.1f}",
+            "; ".join(f"{k}: {v}" for k, v in p["facts"].items())[:120]]
+
+
+HEAD = ["shape", "mask", "pass", "variant", "event median (µs)", "profiled (µs)", "TFLOP/s", "vs {base}",
+        "wall (s)", "facts / reason"]
+
+
+def forward_suite(exe, tmp, iters):
+    pts = []
+    for (b, h, s, d) in [(8, 16, 1024, 64), (4, 16, 4096, 128), (4, 16, 8192, 128), (1, 16, 16384, 128)]:
+        for causal in (True, False):
+            for v in FUSED:
+                pts.append(run_point(exe, tmp, v, b, h, h, s, s, d, causal, iters=iters))
+    ratio_to(pts, "sdpa-cudnn")
+    sm = [run_point(exe, tmp, v, 4, 16, 16, 4096, 4096, 128, True, iters=max(10, iters // 10))
+          for v in ["inplace", "custom-softmax"]]
+    ratio_to(sm, "inplace")
+    return [("forward: fused kernels (ratio to sdpa-cudnn)", pts, "sdpa-cudnn"),
+            ("forward: the unfused pipeline (ratio to inplace)", sm, "inplace")]
+
+
+def shapes_suite(exe, tmp, iters):
+    ceiling = copy_ceiling_gbs()
+    decode = []
+    for skv in (4096, 32768, 131072):
+        for v in ["custom-flash", "custom-flash-sm90"] + SDPA + ["sdpa-math"]:
+            p = run_point(exe, tmp, v, 8, 32, 8, 1, skv, 128, True, iters=iters)
+            if p.get("median_us"):
+                kv_bytes = 2 * 8 * 8 * skv * 128 * 2
+                p["gbs"] = kv_bytes / (p["median_us"] * 1e-6) / 1e9
+                p["pct_copy"] = 100 * p["gbs"] / ceiling if ceiling else None
+            decode.append(p)
+    ratio_to(decode, "sdpa-flash")
+    prefill = []
+    for (b, sq, skv) in [(1, 512, 8192), (1, 512, 32768), (4, 4096, 4096)]:
+        for causal in ((True,) if sq != skv else (True, False)):
+            for v in ["custom-flash", "custom-flash-sm90"] + SDPA:
+                prefill.append(run_point(exe, tmp, v, b, 32, 8, sq, skv, 128, causal, iters=iters))
+    ratio_to(prefill, "sdpa-flash")
+    return [(f"decode: K+V bandwidth (copy ceiling {fmt(ceiling, '.0f')} GB/s in this run; ratio to sdpa-flash)",
+             decode, "sdpa-flash"),
+            ("chunked and GQA prefill (ratio to sdpa-flash)", prefill, "sdpa-flash")]
+
+
+def backward_suite(exe, tmp, iters):
+    pts = []
+    for (b, h, s, d), variants in [((8, 16, 1024, 64), ALL), ((4, 16, 4096, 128), ALL),
+                                   ((1, 16, 16384, 128), FUSED)]:
+        for causal in (True, False):
+            for pass_ in ("bwd", "fwd+bwd"):
+                for v in variants:
+                    slow = v in ("naive", "inplace", "sdpa-math", "custom-softmax") and s >= 4096
+                    pts.append(run_point(exe, tmp, v, b, h, h, s, s, d, causal, pass_,
+                                         iters=max(10, iters // 10) if slow else iters))
+    ratio_to(pts, "sdpa-flash")
+    return [("backward (ratio to sdpa-flash)", pts, "sdpa-flash")]
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--attnprof", default="build/attnprof")
+    ap.add_argument("--suite", default="forward,shapes,backward")
     ap.add_argument("--iters", type=int, default=100)
     ap.add_argument("--markdown")
+    ap.add_argument("--json")
     args = ap.parse_args()
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="attnprof_bench_") as out:
-        for shape in SHAPES:
-            for causal in (True, False):
-                times = {}
-                for v in SDPA + ["custom-flash"]:
-                    t, flops = run_point(args.attnprof, v, shape, causal, args.iters, out)
-                    times[v] = (t, flops)
-                best = min((t for v, (t, _) in times.items() if v in SDPA and t), default=None)
-                for v, (t, flops) in times.items():
-                    if t is None:
-                        rows.append((shape, causal, v, "skipped", "", "", flops))
-                        continue
-                    rows.append((shape, causal, v, f"{t:.1f}", f"{flops / (t * 1e-6) / 1e12:.1f}",
-                                 f"{best / t:.2f}" if best else "", ""))
-        shape = (4, 16, 4096, 128)
-        base = None
-        for v in ["inplace", "custom-softmax"]:
-            t, flops = run_point(args.attnprof, v, shape, True, max(10, args.iters // 10), out)
-            if t is None:
-                rows.append((shape, True, v, "skipped", "", "", flops))
-                continue
-            base = base or t
-            rows.append((shape, True, v, f"{t:.1f}", f"{flops / (t * 1e-6) / 1e12:.1f}", f"{base / t:.2f} vs inplace", ""))
-    head = "| shape | mask | variant | GPU time median (µs) | TFLOP/s | vs fastest SDPA |\n|---|---|---|---|---|---|"
-    lines = [head] + [f"| {'x'.join(map(str, r[0]))} | {'causal' if r[1] else 'full'} | {r[2]} | {r[3]} | {r[4]} | "
-                      f"{r[5] if r[3] != 'skipped' else r[6]} |" for r in rows]
-    text = "\n".join(lines)
+    suites = {"forward": forward_suite, "shapes": shapes_suite, "backward": backward_suite}
+    out, raw = [], {}
+    with tempfile.TemporaryDirectory(prefix="attnprof_bench_") as tmp:
+        for name in args.suite.split(","):
+            for title, pts, base in suites[name](args.attnprof, tmp, args.iters):
+                raw[title] = pts
+                head = [h.format(base=base) for h in HEAD]
+                text = table(pts, head, cells)
+                if any("gbs" in p for p in pts):
+                    text = table(pts, head + ["GB/s", "% of copy"],
+                                 lambda p: cells(p) + [fmt(p.get("gbs"), ".0f"), fmt(p.get("pct_copy"), ".0f")])
+                out.append(f"### {title}\n\n{text}\n")
+                print(out[-1], flush=True)
     if args.markdown:
         with open(args.markdown, "w") as fh:
-            fh.write(text + "\n")
-    print(text)
+            fh.write("\n".join(out))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(raw, fh, indent=1)
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """Cross-check attnprof against Python's torch.profiler on the same workload.
 
-For each variant and shape, the same forward runs under torch.profiler (schedule
-wait=1, warmup=1, active=3, record_function("attn_fwd")) and through attnprof
-(its summary.json). Compared: kernels per forward (count and names), op names
-and call counts of key_averages, forward GPU time avg (5%), Self CUDA per op
-(5%, for ops holding at least 2% of the device time) and forward CPU time avg
+For each variant and shape, the same pass runs under torch.profiler (schedule
+wait=1, warmup=1, active=3; the forward in record_function("attn_fwd"), the
+backward -- loss.backward() of a forward run outside the scope -- in
+record_function("attn_bwd")) and through attnprof (its summary.json).
+Compared per measured scope: kernels per call (count and names), GPU time avg
+(5%); for the run: op names and call counts of key_averages, Self CUDA per op
+(5%, for ops holding at least 2% of the device time) and CPU time avg
 (reported side by side; C++ should be lower). Exits 1 on a mismatch beyond
 tolerance, 77 when torch is not importable (ctest treats that as a skip).
 
-  python3 scripts/crosscheck.py --attnprof build/attnprof [--device cuda] \
+  python3 scripts/crosscheck.py --attnprof build/attnprof [--device cuda] [--pass fwd|bwd|fwd+bwd] \
       [--shapes 8x16x1024x64,4x16x4096x128] [--variants naive,inplace,...]
 """
 import argparse
@@ -44,7 +46,8 @@ PYTHON_ONLY = {}
 # GPU-side user annotations measure the span from the first to the last kernel of
 # a scope, idle gaps included; C++ launches faster, so its gaps (and spans) are
 # shorter. They are reported, not compared.
-ANNOTATIONS = {"attn_fwd", "ProfilerStep*"}
+ANNOTATIONS = {"attn_fwd", "attn_bwd", "ProfilerStep*"}
+SCOPES = {"fwd": ["attn_fwd"], "bwd": ["attn_bwd"], "fwd+bwd": ["attn_fwd", "attn_bwd"]}
 # Ops whose call counts legitimately differ, and why. A difference is explained
 # only when C++'s count is exactly `factor` times Python's.
 COUNT_EXPLAINED = {}
@@ -80,76 +83,109 @@ def python_forward(variant, q, k, v, causal):
     return f
 
 
-def python_profile(variant, shape, dtype, device, causal, warmup_iters=3):
+def python_profile(variant, shape, dtype, device, causal, pass_="fwd", warmup_iters=3):
     b, h, s, d = shape
     g = torch.Generator(device=device).manual_seed(0)
     q, k, v = (torch.randn(b, h, s, d, dtype=DTYPES[dtype], device=device, generator=g) for _ in range(3))
+    grad_out = torch.randn(b, h, s, d, dtype=DTYPES[dtype], device=device, generator=g)
+    backward = pass_ != "fwd"
+    if backward:
+        for t in (q, k, v):
+            t.requires_grad_(True)
     f = python_forward(variant, q, k, v, causal)
     on_cuda = device.startswith("cuda")
     sync = torch.cuda.synchronize if on_cuda else (lambda: None)
-    with torch.no_grad():
-        for _ in range(warmup_iters):
-            f()
-        sync()
-        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_cuda else [])
-        with profile(activities=acts, schedule=schedule(wait=1, warmup=1, active=3)) as prof:
-            for _ in range(5):
-                with record_function("attn_fwd"):
+
+    def step(scoped):
+        if not backward:
+            with torch.no_grad():
+                if scoped:
+                    with record_function("attn_fwd"):
+                        f()
+                else:
                     f()
-                sync()
-                prof.step()
+            return
+        for t in (q, k, v):
+            t.grad = None
+        if scoped and pass_ == "fwd+bwd":
+            with record_function("attn_fwd"):
+                out = f()
+        else:
+            out = f()
+        if scoped:
+            with record_function("attn_bwd"):
+                out.backward(grad_out)
+        else:
+            out.backward(grad_out)
+
+    for _ in range(warmup_iters):
+        step(False)
+    sync()
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_cuda else [])
+    with profile(activities=acts, schedule=schedule(wait=1, warmup=1, active=3)) as prof:
+        for _ in range(5):
+            step(True)
+            sync()
+            prof.step()
     events = prof.events()
-    fwds = [e for e in events if e.name == "attn_fwd" and e.device_type == DeviceType.CPU]
-    kernel_names = []
+
     def walk(e, out):
         out.extend(kinfo.name for kinfo in e.kernels)
         for c in e.cpu_children:
             walk(c, out)
-    per_fwd = []
-    for e in fwds:
-        names = []
-        walk(e, names)
-        per_fwd.append(names)
-    kernel_names = per_fwd[0] if per_fwd else []
+
+    scopes = {}
+    for scope in SCOPES[pass_]:
+        calls = [e for e in events if e.name == scope and e.device_type == DeviceType.CPU]
+        per_call = []
+        for e in calls:
+            names = []
+            walk(e, names)
+            per_call.append(names)
+        n = max(len(calls), 1)
+        scopes[scope] = {
+            "kernels_per_call": sum(len(x) for x in per_call) / max(len(per_call), 1),
+            "kernels": per_call[0] if per_call else [],
+            "cuda_avg_us": sum(e.device_time_total for e in calls) / n,
+            "cpu_avg_us": sum(e.cpu_time_total for e in calls) / n,
+        }
     rows = {}
     for r in prof.key_averages():
         dev = "cuda" if r.device_type != DeviceType.CPU else "cpu"
         rows[(r.key, dev)] = {"count": r.count, "self_cuda_us": r.self_device_time_total,
                               "cuda_total_us": r.device_time_total, "cpu_total_us": r.cpu_time_total}
     fwd_row = rows.get(("attn_fwd", "cpu"), {"count": 0})
-    n = max(fwd_row["count"], 1)
-    return {
-        "kernels_per_forward": sum(len(x) for x in per_fwd) / max(len(per_fwd), 1),
-        "kernels": kernel_names,
-        "rows": rows,
-        "fwd_cuda_avg_us": fwd_row.get("cuda_total_us", 0.0) / n,
-        "fwd_cpu_avg_us": fwd_row.get("cpu_total_us", 0.0) / n,
-    }
+    return {"scopes": scopes, "rows": rows}
 
 
-def attnprof_profile(exe, variant, shape, dtype, device, causal, out_dir):
+def attnprof_profile(exe, variant, shape, dtype, device, causal, out_dir, pass_="fwd"):
     b, h, s, d = shape
     cmd = [exe, "--variant", variant, "--dtype", dtype, "--device", device, "--batch", str(b), "--heads", str(h),
            "--seq", str(s), "--head-dim", str(d), "--out", out_dir, "--timing-iters", "0", "--no-gzip",
-           "--causal" if causal else "--no-causal"]
+           "--pass", pass_, "--causal" if causal else "--no-causal"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode == 3:
         return None, p.stderr.strip().splitlines()[-1]
     if p.returncode != 0:
         raise RuntimeError(f"attnprof failed ({p.returncode}): {p.stderr.strip()}")
-    stem = f"{b}_{h}_{s}_{d}_{dtype}"
+    stem = f"{b}_{h}_{s}_{d}_{dtype}_{'causal' if causal else 'full'}" + {"fwd": "", "bwd": "_bwd", "fwd+bwd": "_fwdbwd"}[pass_]
     with open(os.path.join(out_dir, variant, stem + ".summary.json")) as fh:
         summ = json.load(fh)
     rows = {(r["name"], r["device"]): r for r in summ["ops"]}
-    hl = summ["headline"]
+    on_cuda = summ["problem"]["device"].startswith("cuda")
+    scopes = {}
+    for sc in summ["headline"]["scopes"]:
+        scopes[sc["scope"]] = {
+            "kernels_per_call": sc["kernels_per_call"] if on_cuda else 0.0,
+            "kernels": [k["name"] for k in sc["kernels"] for _ in range(round(k["count_per_call"]))],
+            "cuda_avg_us": sc["cuda_time_avg_us"] if on_cuda else 0.0,
+            "cpu_avg_us": sc["cpu_time_avg_us"],
+        }
     return {
-        "kernels_per_forward": hl["kernels_per_forward"] or 0.0,
-        "kernels": [k["name"] for k in hl["kernels"] for _ in range(k["count"])],
+        "scopes": scopes,
         "rows": {key: {"count": r["count"], "self_cuda_us": r["self_cuda_time_total_us"],
                        "cuda_total_us": r["cuda_time_total_us"], "cpu_total_us": r["cpu_time_total_us"]}
                  for key, r in rows.items()},
-        "fwd_cuda_avg_us": hl["forward_cuda_time_avg_us"] or 0.0,
-        "fwd_cpu_avg_us": hl["forward_cpu_time_avg_us"],
     }, None
 
 
@@ -162,16 +198,20 @@ def compare(variant, shape, py, cc, on_cuda, tol):
     def row(what, cval, pval, verdict):
         lines.append(f"  {what:<34} {cval:>18} {pval:>18}  {verdict}")
     lines.append(f"  {'':<34} {'attnprof (C++)':>18} {'torch.profiler':>18}")
-    kc, kp = cc["kernels_per_forward"], py["kernels_per_forward"]
-    same_names = Counter(cc["kernels"]) == Counter(py["kernels"])
-    ok = kc == kp and same_names
-    row("kernels per forward", f"{kc:g}", f"{kp:g}", "ok" if ok else "MISMATCH")
-    if not ok:
-        failures.append("kernels per forward / names differ")
-        c_count, p_count = Counter(cc["kernels"]), Counter(py["kernels"])
-        for name in sorted(set(c_count) | set(p_count)):
-            if c_count[name] != p_count[name]:
-                lines.append(f"      first forward: C++ {c_count[name]} x, Python {p_count[name]} x: {name[:100]}")
+    for scope in sorted(set(cc["scopes"]) | set(py["scopes"])):
+        if scope not in cc["scopes"] or scope not in py["scopes"]:
+            failures.append(f"scope {scope} is missing on one side")
+            continue
+        c, p = cc["scopes"][scope], py["scopes"][scope]
+        kc, kp = c["kernels_per_call"], p["kernels_per_call"]
+        ok = kc == kp and Counter(c["kernels"]) == Counter(p["kernels"])
+        row(f"kernels per call of {scope}", f"{kc:g}", f"{kp:g}", "ok" if ok else "MISMATCH")
+        if not ok:
+            failures.append(f"kernels per {scope} / names differ")
+            c_count, p_count = Counter(c["kernels"]), Counter(p["kernels"])
+            for name in sorted(set(c_count) | set(p_count)):
+                if c_count[name] != p_count[name]:
+                    lines.append(f"      per call: C++ {c_count[name]} x, Python {p_count[name]} x: {name[:100]}")
     keys_c = {k: v["count"] for k, v in cc["rows"].items()}
     keys_p = {k: v["count"] for k, v in py["rows"].items()}
     only_p = sorted(set(keys_p) - set(keys_c))
@@ -196,13 +236,15 @@ def compare(variant, shape, py, cc, on_cuda, tol):
                      f"{COUNT_EXPLAINED[k[0]][1]}")
     if not ok:
         failures.append("op names / call counts differ")
+    common = [sc for sc in cc["scopes"] if sc in py["scopes"]]
     if on_cuda:
-        gc, gp = cc["fwd_cuda_avg_us"], py["fwd_cuda_avg_us"]
-        d = pct(gc, gp)
-        ok = abs(d) <= tol * 100
-        row("forward GPU time avg (us)", f"{gc:.1f}", f"{gp:.1f}", f"{d:+.1f}% {'ok' if ok else 'BEYOND TOLERANCE'}")
-        if not ok:
-            failures.append(f"forward GPU time differs by {d:+.1f}%")
+        for scope in common:
+            gc, gp = cc["scopes"][scope]["cuda_avg_us"], py["scopes"][scope]["cuda_avg_us"]
+            d = pct(gc, gp)
+            ok = abs(d) <= tol * 100
+            row(f"{scope} GPU time avg (us)", f"{gc:.1f}", f"{gp:.1f}", f"{d:+.1f}% {'ok' if ok else 'BEYOND TOLERANCE'}")
+            if not ok:
+                failures.append(f"{scope} GPU time differs by {d:+.1f}%")
         total = sum(v["self_cuda_us"] for k, v in py["rows"].items() if k[1] == "cuda")
         worst = 0.0
         for k in set(keys_c) & set(keys_p):
@@ -216,14 +258,16 @@ def compare(variant, shape, py, cc, on_cuda, tol):
                 if abs(dd) > tol * 100:
                     failures.append(f"Self CUDA of {k[0][:60]} differs by {dd:+.1f}%")
         row("Self CUDA per op, worst (ops >=2%)", "", "", f"{worst:+.1f}% {'ok' if abs(worst) <= tol * 100 else 'BEYOND TOLERANCE'}")
-        span = ("attn_fwd", "cuda")
-        if span in cc["rows"] and span in py["rows"]:
-            n = max(cc["rows"][span]["count"], 1)
-            sc, sp = cc["rows"][span]["self_cuda_us"] / n, py["rows"][span]["self_cuda_us"] / n
-            row("attn_fwd GPU span avg (us, info)", f"{sc:.1f}", f"{sp:.1f}", f"{pct(sc, sp):+.1f}% (gaps included)")
-    cc_cpu, py_cpu = cc["fwd_cpu_avg_us"], py["fwd_cpu_avg_us"]
-    ratio = cc_cpu / py_cpu if py_cpu else float("nan")
-    row("forward CPU time avg (us)", f"{cc_cpu:.1f}", f"{py_cpu:.1f}", f"C++/Python = {ratio:.2f}")
+        for scope in common:
+            span = (scope, "cuda")
+            if span in cc["rows"] and span in py["rows"]:
+                n = max(cc["rows"][span]["count"], 1)
+                sc, sp = cc["rows"][span]["self_cuda_us"] / n, py["rows"][span]["self_cuda_us"] / n
+                row(f"{scope} GPU span avg (us, info)", f"{sc:.1f}", f"{sp:.1f}", f"{pct(sc, sp):+.1f}% (gaps included)")
+    for scope in common:
+        cc_cpu, py_cpu = cc["scopes"][scope]["cpu_avg_us"], py["scopes"][scope]["cpu_avg_us"]
+        ratio = cc_cpu / py_cpu if py_cpu else float("nan")
+        row(f"{scope} CPU time avg (us)", f"{cc_cpu:.1f}", f"{py_cpu:.1f}", f"C++/Python = {ratio:.2f}")
     return lines, failures
 
 
@@ -235,24 +279,28 @@ def main():
     ap.add_argument("--dtype", default="bf16", choices=sorted(DTYPES))
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--no-causal", action="store_true")
+    ap.add_argument("--pass", dest="pass_", default="fwd",
+                    help="what each step runs: fwd, bwd, fwd+bwd, or a comma list")
     ap.add_argument("--tolerance", type=float, default=0.05)
     ap.add_argument("--report", help="also write the comparison as Markdown here")
     args = ap.parse_args()
     device = "cuda:0" if args.device == "cuda" else args.device
     on_cuda = device.startswith("cuda")
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
+    passes = args.pass_.split(",")
     failures_all, report = [], []
     with tempfile.TemporaryDirectory(prefix="attnprof_crosscheck_") as tmp:
-        for shape in shapes:
-            for variant in args.variants.split(","):
-                title = f"{variant} {'x'.join(map(str, shape))} {args.dtype} {'non-causal' if args.no_causal else 'causal'} on {device}"
-                cc, why = attnprof_profile(args.attnprof, variant, shape, args.dtype, device, not args.no_causal, tmp)
+        for shape, pass_, variant in ((s, p, v) for s in shapes for p in passes for v in args.variants.split(",")):
+                title = (f"{variant} {'x'.join(map(str, shape))} {args.dtype} "
+                         f"{'non-causal' if args.no_causal else 'causal'} {pass_} on {device}")
+                cc, why = attnprof_profile(args.attnprof, variant, shape, args.dtype, device, not args.no_causal, tmp,
+                                           pass_)
                 if cc is None:
                     msg = f"{title}: skipped ({why})"
                     print(msg)
                     report.append(msg)
                     continue
-                py = python_profile(variant, shape, args.dtype, device, not args.no_causal)
+                py = python_profile(variant, shape, args.dtype, device, not args.no_causal, pass_)
                 lines, failures = compare(variant, shape, py, cc, on_cuda, args.tolerance)
                 verdict = "PASS" if not failures else "FAIL: " + "; ".join(failures)
                 block = [f"{title}: {verdict}"] + lines

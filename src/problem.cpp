@@ -1,5 +1,6 @@
 #include "attnprof/problem.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace attnprof {
@@ -27,21 +28,118 @@ std::optional<DType> parse_dtype(const std::string& s) {
 
 int dtype_bytes(DType d) { return d == DType::FP32 ? 4 : 2; }
 
-double Problem::softmax_scale() const { return 1.0 / std::sqrt(static_cast<double>(head_dim)); }
-
-double Problem::flops() const {
-  const double full = 4.0 * double(batch) * double(heads) * double(seq) * double(seq) * double(head_dim);
-  return causal ? full / 2.0 : full;
+const char* mask_name(Mask m) {
+  switch (m) {
+    case Mask::none: return "full";
+    case Mask::causal_top_left: return "causal-top-left";
+    case Mask::causal_bottom_right: return "causal";
+  }
+  return "?";
 }
 
+std::optional<Mask> parse_mask(const std::string& s) {
+  if (s == "full" || s == "none") return Mask::none;
+  if (s == "causal" || s == "causal-bottom-right") return Mask::causal_bottom_right;
+  if (s == "causal-top-left") return Mask::causal_top_left;
+  return std::nullopt;
+}
+
+const char* pass_name(Pass p) {
+  switch (p) {
+    case Pass::fwd: return "fwd";
+    case Pass::bwd: return "bwd";
+    case Pass::fwd_bwd: return "fwd+bwd";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& pass_names() {
+  static const std::vector<std::string> names = {"fwd", "bwd", "fwd+bwd"};
+  return names;
+}
+
+std::optional<Pass> parse_pass(const std::string& s) {
+  if (s == "fwd") return Pass::fwd;
+  if (s == "bwd") return Pass::bwd;
+  if (s == "fwd+bwd" || s == "fwdbwd") return Pass::fwd_bwd;
+  return std::nullopt;
+}
+
+std::vector<std::string> pass_scopes(Pass p) {
+  switch (p) {
+    case Pass::fwd: return {kForwardScope};
+    case Pass::bwd: return {kBackwardScope};
+    case Pass::fwd_bwd: return {kForwardScope, kBackwardScope};
+  }
+  return {};
+}
+
+double pass_flop_factor(Pass p) {
+  switch (p) {
+    case Pass::fwd: return 1.0;
+    case Pass::bwd: return 2.5;
+    case Pass::fwd_bwd: return 3.5;
+  }
+  return 1.0;
+}
+
+Mask Problem::effective_mask() const {
+  return mask == Mask::causal_top_left && seq_q == seq_kv ? Mask::causal_bottom_right : mask;
+}
+
+double Problem::softmax_scale() const { return 1.0 / std::sqrt(static_cast<double>(head_dim)); }
+
+double Problem::visible_pairs() const {
+  const double q = double(seq_q), k = double(seq_kv);
+  switch (effective_mask()) {
+    case Mask::none:
+      return q * k;
+    case Mask::causal_bottom_right: {
+      // Query i sees i + 1 + (k - q) keys, clamped to [0, k]: the area of a
+      // triangle (square problems: q^2/2, the convention attnprof always used)
+      // above a rectangle of keys every query sees.
+      if (q <= k) return q * k - q * q / 2.0;
+      return k * k / 2.0;  // the first q - k queries see nothing
+    }
+    case Mask::causal_top_left:
+      return q <= k ? q * q / 2.0 : q * k - k * k / 2.0;
+  }
+  return q * k;
+}
+
+double Problem::forward_flops() const {
+  return 4.0 * double(batch) * double(heads_q) * visible_pairs() * double(head_dim);
+}
+
+double Problem::flops() const { return forward_flops() * pass_flop_factor(pass); }
+
+namespace {
+std::string pass_tag(Pass p) { return p == Pass::fwd_bwd ? "fwdbwd" : pass_name(p); }
+}  // namespace
+
 std::string Problem::file_stem() const {
-  return std::to_string(batch) + "_" + std::to_string(heads) + "_" + std::to_string(seq) + "_" +
-         std::to_string(head_dim) + "_" + dtype_name(dtype);
+  std::string s = std::to_string(batch) + "_" + std::to_string(heads_q) + "_" + std::to_string(seq_q) + "_" +
+                  std::to_string(head_dim) + "_" + dtype_name(dtype) + "_" + mask_name(effective_mask());
+  if (heads_kv != heads_q) s += "_hkv" + std::to_string(heads_kv);
+  if (seq_kv != seq_q) s += "_kv" + std::to_string(seq_kv);
+  if (pass != Pass::fwd) s += "_" + pass_tag(pass);
+  return s;
 }
 
 std::string Problem::shape_string() const {
-  return std::to_string(batch) + "x" + std::to_string(heads) + "x" + std::to_string(seq) + "x" +
-         std::to_string(head_dim);
+  std::string heads = std::to_string(heads_q);
+  if (heads_kv != heads_q) heads += "/" + std::to_string(heads_kv);
+  std::string seq = std::to_string(seq_q);
+  if (seq_kv != seq_q) seq += "/" + std::to_string(seq_kv);
+  return std::to_string(batch) + "x" + heads + "x" + seq + "x" + std::to_string(head_dim);
+}
+
+std::string Problem::config_string() const {
+  const Mask m = effective_mask();
+  std::string s = std::string(dtype_name(dtype)) + " " +
+                  (m == Mask::none ? "non-causal" : m == Mask::causal_top_left ? "causal (top-left)" : "causal");
+  if (pass != Pass::fwd) s += std::string(" ") + pass_name(pass);
+  return s;
 }
 
 }  // namespace attnprof

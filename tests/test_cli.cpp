@@ -83,9 +83,9 @@ TEST(Cli, RepeatedVariantFlagsAccumulate) {
   const Result r = run_cli(std::string(kTiny) + " --timing-iters 0 --variant naive --variant inplace,sdpa-math --out " + d);
   EXPECT_EQ(r.rc, 0) << r.err;
   for (const char* v : {"naive", "inplace", "sdpa-math"})
-    EXPECT_TRUE(path_exists(d + "/" + v + "/1_2_33_32_bf16.summary.json")) << v;
+    EXPECT_TRUE(path_exists(d + "/" + v + "/1_2_33_32_bf16_causal.summary.json")) << v;
   EXPECT_NE(r.out.find("At a glance"), std::string::npos);
-  EXPECT_TRUE(path_exists(d + "/compare/1_2_33_32_bf16.md"));
+  EXPECT_TRUE(path_exists(d + "/compare/1_2_33_32_bf16_causal.md"));
   remove_tree(d);
 }
 
@@ -121,7 +121,7 @@ TEST(Cli, RunWritesValidTraceTableAndSummary) {
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_NE(r.out.find("Self CPU time total"), std::string::npos);
     EXPECT_NE(r.out.find("Skipped (1)"), std::string::npos) << r.out;  // efficient has no CPU kernel
-    const std::string stem = d + "/naive/1_2_33_32_bf16";
+    const std::string stem = d + "/naive/1_2_33_32_bf16_causal";
     const std::string trace_path = stem + (gzip ? ".json.gz" : ".json");
     std::string text = attnprof::io::read_file(trace_path);
     if (gzip) text = attnprof::io::gzip_decompress(text);
@@ -136,7 +136,9 @@ TEST(Cli, RunWritesValidTraceTableAndSummary) {
     ASSERT_TRUE(trace.contains("attnprof"));
     const auto& meta = trace["attnprof"];
     EXPECT_EQ(meta["variant"], "naive");
-    EXPECT_EQ(meta["problem"]["seq"], 33);
+    EXPECT_EQ(meta["problem"]["seq_q"], 33);
+    EXPECT_EQ(meta["problem"]["seq_kv"], 33);
+    EXPECT_EQ(meta["problem"]["mask"], "causal");
     EXPECT_EQ(meta["problem"]["dtype"], "bf16");
     EXPECT_EQ(meta["device"], "cpu");
     EXPECT_FALSE(meta["torch_version"].get<std::string>().empty());
@@ -147,12 +149,40 @@ TEST(Cli, RunWritesValidTraceTableAndSummary) {
     const auto summary = nlohmann::json::parse(attnprof::io::read_file(stem + ".summary.json"));
     EXPECT_EQ(summary["variant"], "naive");
     EXPECT_EQ(summary["status"], "ok");
-    EXPECT_EQ(summary["headline"]["forwards_profiled"], 3);
-    EXPECT_GT(summary["headline"]["forward_cpu_time_avg_us"].get<double>(), 0.0);
+    EXPECT_EQ(summary["schema_version"], 2);
+    ASSERT_EQ(summary["headline"]["scopes"].size(), 1u);
+    EXPECT_EQ(summary["headline"]["scopes"][0]["scope"], "attn_fwd");
+    EXPECT_EQ(summary["headline"]["scopes"][0]["calls"], 3);
+    EXPECT_GT(summary["headline"]["scopes"][0]["cpu_time_avg_us"].get<double>(), 0.0);
     EXPECT_FALSE(summary["ops"].empty());
   }
   // No temp files anywhere under the output directory.
   for (const std::string& p : list_tree(d)) EXPECT_EQ(p.find(".tmp."), std::string::npos) << p;
+  remove_tree(d);
+}
+
+// Issue 10's data-loss bug: the causal and the non-causal run of one shape
+// used to share every file name, so the second overwrote the first.
+TEST(Cli, EveryProblemAxisHasItsOwnFiles) {
+  const std::string d = make_temp_dir("stems");
+  const std::string base = " --device cpu --batch 1 --heads 2 --seq 16 --head-dim 16 --variant naive --timing-iters 0 --out " + d;
+  for (const char* extra : {"", " --no-causal", " --kv-heads 1", " --seq-q 4 --seq-kv 16", " --pass bwd",
+                            " --pass fwd+bwd"}) {
+    const Result r = run_cli(base + extra);
+    ASSERT_EQ(r.rc, 0) << extra << ": " << r.err;
+  }
+  std::set<std::string> summaries;
+  for (const std::string& p : list_tree(d + "/naive"))
+    if (p.size() > 13 && p.compare(p.size() - 13, 13, ".summary.json") == 0) summaries.insert(p.substr(d.size() + 7));
+  EXPECT_EQ(summaries, (std::set<std::string>{"1_2_16_16_bf16_causal.summary.json", "1_2_16_16_bf16_full.summary.json",
+                                              "1_2_16_16_bf16_causal_hkv1.summary.json",
+                                              "1_2_4_16_bf16_causal_kv16.summary.json",
+                                              "1_2_16_16_bf16_causal_bwd.summary.json",
+                                              "1_2_16_16_bf16_causal_fwdbwd.summary.json"}));
+  const auto bwd = nlohmann::json::parse(attnprof::io::read_file(d + "/naive/1_2_16_16_bf16_causal_fwdbwd.summary.json"));
+  ASSERT_EQ(bwd["headline"]["scopes"].size(), 2u);
+  EXPECT_EQ(bwd["headline"]["scopes"][1]["scope"], "attn_bwd");
+  EXPECT_EQ(bwd["problem"]["pass"], "fwd+bwd");
   remove_tree(d);
 }
 

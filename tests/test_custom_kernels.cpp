@@ -1,7 +1,7 @@
 // attnprof's own CUDA operators (attnprof::flash_attention,
 // attnprof::scaled_masked_softmax) and the variants built on them, against a
-// float64 reference. Fresh random inputs every run; outputs land in memory
-// poisoned with NaN and must be finite everywhere. Pass rule: relative
+// float64 reference. Fresh random inputs every run (seed printed on failure);
+// outputs land in memory poisoned with NaN and must be finite everywhere. Pass rule: relative
 // Frobenius error <= 2x that of a plain same-dtype implementation
 // (matmul/softmax/matmul) and <= 1e-2.
 #include <ATen/ATen.h>
@@ -13,6 +13,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -53,8 +54,16 @@ c10::TypedOperatorHandle<SoftmaxFn> softmax_op() {
 
 using attnprof::relative_frobenius_error;
 
-// Masks key j > query i + sk - sq (bottom-right aligned, top-left when
-// square), shaped [sq, sk].
+// A fresh seed for every test run (CPU and CUDA generators), printed with any
+// failure of the test that set it.
+uint64_t fresh_seed() {
+  const uint64_t seed = std::random_device{}();
+  at::manual_seed(seed);
+  return seed;
+}
+
+// The causal mask of both operators, bottom-right aligned: key j hidden from
+// query i iff j > i + (sk - sq) (top-left when square), shaped [sq, sk].
 at::Tensor causal_mask(int64_t sq, int64_t sk, const at::TensorOptions& opts) {
   return at::ones({sq, sk}, opts.dtype(at::kBool)).triu(sk - sq + 1);
 }
@@ -65,20 +74,30 @@ at::Tensor masked_scores(const at::Tensor& s, double scale, bool causal) {
   return x;
 }
 
-// Attention computed in the inputs' own dtype: the error a plain implementation makes.
-at::Tensor attention_same_dtype(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                bool causal, double scale) {
-  at::Tensor p = at::softmax(masked_scores(at::matmul(q, k.transpose(-2, -1)), scale, causal), -1);
-  return at::matmul(p, v);
+struct Attention {
+  at::Tensor out, lse;
+};
+
+// Attention as flash_attention defines it, computed in the inputs' dtype:
+// q [b, hq, sq, d] against k, v [b, hkv, sk, d], query head h reading K/V
+// head h / (hq / hkv) (by broadcasting, no copy); a row with no visible key
+// gives out 0 and lse −inf. In float64 it is the reference; in the inputs'
+// own dtype, the error a plain implementation makes.
+Attention grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            bool causal, double scale) {
+  const int64_t b = q.size(0), hq = q.size(1), sq = q.size(2), d = q.size(3);
+  const int64_t hkv = k.size(1), sk = k.size(2);
+  const at::Tensor qg = q.reshape({b, hkv, hq / hkv, sq, d});
+  at::Tensor s = at::matmul(qg, k.unsqueeze(2).transpose(-2, -1)) * scale;
+  if (causal) s = s.masked_fill(causal_mask(sq, sk, s.options()), -INFINITY);
+  const at::Tensor p = at::softmax(s, -1).nan_to_num(0.0);  // all −inf rows: NaN -> 0
+  return {at::matmul(p, v.unsqueeze(2)).reshape({b, hq, sq, d}),
+          at::logsumexp(s, -1).reshape({b, hq, sq})};
 }
 
-// float64 reference: output and log-sum-exp.
-std::tuple<at::Tensor, at::Tensor> attention_reference(const at::Tensor& q, const at::Tensor& k,
-                                                       const at::Tensor& v, bool causal,
-                                                       double scale) {
-  const at::Tensor qd = q.to(at::kDouble), kd = k.to(at::kDouble), vd = v.to(at::kDouble);
-  at::Tensor s = masked_scores(at::matmul(qd, kd.transpose(-2, -1)), scale, causal);
-  return {at::matmul(at::softmax(s, -1), vd), at::logsumexp(s, -1)};
+Attention reference_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                              bool causal, double scale) {
+  return grouped_attention(q.to(at::kDouble), k.to(at::kDouble), v.to(at::kDouble), causal, scale);
 }
 
 // Leaves a freed block full of NaN in the caching allocator, the size of the
@@ -91,115 +110,206 @@ void poison_next_allocations(const std::vector<std::pair<std::vector<int64_t>, a
                             at::TensorOptions().device(at::kCUDA).dtype(dtype)));
 }
 
-// The pass rule for attnprof::flash_attention's output and log-sum-exp.
+// The pass rule for attnprof::flash_attention's output and log-sum-exp: out
+// within 2x the plain same-dtype error of float64 (and <= 1e-2), lse within
+// 1e-3 relative; rows that see no key exactly 0 and −inf, every other value finite.
 void expect_matches_reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                               const at::Tensor& out, const at::Tensor& lse, bool causal, double scale) {
-  auto [ref, lse_ref] = attention_reference(q, k, v, causal, scale);
-  const double err = relative_frobenius_error(out, ref);
-  const double err_plain = relative_frobenius_error(attention_same_dtype(q, k, v, causal, scale), ref);
-  // The 1e-6 floor only matters at seq 1, where both are exact (out = v).
+  ASSERT_EQ(out.sizes(), q.sizes());
+  ASSERT_EQ(out.scalar_type(), q.scalar_type());
+  ASSERT_EQ(lse.sizes(), (std::vector<int64_t>{q.size(0), q.size(1), q.size(2)}));
+  ASSERT_EQ(lse.scalar_type(), at::kFloat);
+  ASSERT_TRUE(at::isfinite(out).all().item<bool>()) << "output not fully written (NaN/inf left)";
+  const Attention ref = reference_attention(q, k, v, causal, scale);
+  const at::Tensor visible = at::isfinite(ref.lse);
+  const at::Tensor hidden = visible.logical_not();
+  const int64_t n_hidden = hidden.sum().item<int64_t>();
+  if (n_hidden > 0) {
+    EXPECT_TRUE((lse.masked_select(hidden) == -INFINITY).all().item<bool>())
+        << "a row that sees no key must have lse -inf";
+    EXPECT_TRUE((out.masked_select(hidden.unsqueeze(-1).expand(out.sizes())) == 0).all().item<bool>())
+        << "a row that sees no key must be 0";
+  }
+  ASSERT_GT(visible.sum().item<int64_t>(), 0);
+  const at::Tensor lse_seen = lse.masked_select(visible).to(at::kDouble);
+  const at::Tensor ref_seen = ref.lse.masked_select(visible);
+  ASSERT_TRUE(at::isfinite(lse_seen).all().item<bool>()) << "lse not fully written (NaN/inf left)";
+  const double lse_err = (lse_seen - ref_seen).abs().max().item<double>();
+  EXPECT_LE(lse_err, 1e-3 * (1 + ref_seen.abs().max().item<double>()));
+
+  const double err = relative_frobenius_error(out, ref.out);
+  const double err_plain =
+      relative_frobenius_error(grouped_attention(q, k, v, causal, scale).out, ref.out);
+  // The 1e-6 floor only matters where both are exact (one key: out = v).
   EXPECT_LE(err, 2 * err_plain + 1e-6) << "plain same-dtype error " << err_plain;
   EXPECT_LE(err, 1e-2);
-  const double lse_err = (lse.to(at::kDouble) - lse_ref).abs().max().item<double>();
-  EXPECT_LE(lse_err, 1e-3 * (1 + lse_ref.abs().max().item<double>()));
 }
 
 struct FlashCase {
-  int64_t batch, heads, seq, head_dim;
+  int64_t batch, heads_q, heads_kv, seq_q, seq_kv, head_dim;
   at::ScalarType dtype;
   bool causal;
 };
 
-std::string case_name(const testing::TestParamInfo<FlashCase>& info) {
-  const auto& c = info.param;
-  return "b" + std::to_string(c.batch) + "h" + std::to_string(c.heads) + "s" +
-         std::to_string(c.seq) + "d" + std::to_string(c.head_dim) +
-         (c.dtype == at::kBFloat16 ? "_bf16" : "_fp16") + (c.causal ? "_causal" : "_full");
+std::string case_name(const FlashCase& c) {
+  return "b" + std::to_string(c.batch) + " hq" + std::to_string(c.heads_q) + " hkv" +
+         std::to_string(c.heads_kv) + " sq" + std::to_string(c.seq_q) + " skv" +
+         std::to_string(c.seq_kv) + " d" + std::to_string(c.head_dim) +
+         (c.dtype == at::kBFloat16 ? " bf16" : " fp16") + (c.causal ? " causal" : " full");
 }
 
-std::vector<FlashCase> flash_cases() {
-  std::vector<FlashCase> cases;
+// Fresh inputs, NaN-poisoned outputs, the operator, the pass rule.
+void run_flash_case(const FlashCase& c) {
+  SCOPED_TRACE(case_name(c));
+  const auto opts = at::TensorOptions().device(at::kCUDA).dtype(c.dtype);
+  const at::Tensor q = at::randn({c.batch, c.heads_q, c.seq_q, c.head_dim}, opts);
+  const at::Tensor k = at::randn({c.batch, c.heads_kv, c.seq_kv, c.head_dim}, opts);
+  const at::Tensor v = at::randn({c.batch, c.heads_kv, c.seq_kv, c.head_dim}, opts);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+  poison_next_allocations({{{c.batch, c.heads_q, c.seq_q, c.head_dim}, c.dtype},
+                           {{c.batch, c.heads_q, c.seq_q}, at::kFloat}});
+  auto [out, lse] = flash_op().call(q, k, v, c.causal, scale);
+  expect_matches_reference(q, k, v, out, lse, c.causal, scale);
+}
+
+// Square shapes with as many K/V heads as query heads: odd lengths around
+// the tile sizes (BLOCK_N 48/64, BLOCK_M 128), several batches and heads.
+TEST(FlashAttentionOp, SquareShapesMatchFloat64Reference) {
+  REQUIRE_CUDA();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
   for (int64_t seq : {1, 17, 63, 64, 65, 1000, 1025, 4096}) {
     std::vector<std::pair<int64_t, int64_t>> bh = {{1, 1}, {3, 5}};
     if (seq == 4096) bh = {{1, 3}};  // keeps the float64 reference under a second
     for (auto [b, h] : bh)
       for (int64_t d : {64, 128})
         for (auto dt : {at::kBFloat16, at::kHalf})
-          for (bool causal : {false, true}) cases.push_back({b, h, seq, d, dt, causal});
+          for (bool causal : {false, true}) run_flash_case({b, h, h, seq, seq, d, dt, causal});
   }
-  return cases;
 }
 
-class FlashAttentionOp : public testing::TestWithParam<FlashCase> {};
-
-TEST_P(FlashAttentionOp, MatchesFloat64Reference) {
+// Grouped-query and multi-query attention, seq_q != seq_kv, both masks: every
+// value of every axis, all pairs of values (and every dtype x head_dim x path
+// x mask combination) in 300 cases. The planner (flash_fwd_plan.h) sends
+// seq_q <= 17 here to the split-KV decode kernel (1 to 17 m16 row tiles per
+// KV head) and seq_q 128 to the prefill kernel; both split the keys when the
+// grid is small (most cases here: 2 batches x 2 KV heads), seq_kv 1 and 63
+// keep one split. seq_q > seq_kv under the causal mask leaves rows that see
+// no key.
+TEST(FlashAttentionOp, GroupedQueryAndDecodeShapesMatchFloat64Reference) {
   REQUIRE_CUDA();
-  const FlashCase c = GetParam();
-  const auto opts = at::TensorOptions().device(at::kCUDA).dtype(c.dtype);
-  const at::Tensor q = at::randn({c.batch, c.heads, c.seq, c.head_dim}, opts);
-  const at::Tensor k = at::randn({c.batch, c.heads, c.seq, c.head_dim}, opts);
-  const at::Tensor v = at::randn({c.batch, c.heads, c.seq, c.head_dim}, opts);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
-
-  poison_next_allocations({{{c.batch, c.heads, c.seq, c.head_dim}, c.dtype},
-                           {{c.batch, c.heads, c.seq}, at::kFloat}});
-  auto [out, lse] = flash_op().call(q, k, v, c.causal, scale);
-  ASSERT_EQ(out.sizes(), q.sizes());
-  ASSERT_EQ(out.scalar_type(), c.dtype);
-  ASSERT_EQ(lse.sizes(), (std::vector<int64_t>{c.batch, c.heads, c.seq}));
-  ASSERT_TRUE(at::isfinite(out).all().item<bool>()) << "output not fully written (NaN/inf left)";
-  ASSERT_TRUE(at::isfinite(lse).all().item<bool>()) << "lse not fully written (NaN/inf left)";
-
-  expect_matches_reference(q, k, v, out, lse, c.causal, scale);
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  struct Heads {
+    int64_t q, kv;
+  };
+  const Heads heads[] = {{2, 2}, {4, 2}, {8, 2}, {16, 2}, {32, 2}, {12, 1}};  // ratios 1..16, MQA
+  const int64_t seq_qs[] = {1, 3, 16, 17, 128};
+  const int64_t seq_kvs[] = {1, 63, 1000, 4097, 32768};
+  for (int r = 0; r < 6; ++r)
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 5; ++j)
+        for (int m = 0; m < 2; ++m) {
+          const auto dt = (r + i + j + m) % 2 ? at::kHalf : at::kBFloat16;
+          const int64_t d = (r / 2 + i + m) % 2 ? 128 : 64;
+          run_flash_case({2, heads[r].q, heads[r].kv, seq_qs[i], seq_kvs[j], d, dt, m == 1});
+        }
 }
-
-INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionOp, testing::ValuesIn(flash_cases()), case_name);
 
 // Scores that climb (or fall) steadily along the keys, ~±23 in log2 units with
 // scale 1: the row max moves by far more than the kernel's rescale slack
 // (2^8), so the stale-max path must both skip and take the O rescale, and
 // exponents against a stale max reach the slack. Random inputs never do that:
-// their row max settles within a few key blocks.
+// their row max settles within a few key blocks. Also through the decode
+// kernel (2 queries against the same keys).
 TEST(FlashAttentionOp, RowMaxDriftingAcrossKeyBlocks) {
   REQUIRE_CUDA();
-  for (int64_t d : {64, 128})
-    for (auto dt : {at::kBFloat16, at::kHalf})
-      for (bool causal : {false, true})
-        for (double direction : {1.0, -1.0}) {
-          SCOPED_TRACE("d" + std::to_string(d) + (dt == at::kHalf ? " fp16" : " bf16") +
-                       (causal ? " causal" : " full") + (direction > 0 ? " rising" : " falling"));
-          const int64_t b = 2, h = 3, s = 1000;
-          const auto opts = at::TensorOptions().device(at::kCUDA).dtype(at::kFloat);
-          at::Tensor q = at::randn({b, h, s, d}, opts) * 0.1;
-          at::Tensor k = at::randn({b, h, s, d}, opts) * 0.1;
-          q.select(-1, 0).fill_(4.0);
-          k.select(-1, 0).copy_(at::linspace(-4.0 * direction, 4.0 * direction, s, opts));
-          q = q.to(dt);
-          k = k.to(dt);
-          const at::Tensor v = at::randn({b, h, s, d}, opts.dtype(dt));
-          poison_next_allocations({{{b, h, s, d}, dt}, {{b, h, s}, at::kFloat}});
-          auto [out, lse] = flash_op().call(q, k, v, causal, 1.0);
-          ASSERT_TRUE(at::isfinite(out).all().item<bool>());
-          expect_matches_reference(q, k, v, out, lse, causal, 1.0);
-        }
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  for (int64_t sq : {1000, 2})
+    for (int64_t d : {64, 128})
+      for (auto dt : {at::kBFloat16, at::kHalf})
+        for (bool causal : {false, true})
+          for (double direction : {1.0, -1.0}) {
+            SCOPED_TRACE("sq " + std::to_string(sq) + " d" + std::to_string(d) +
+                         (dt == at::kHalf ? " fp16" : " bf16") + (causal ? " causal" : " full") +
+                         (direction > 0 ? " rising" : " falling"));
+            const int64_t b = 2, h = 3, sk = 1000;
+            const auto opts = at::TensorOptions().device(at::kCUDA).dtype(at::kFloat);
+            at::Tensor q = at::randn({b, h, sq, d}, opts) * 0.1;
+            at::Tensor k = at::randn({b, h, sk, d}, opts) * 0.1;
+            q.select(-1, 0).fill_(4.0);
+            k.select(-1, 0).copy_(at::linspace(-4.0 * direction, 4.0 * direction, sk, opts));
+            q = q.to(dt);
+            k = k.to(dt);
+            const at::Tensor v = at::randn({b, h, sk, d}, opts.dtype(dt));
+            poison_next_allocations({{{b, h, sq, d}, dt}, {{b, h, sq}, at::kFloat}});
+            auto [out, lse] = flash_op().call(q, k, v, causal, 1.0);
+            expect_matches_reference(q, k, v, out, lse, causal, 1.0);
+          }
 }
 
+// Every bad input is a c10::Error naming the operator, never a launch.
 TEST(FlashAttentionOp, RejectsBadInputs) {
   REQUIRE_CUDA();
   const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
-  const at::Tensor q = at::randn({1, 2, 32, 64}, bf16);
-  EXPECT_THROW(flash_op().call(q.to(at::kFloat), q.to(at::kFloat), q.to(at::kFloat), true, 0.125), c10::Error);
+  const at::Tensor q = at::randn({1, 4, 32, 64}, bf16);
+  const at::Tensor kv = at::randn({1, 2, 40, 64}, bf16);
+  auto expect_error = [](const std::string& what, auto&& call, const std::string& message) {
+    SCOPED_TRACE(what);
+    try {
+      call();
+      ADD_FAILURE() << "no error";
+    } catch (const c10::Error& e) {
+      const std::string text = e.what();
+      EXPECT_NE(text.find("attnprof::flash_attention"), std::string::npos) << text;
+      EXPECT_NE(text.find(message), std::string::npos) << text;
+    }
+  };
+  auto call = [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
+    return [=] { flash_op().call(a, b, c, true, 0.125); };
+  };
+  expect_error("fp32", call(q.to(at::kFloat), kv.to(at::kFloat), kv.to(at::kFloat)), "bfloat16 or float16");
+  expect_error("mixed dtypes", call(q, kv.to(at::kHalf), kv), "one dtype");
   const at::Tensor q96 = at::randn({1, 2, 32, 96}, bf16);
-  EXPECT_THROW(flash_op().call(q96, q96, q96, true, 0.1), c10::Error);
-  const at::Tensor qt = at::randn({1, 32, 2, 64}, bf16).transpose(1, 2);  // non-contiguous
-  EXPECT_THROW(flash_op().call(qt, q, q, true, 0.125), c10::Error);
-  EXPECT_THROW(flash_op().call(q, q.to(at::kHalf), q, true, 0.125), c10::Error);
-  EXPECT_THROW(flash_op().call(q.cpu(), q.cpu(), q.cpu(), true, 0.125), c10::Error);
-  try {
-    flash_op().call(q96, q96, q96, true, 0.1);
-  } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("head_dim must be 64 or 128, got 96"), std::string::npos) << e.what();
-  }
+  expect_error("head_dim 96", call(q96, q96, q96), "head_dim must be 64 or 128, got 96");
+  expect_error("head_dim mismatch", call(q, at::randn({1, 2, 40, 128}, bf16), at::randn({1, 2, 40, 128}, bf16)),
+               "differ in batch or head_dim");
+  expect_error("batch mismatch", call(q, at::randn({2, 2, 40, 64}, bf16), at::randn({2, 2, 40, 64}, bf16)),
+               "differ in batch or head_dim");
+  expect_error("heads not a multiple", call(q, at::randn({1, 3, 40, 64}, bf16), at::randn({1, 3, 40, 64}, bf16)),
+               "must be a multiple of key/value heads (3)");
+  expect_error("no kv heads", call(q, at::randn({1, 0, 40, 64}, bf16), at::randn({1, 0, 40, 64}, bf16)),
+               "at least one head");
+  expect_error("k, v shapes differ", call(q, kv, at::randn({1, 2, 41, 64}, bf16)), "one shape");
+  expect_error("rank 3", call(q[0], kv[0], kv[0]), "[batch, heads_q, seq_q, head_dim]");
+  expect_error("non-contiguous q", call(at::randn({1, 32, 4, 64}, bf16).transpose(1, 2), kv, kv), "contiguous");
+  expect_error("non-contiguous v", call(q, kv, at::randn({1, 40, 2, 64}, bf16).transpose(1, 2)), "contiguous");
+  expect_error("k on the cpu", call(q, kv.cpu(), kv.cpu()), "k must be a CUDA tensor");
+  expect_error("all on the cpu", call(q.cpu(), kv.cpu(), kv.cpu()), "CPU");  // no CPU kernel
+  expect_error("undefined", call(q, at::Tensor(), kv), "undefined");
+  expect_error("scale", [&] { flash_op().call(q, kv, kv, true, std::nan("")); }, "scale");
+  // Past the 32-bit limits, without the memory: zero-size tensors with one huge dimension.
+  expect_error("seq_q past the grid", call(at::empty({0, 4, int64_t{1} << 31, 64}, bf16), kv.narrow(0, 0, 0), kv.narrow(0, 0, 0)),
+               "sizes too large");
+  expect_error("seq_kv past 32 bits", call(q.narrow(0, 0, 0), at::empty({0, 2, int64_t{1} << 32, 64}, bf16), at::empty({0, 2, int64_t{1} << 32, 64}, bf16)),
+               "sizes too large");
+  expect_error("batch x heads past 32 bits", call(at::empty({int64_t{1} << 20, int64_t{1} << 12, 0, 64}, bf16), at::empty({int64_t{1} << 20, 1, 0, 64}, bf16), at::empty({int64_t{1} << 20, 1, 0, 64}, bf16)),
+               "sizes too large");
+}
+
+// Empty tensors are fine: empty outputs; no keys at all gives zeros and -inf.
+TEST(FlashAttentionOp, EmptyInputs) {
+  REQUIRE_CUDA();
+  const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  auto [out, lse] = flash_op().call(at::randn({2, 4, 0, 64}, bf16), at::randn({2, 2, 5, 64}, bf16),
+                                    at::randn({2, 2, 5, 64}, bf16), true, 0.125);
+  EXPECT_EQ(out.sizes(), (std::vector<int64_t>{2, 4, 0, 64}));
+  EXPECT_EQ(lse.sizes(), (std::vector<int64_t>{2, 4, 0}));
+  auto [out0, lse0] = flash_op().call(at::randn({2, 4, 3, 64}, bf16), at::randn({2, 2, 0, 64}, bf16),
+                                      at::randn({2, 2, 0, 64}, bf16), false, 0.125);
+  EXPECT_TRUE((out0 == 0).all().item<bool>());
+  EXPECT_TRUE((lse0 == -INFINITY).all().item<bool>());
 }
 
 struct SoftmaxCase {
@@ -310,14 +420,15 @@ TEST(CustomVariants, ForwardMatchesReference) {
   REQUIRE_CUDA();
   for (bool causal : {true, false}) {
     attnprof::Problem p;
-    p.batch = 2, p.heads = 3, p.seq = 333, p.head_dim = 128, p.causal = causal, p.device = "cuda:0";
+    p.batch = 2, p.heads_q = p.heads_kv = 3, p.seq_q = p.seq_kv = 333, p.head_dim = 128, p.device = "cuda:0";
+    p.mask = causal ? attnprof::Mask::causal_bottom_right : attnprof::Mask::none;
     const auto opts = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
-    const at::Tensor q = at::randn({p.batch, p.heads, p.seq, p.head_dim}, opts);
-    const at::Tensor k = at::randn({p.batch, p.heads, p.seq, p.head_dim}, opts);
-    const at::Tensor v = at::randn({p.batch, p.heads, p.seq, p.head_dim}, opts);
+    const at::Tensor q = at::randn({p.batch, p.heads_q, p.seq_q, p.head_dim}, opts);
+    const at::Tensor k = at::randn({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, opts);
+    const at::Tensor v = at::randn({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, opts);
     const double scale = p.softmax_scale();
-    const at::Tensor ref = std::get<0>(attention_reference(q, k, v, causal, scale));
-    const double err_plain = relative_frobenius_error(attention_same_dtype(q, k, v, causal, scale), ref);
+    const at::Tensor ref = reference_attention(q, k, v, causal, scale).out;
+    const double err_plain = relative_frobenius_error(grouped_attention(q, k, v, causal, scale).out, ref);
     for (auto make : {attnprof::make_custom_flash, attnprof::make_custom_softmax}) {
       auto var = make();
       SCOPED_TRACE(var->name() + (causal ? " causal" : " full"));

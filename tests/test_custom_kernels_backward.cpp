@@ -187,6 +187,17 @@ void expect_each_rejected(const BadCalls& calls, const std::string& op_name) {
   }
 }
 
+// A square problem of the backward pass on cuda:0, as the runner describes it.
+attnprof::Problem backward_problem(int64_t b, int64_t h, int64_t s, int64_t d, at::ScalarType dt, bool causal) {
+  attnprof::Problem p;
+  p.batch = b, p.heads_q = p.heads_kv = h, p.seq_q = p.seq_kv = s, p.head_dim = d;
+  p.mask = causal ? attnprof::Mask::causal_bottom_right : attnprof::Mask::none;
+  p.pass = attnprof::Pass::bwd;
+  p.device = "cuda:0";
+  p.dtype = dt == at::kBFloat16 ? attnprof::DType::BF16 : attnprof::DType::FP16;
+  return p;
+}
+
 struct BwdCase {
   int64_t sq, sk, hq, hkv, d;
   at::ScalarType dtype;
@@ -278,9 +289,7 @@ TEST(FlashAttentionBackwardOp, ThroughAutograd) {
         expect_grad("dv", v.grad(), plain.dv, ref.dv);
 
         // The custom-flash variant calls the operator through the dispatcher.
-        attnprof::Problem p;
-        p.batch = sh.b, p.heads = sh.h, p.seq = sh.s, p.head_dim = sh.d, p.causal = causal, p.device = "cuda:0";
-        p.dtype = dt == at::kBFloat16 ? attnprof::DType::BF16 : attnprof::DType::FP16;
+        const attnprof::Problem p = backward_problem(sh.b, sh.h, sh.s, sh.d, dt, causal);
         auto var = attnprof::make_custom_flash();
         ASSERT_TRUE(var->supports(p).ok) << var->supports(p).reason;
         var->prepare(p, q, k, v);
@@ -422,10 +431,8 @@ TEST(ScaledMaskedSoftmaxBackwardOp, CustomSoftmaxVariantThroughAutograd) {
     for (auto dt : {at::kBFloat16, at::kHalf}) {
       const uint64_t seed = fresh_seed();
       SCOPED_TRACE(testing::Message() << dt << (causal ? " causal" : " full") << " seed " << seed);
-      attnprof::Problem p;
-      p.batch = 2, p.heads = 3, p.seq = 333, p.head_dim = 64, p.causal = causal, p.device = "cuda:0";
-      p.dtype = dt == at::kBFloat16 ? attnprof::DType::BF16 : attnprof::DType::FP16;
-      const GradProblem g = grad_problem(p.batch, p.heads, p.seq, p.head_dim, dt, causal, p.softmax_scale());
+      const attnprof::Problem p = backward_problem(2, 3, 333, 64, dt, causal);
+      const GradProblem g = grad_problem(p.batch, p.heads_q, p.seq_q, p.head_dim, dt, causal, p.softmax_scale());
       const at::Tensor &q = g.q, &k = g.k, &v = g.v;
       auto var = attnprof::make_custom_softmax();
       ASSERT_TRUE(var->supports(p).ok) << var->supports(p).reason;

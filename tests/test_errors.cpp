@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "attnprof/io/files.h"
-#include "attnprof/runner.h"
+#include "attnprof/device.h"
 #include "test_util.h"
 
 using namespace attnprof::testing;
@@ -34,7 +34,7 @@ const std::string& good_summary_text() {
     const std::string d = make_temp_dir("errors_good");
     const Result r = run_cli(std::string(kTiny) + " --variant naive --timing-iters 0 --out " + d);
     std::string t;
-    if (r.rc == 0) t = io::read_file(d + "/naive/1_2_33_32_bf16.summary.json");
+    if (r.rc == 0) t = io::read_file(d + "/naive/1_2_33_32_bf16_causal.summary.json");
     remove_tree(d);
     return t;
   }();
@@ -174,8 +174,8 @@ const std::vector<Case>& cases() {
        {good(), {"status.json", [] { return good_with([](json& j) { j["status"] = "weird"; }); }}}},
       {"CompareProblemMissing", compare("good.summary.json", "noproblem.json"), 4, {"noproblem.json", "problem"},
        {good(), {"noproblem.json", [] { return good_with([](json& j) { j.erase("problem"); }); }}}},
-      {"CompareSeqNegative", compare("good.summary.json", "negseq.json"), 4, {"negseq.json", "seq"},
-       {good(), {"negseq.json", [] { return good_with([](json& j) { j["problem"]["seq"] = -5; }); }}}},
+      {"CompareSeqNegative", compare("good.summary.json", "negseq.json"), 4, {"negseq.json", "problem.seq_kv"},
+       {good(), {"negseq.json", [] { return good_with([](json& j) { j["problem"]["seq_kv"] = -5; }); }}}},
       {"CompareOpsNotAnArray", compare("good.summary.json", "ops.json"), 4, {"ops.json", "ops"},
        {good(), {"ops.json", [] { return good_with([](json& j) { j["ops"] = "none"; }); }}}},
       {"CompareNumberOverflow", compare("good.summary.json", "big.json"), 4, {"big.json", "number overflow"},

@@ -57,7 +57,7 @@ Interrupted run_and_interrupt(const std::string& out_dir, const std::string& at,
 }
 
 void expect_finished_variant(const std::string& dir, const std::string& variant) {
-  const std::string stem = dir + "/" + variant + "/2_4_256_64_bf16";
+  const std::string stem = dir + "/" + variant + "/2_4_256_64_bf16_causal";
   const auto trace = nlohmann::json::parse(attnprof::io::gzip_decompress(attnprof::io::read_file(stem + ".json.gz")));
   EXPECT_TRUE(trace.contains("traceEvents")) << variant;
   EXPECT_NE(attnprof::io::read_file(stem + ".txt").find("attn_fwd"), std::string::npos) << variant;
@@ -77,7 +77,7 @@ TEST_P(InterruptTest, KeepsFinishedVariantsAndMarksTheInterruptedOne) {
   EXPECT_NE(r.err.find("interrupted during sdpa-math"), std::string::npos) << r.err;
   expect_finished_variant(dir, "naive");
   expect_finished_variant(dir, "inplace");
-  const std::string stem = dir + "/sdpa-math/2_4_256_64_bf16";
+  const std::string stem = dir + "/sdpa-math/2_4_256_64_bf16_causal";
   const auto summary = nlohmann::json::parse(attnprof::io::read_file(stem + ".summary.json"));
   EXPECT_EQ(summary["status"], "interrupted");
   EXPECT_FALSE(path_exists(stem + ".json.gz"));

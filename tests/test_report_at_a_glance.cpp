@@ -21,31 +21,43 @@ const char* kFlash = "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_trai
 const char* kDtoD = "Memcpy DtoD (Device -> Device)";
 const char* kTriu = "void at::native::triu_tril_kernel<c10::BFloat16, long, false, 4, true>(at::cuda::detail::TensorInfo<c10::BFloat16, long>, at::cuda::detail::TensorInfo<c10::BFloat16 const, long>, long, long, long, long)";
 
-RunRecord run(const std::string& variant, double gpu_us, double cpu_us,
-              std::vector<ForwardStats::Kernel> kernels) {
+struct K {
+  const char* name;
+  double count;
+  double total_us;
+};
+
+RunRecord run(const std::string& variant, double gpu_us, double cpu_us, std::vector<K> kernels) {
   RunRecord r;
   r.variant = variant;
-  r.problem.batch = 8, r.problem.heads = 16, r.problem.seq = 1024, r.problem.head_dim = 64;
+  r.problem.batch = 8, r.problem.heads_q = r.problem.heads_kv = 16, r.problem.head_dim = 64;
+  r.problem.seq_q = r.problem.seq_kv = 1024;
   r.problem.dtype = DType::BF16;
   r.problem.device = "cuda:0";
   r.env.device_name = "NVIDIA H200";
-  r.forward.forwards = 3;
-  r.forward.device_time_avg_us = gpu_us;
-  r.forward.cpu_time_avg_us = cpu_us;
-  r.forward.kernels = std::move(kernels);
-  double n = 0;
-  for (const auto& k : r.forward.kernels) n += double(k.count);
-  r.forward.kernels_per_forward = n;
+  ScopeStats s;
+  s.scope = kForwardScope;
+  s.calls = 3;
+  s.device_time_avg_us = gpu_us;
+  s.cpu_time_avg_us = cpu_us;
+  for (const K& k : kernels) {
+    s.kernels.push_back({k.name, k.count, k.total_us, k.total_us, k.total_us});
+    s.kernels_per_call += k.count;
+  }
+  r.scopes = {s};
   r.tflops = 98.94;  // 10% of the H200's 989.4
   r.peak_memory_bytes = 1.5 * (1 << 30);
   return r;
 }
 
+const AtAGlanceOptions kNaiveBaseline{std::nullopt, "naive"};
+
+// Cells as people read them, by column label.
 std::map<std::string, std::string> row_of(const Table& t, const std::string& variant) {
   for (const auto& row : t.rows)
-    if (row[0] == variant) {
+    if (display(t, 0, row[0]) == variant) {
       std::map<std::string, std::string> m;
-      for (size_t i = 0; i < t.columns.size(); ++i) m[t.columns[i]] = row[i];
+      for (size_t i = 0; i < t.columns.size(); ++i) m[t.columns[i].label] = display(t, i, row[i]);
       return m;
     }
   throw std::runtime_error("no row " + variant);
@@ -63,7 +75,7 @@ std::vector<RunRecord> story() {
   RunRecord skipped;
   skipped.variant = "sdpa-cudnn";
   skipped.problem = naive.problem;
-  skipped.status = "skipped";
+  skipped.status = Status::skipped;
   skipped.reason = "cuDNN attention needs sm80+";
   return {naive, math, flash, skipped};
 }
@@ -88,7 +100,7 @@ TEST(AtAGlance, PeakLookupByDeviceNameAndDtype) {
 }
 
 TEST(AtAGlance, RowsFiguresAndSpeedup) {
-  const Table t = at_a_glance_table(story());
+  const Table t = at_a_glance_table(story(), kNaiveBaseline);
   ASSERT_EQ(t.rows.size(), 4u);
   auto naive = row_of(t, "naive"), math = row_of(t, "sdpa-math"), flash = row_of(t, "sdpa-flash");
   EXPECT_EQ(naive["vs naive"], "1.00x");
@@ -121,15 +133,15 @@ TEST(AtAGlance, EveryNote) {
   EXPECT_EQ(at_a_glance_note(fp32), "causal mask materialised");
   RunRecord cpu = s[0];
   cpu.problem.device = "cpu";
-  cpu.forward.kernels.clear();
+  cpu.scopes[0].kernels.clear();
   OpStats w;
   w.name = "aten::where";
   cpu.rows = {w};
-  cpu.forward.cpu_time_avg_us = 1e6;  // CPU time above "GPU time" means nothing on CPU
+  cpu.scopes[0].cpu_time_avg_us = 1e6;  // CPU time above "GPU time" means nothing on CPU
   EXPECT_EQ(at_a_glance_note(cpu), "causal mask materialised");
   RunRecord nan = s[2];
   nan.launches.clear();
-  nan.forward.cpu_time_avg_us = 1;
+  nan.scopes[0].cpu_time_avg_us = 1;
   nan.output_finite = false;
   EXPECT_EQ(at_a_glance_note(nan), "single fused kernel; output has NaN/Inf");
 }
@@ -137,23 +149,25 @@ TEST(AtAGlance, EveryNote) {
 TEST(AtAGlance, NaPathsCpuNoNaiveAndOverride) {
   std::vector<RunRecord> s = story();
   s.erase(s.begin());  // no naive
-  Table t = at_a_glance_table(s);
+  Table t = at_a_glance_table(s, kNaiveBaseline);
   EXPECT_EQ(row_of(t, "sdpa-flash")["vs naive"], "n/a");
 
-  AtAGlanceOptions o;
+  AtAGlanceOptions o = kNaiveBaseline;
   o.peak_tflops = 197.88;
   t = at_a_glance_table(s, o);
   EXPECT_EQ(row_of(t, "sdpa-flash")["% of peak"], "50.0%");
   EXPECT_NE(at_a_glance_header(s, o).find("--peak-tflops"), std::string::npos);
 
   for (RunRecord& r : s) r.env.device_name = "Mystery GPU";
-  t = at_a_glance_table(s);
+  t = at_a_glance_table(s, kNaiveBaseline);
   EXPECT_EQ(row_of(t, "sdpa-flash")["% of peak"], "n/a");
   EXPECT_NE(at_a_glance_header(s).find("peak unknown"), std::string::npos);
 
   std::vector<RunRecord> cpu = story();
-  for (RunRecord& r : cpu) r.problem.device = "cpu", r.env.device_name = "CPU", r.forward.kernels.clear();
-  t = at_a_glance_table(cpu);
+  for (RunRecord& r : cpu) r.problem.device = "cpu", r.env.device_name = "CPU";
+  for (RunRecord& r : cpu)
+    for (ScopeStats& sc : r.scopes) sc.kernels.clear();
+  t = at_a_glance_table(cpu, kNaiveBaseline);
   auto naive = row_of(t, "naive"), math = row_of(t, "sdpa-math");
   EXPECT_EQ(naive["GPU time profiled (us)"], "n/a");
   EXPECT_EQ(naive["kernels/fwd"], "n/a");
@@ -163,19 +177,40 @@ TEST(AtAGlance, NaPathsCpuNoNaiveAndOverride) {
   EXPECT_EQ(math["vs naive"], "0.67x");  // by CPU time: 100 / 150
 }
 
+TEST(AtAGlance, BaselineComesFromTheCaller) {
+  const Table t = at_a_glance_table(story(), {std::nullopt, "sdpa-flash"});
+  EXPECT_EQ(t.columns[6].label, "vs sdpa-flash");
+  EXPECT_EQ(t.columns[6].key, "speedup_vs_sdpa-flash");
+  EXPECT_EQ(row_of(t, "naive")["vs sdpa-flash"], "0.10x");
+  EXPECT_EQ(row_of(t, "sdpa-flash")["vs sdpa-flash"], "1.00x");
+}
+
+TEST(AtAGlance, BackwardPassCountsKernelsPerStep) {
+  std::vector<RunRecord> s = story();
+  for (RunRecord& r : s) r.problem.pass = Pass::bwd;
+  const Table t = at_a_glance_table(s, kNaiveBaseline);
+  EXPECT_EQ(t.columns[2].label, "kernels/step");
+  EXPECT_EQ(t.columns[2].key, "kernels_per_step");
+  EXPECT_NE(at_a_glance_header(s).find("causal bwd"), std::string::npos) << at_a_glance_header(s);
+}
+
 TEST(AtAGlance, WritesFourFilesThatParseBack) {
   const std::string dir = attnprof::testing::make_temp_dir("glance");
   ASSERT_FALSE(dir.empty());
-  const std::vector<std::string> paths = write_at_a_glance(story(), dir);
+  const std::vector<std::string> paths = write_at_a_glance(story(), dir, kNaiveBaseline);
   ASSERT_EQ(paths.size(), 4u);
-  const std::string stem = dir + "/compare/8_16_1024_64_bf16";
+  const std::string stem = dir + "/compare/8_16_1024_64_bf16_causal";
   for (const char* ext : {".txt", ".csv", ".md", ".json"})
     EXPECT_TRUE(attnprof::testing::path_exists(stem + ext)) << ext;
 
+  // JSON and CSV carry numbers as numbers under keys with their units.
   const nlohmann::json j = nlohmann::json::parse(io::read_file(stem + ".json"));
   ASSERT_EQ(j.size(), 4u);
   EXPECT_EQ(j[2]["variant"], "sdpa-flash");
-  EXPECT_EQ(j[2]["vs naive"], "10.00x");
+  EXPECT_DOUBLE_EQ(j[2]["speedup_vs_naive"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(j[0]["pct_of_peak"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(j[0]["peak_memory_bytes"].get<double>(), 1.5 * (1 << 30));
+  EXPECT_TRUE(j[0]["gpu_time_event_median_us"].is_null());
   EXPECT_EQ(j[1]["note"], "FP32 upcast; causal mask materialised");
 
   // CSV: header plus one record per variant; the note with "; " needs no quotes,
@@ -185,13 +220,15 @@ TEST(AtAGlance, WritesFourFilesThatParseBack) {
   for (size_t pos = 0, nl; (nl = csv.find('\n', pos)) != std::string::npos; pos = nl + 1)
     lines.push_back(csv.substr(pos, nl - pos));
   ASSERT_EQ(lines.size(), 5u);
-  EXPECT_EQ(lines[0].substr(0, 31), "variant,status,kernels/fwd,GPU ");
-  EXPECT_EQ(lines[4], "sdpa-cudnn,skipped,n/a,n/a,n/a,n/a,n/a,n/a,n/a,n/a,n/a,n/a,n/a,skipped: cuDNN attention needs sm80+");
+  EXPECT_EQ(lines[0].substr(0, 67), "variant,status,kernels_per_fwd,gpu_time_profiled_us,gpu_time_event_");
+  EXPECT_EQ(lines[1].substr(0, 23), "naive,ok,4,1000,,100,1,") << lines[1];
+  EXPECT_EQ(lines[4], "sdpa-cudnn,skipped,,,,,,,,,,,,skipped: cuDNN attention needs sm80+");
 
   const std::string md = io::read_file(stem + ".md");
   EXPECT_EQ(md.rfind("**attnprof at a glance: 8x16x1024x64 bf16 causal on cuda:0 (NVIDIA H200; peak 989.4 TFLOP/s", 0), 0u)
       << md.substr(0, 200);
   EXPECT_NE(md.find("| sdpa-flash"), std::string::npos);
+  EXPECT_NE(md.find(" 10.00x |"), std::string::npos);
   EXPECT_EQ(io::read_file(stem + ".txt").rfind("attnprof at a glance:", 0), 0u);
   EXPECT_THROW(write_at_a_glance({}, dir), std::invalid_argument);
   attnprof::testing::remove_tree(dir);

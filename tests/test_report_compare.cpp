@@ -6,7 +6,6 @@
 #include "attnprof/io/files.h"
 #include "attnprof/report/compare.h"
 #include "attnprof/report/summary.h"
-#include "attnprof/report/summary_reader.h"
 #include "test_util.h"
 
 using namespace attnprof;
@@ -31,10 +30,13 @@ RunRecord cuda_run(double gpu_us, double cpu_us) {
   r.variant = "naive";
   r.problem.device = "cuda:0";
   r.env.device_name = "NVIDIA H200";
-  r.forward.forwards = 2;
-  r.forward.device_time_avg_us = gpu_us;
-  r.forward.cpu_time_avg_us = cpu_us;
-  r.forward.kernels_per_forward = 6;
+  ScopeStats s;
+  s.scope = kForwardScope;
+  s.calls = 2;
+  s.device_time_avg_us = gpu_us;
+  s.cpu_time_avg_us = cpu_us;
+  s.kernels_per_call = 6;
+  r.scopes = {s};
   r.tflops = 100.0;
   r.peak_memory_bytes = 1024.0 * 1024 * 1024;
   r.timing = EventTiming{10, 5, 1, gpu_us * 0.9, 0, 0, "cuda_event"};
@@ -59,7 +61,7 @@ const OpDiff& op_diff(const Comparison& c, const std::string& name) {
 
 TEST(Compare, HeadlineRatiosAreAfterOverBefore) {
   RunRecord a = cuda_run(1000, 200), b = cuda_run(250, 100);
-  b.forward.kernels_per_forward = 1;
+  b.scopes[0].kernels_per_call = 1;
   b.tflops = 400.0;
   b.peak_memory_bytes.reset();
   const Comparison c = compare_runs(a, b, "before", "after");
@@ -75,10 +77,11 @@ TEST(Compare, HeadlineRatiosAreAfterOverBefore) {
   ASSERT_EQ(t.columns.size(), 4u);
   bool saw = false;
   for (const auto& row : t.rows)
-    if (row[0] == "peak memory") {
+    if (display(t, 0, row[0]) == "peak memory") {
       saw = true;
-      EXPECT_EQ(row[2], "n/a");
-      EXPECT_EQ(row[3], "n/a");
+      EXPECT_EQ(display(t, 1, row[1]), "1.00 GiB");
+      EXPECT_EQ(display(t, 2, row[2]), "n/a");
+      EXPECT_EQ(display(t, 3, row[3]), "n/a");
     }
   EXPECT_TRUE(saw);
   EXPECT_EQ(format_ratio(0.25), "0.25x");
@@ -126,9 +129,9 @@ TEST(Compare, OpsMatchByNameAndDeviceAndMarkOneSided) {
 
 TEST(Compare, DifferentProblemsAndStatusesAreNoted) {
   RunRecord a = cuda_run(1, 1), b = cuda_run(1, 1);
-  b.problem.seq = 2048;
+  b.problem.seq_q = b.problem.seq_kv = 2048;
   b.variant = "sdpa-flash";
-  b.status = "skipped";
+  b.status = Status::skipped;
   b.reason = "no flash here";
   const Comparison c = compare_runs(a, b);
   ASSERT_EQ(c.notes.size(), 3u);
@@ -136,6 +139,17 @@ TEST(Compare, DifferentProblemsAndStatusesAreNoted) {
   EXPECT_NE(c.notes[1].find("different variants"), std::string::npos);
   EXPECT_NE(c.notes[2].find("no flash here"), std::string::npos);
   EXPECT_FALSE(metric(c, "forward GPU time (profiled)").b);
+}
+
+TEST(Compare, BackwardRunsNameTheirMetricsAndPerStepOps) {
+  RunRecord a = cuda_run(1000, 200), b = cuda_run(500, 100);
+  a.problem.pass = b.problem.pass = Pass::bwd;
+  const Comparison c = compare_runs(a, b);
+  EXPECT_DOUBLE_EQ(*metric(c, "backward GPU time (profiled)").ratio(), 0.5);
+  EXPECT_EQ(c.per, "step");
+  EXPECT_EQ(ops_table(c).columns[2].label, "calls/step A");
+  b.problem.pass = Pass::fwd;
+  EXPECT_NE(compare_runs(a, b).notes.at(0).find("different problems"), std::string::npos);
 }
 
 TEST(Compare, DirectoriesPairByRelativePathAndTablesParseBack) {
@@ -159,19 +173,19 @@ TEST(Compare, DirectoriesPairByRelativePathAndTablesParseBack) {
 
   // CSV: one long table, parse the header and the GPU-time row back.
   const std::string csv = to_csv(comparison_long_table(d.pairs));
-  EXPECT_EQ(csv.substr(0, csv.find('\n')), "summary,section,name,device,metric,A,B,B/A,note");
-  EXPECT_NE(csv.find("naive/1_2_3_4_bf16.summary.json,headline,,,forward GPU time (profiled) (us),1000,500,0.5,"),
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "summary,section,name,device,metric,unit,a,b,ratio_b_over_a,note");
+  EXPECT_NE(csv.find("naive/1_2_3_4_bf16.summary.json,headline,,,forward GPU time (profiled),us,1000,500,0.5,"),
             std::string::npos)
       << csv;
   const nlohmann::json j = to_json(comparison_long_table(d.pairs));
   ASSERT_TRUE(j.is_array());
   bool found = false;
   for (const auto& row : j)
-    if (row["name"] == "gemm_kernel" && row["metric"] == "self device time per forward (us)")
-    {
+    if (row["name"] == "gemm_kernel" && row["metric"] == "self device time per forward") {
       found = true;
-      EXPECT_EQ(row["A"], "400");
-      EXPECT_EQ(row["B/A"], "1");
+      EXPECT_EQ(row["unit"], "us");
+      EXPECT_DOUBLE_EQ(row["a"].get<double>(), 400.0);
+      EXPECT_DOUBLE_EQ(row["ratio_b_over_a"].get<double>(), 1.0);
     }
   EXPECT_TRUE(found);
   const std::string text = comparison_text(d.pairs, d.only_in_a, d.only_in_b);

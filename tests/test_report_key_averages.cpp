@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <sstream>
 
-#include "attnprof/forward_stats.h"
-#include "attnprof/key_averages.h"
+#include "attnprof/report/scope_stats.h"
+#include "attnprof/report/key_averages_table.h"
 
 using namespace attnprof;
 
@@ -242,11 +242,11 @@ TEST(SortKeys, ParseAcceptsDeviceAlias) {
   EXPECT_FALSE(parse_sort_key("cuda_time_totl").has_value());
 }
 
-TEST(ForwardStats, CountsDeviceWorkPerForwardInOrder) {
+TEST(ScopeStats, CountsDeviceWorkPerCallInOrder) {
   const auto fes = build_function_events(three_steps(), true);
-  const ForwardStats st = forward_stats(fes, "attn_fwd");
-  EXPECT_EQ(st.forwards, 3);
-  EXPECT_DOUBLE_EQ(st.kernels_per_forward, 3.0);  // gemm, softmax, memcpy; not the annotation
+  const ScopeStats st = scope_stats(fes, "attn_fwd");
+  EXPECT_EQ(st.calls, 3);
+  EXPECT_DOUBLE_EQ(st.kernels_per_call, 3.0);  // gemm, softmax, memcpy; not the annotation
   ASSERT_EQ(st.kernels.size(), 3u);
   EXPECT_EQ(st.kernels[0].name, "gemm_kernel");
   EXPECT_EQ(st.kernels[1].name, "softmax_kernel");
@@ -255,7 +255,7 @@ TEST(ForwardStats, CountsDeviceWorkPerForwardInOrder) {
   EXPECT_DOUBLE_EQ(st.cpu_time_avg_us, 890.0);
 }
 
-TEST(ForwardStats, Tflops) {
+TEST(ScopeStats, Tflops) {
   EXPECT_NEAR(*achieved_tflops(2e12, 1e6), 2.0, 1e-12);
   EXPECT_FALSE(achieved_tflops(1.0, 0.0).has_value());
 }
@@ -285,7 +285,7 @@ TEST(KeyAverages, SameNameWithSiblingsIsKept) {
   EXPECT_EQ(row(key_averages(build_function_events(ev, false)), "aten::copy_").count, 2);
 }
 
-TEST(ForwardStats, RuntimeCallIdsNeverCaptureAnotherForwardsWork) {
+TEST(ScopeStats, RuntimeCallIdsNeverCaptureAnotherForwardsWork) {
   // CUPTI numbers runtime calls independently of op ids: here forward 1's launch
   // has CUPTI id 7 and forward 2's op also has id 7. Forward 2's kernel must not
   // be counted in forward 1.
@@ -299,9 +299,54 @@ TEST(ForwardStats, RuntimeCallIdsNeverCaptureAnotherForwardsWork) {
       launch(220, 230, 8, 7),
       kernel("k_second", 240, 260, 8, 7),
   };
-  const ForwardStats st = forward_stats(build_function_events(ev, true), "attn_fwd");
-  EXPECT_EQ(st.forwards, 2);
-  EXPECT_DOUBLE_EQ(st.kernels_per_forward, 1.0);
-  ASSERT_EQ(st.first_forward.size(), 1u);
-  EXPECT_EQ(st.first_forward[0].name, "k_first");
+  const ScopeStats st = scope_stats(build_function_events(ev, true), "attn_fwd");
+  EXPECT_EQ(st.calls, 2);
+  EXPECT_DOUBLE_EQ(st.kernels_per_call, 1.0);
+  ASSERT_EQ(st.first_call.size(), 1u);
+  EXPECT_EQ(st.first_call[0].name, "k_first");
+  // Each kernel name appears in one call only: mean over both calls, min 0.
+  ASSERT_EQ(st.kernels.size(), 2u);
+  EXPECT_DOUBLE_EQ(st.kernels[0].count_per_call, 0.5);
+  EXPECT_DOUBLE_EQ(st.kernels[0].time_avg_us, 10.0);
+  EXPECT_DOUBLE_EQ(st.kernels[0].time_min_us, 0.0);
+  EXPECT_DOUBLE_EQ(st.kernels[0].time_max_us, 20.0);
+}
+
+// Kernel figures are per call over all calls (mean, min, max), one convention
+// with the scope's own time; the scopes of one step are told apart by name.
+TEST(ScopeStats, KernelTimesAreMeanMinMaxOverCalls) {
+  std::vector<TraceEvent> ev;
+  uint64_t id = 1;
+  for (int call = 0; call < 3; ++call) {
+    const int64_t t0 = 1000 * call;
+    const uint64_t op = id++, fwd = id++;
+    ev.push_back(cpu_op("attn_fwd", t0, t0 + 400, fwd, true));
+    ev.push_back(cpu_op("aten::mm", t0 + 10, t0 + 390, op));
+    for (int k = 0; k <= call; ++k) {  // call c launches c + 1 kernels of (c + 1) ms each
+      const uint64_t cid = 10000 + id++;
+      ev.push_back(launch(t0 + 20 + 50 * k, t0 + 30 + 50 * k, cid, op));
+      ev.push_back(kernel("k", t0 + 40 + 50 * k, t0 + 40 + 50 * k + 1000 * (call + 1), cid, op));
+    }
+    const uint64_t bwd = id++, bop = id++, cid = 20000 + id++;
+    ev.push_back(cpu_op("attn_bwd", t0 + 500, t0 + 900, bwd, true));
+    ev.push_back(cpu_op("aten::bmm", t0 + 510, t0 + 890, bop));
+    ev.push_back(launch(t0 + 520, t0 + 530, cid, bop));
+    ev.push_back(kernel("k_bwd", t0 + 540, t0 + 560, cid, bop));
+  }
+  const auto fes = build_function_events(ev, true);
+  const ScopeStats f = scope_stats(fes, "attn_fwd"), b = scope_stats(fes, "attn_bwd");
+  EXPECT_EQ(f.calls, 3);
+  EXPECT_DOUBLE_EQ(f.kernels_per_call, 2.0);  // 1, 2, 3 launches
+  ASSERT_EQ(f.kernels.size(), 1u);
+  EXPECT_DOUBLE_EQ(f.kernels[0].count_per_call, 2.0);
+  // per call: 1 x 1 ms, 2 x 2 ms, 3 x 3 ms
+  EXPECT_DOUBLE_EQ(f.kernels[0].time_avg_us, (1000.0 + 4000.0 + 9000.0) / 3);
+  EXPECT_DOUBLE_EQ(f.kernels[0].time_min_us, 1000.0);
+  EXPECT_DOUBLE_EQ(f.kernels[0].time_max_us, 9000.0);
+  EXPECT_DOUBLE_EQ(f.device_time_min_us, 1000.0);
+  EXPECT_DOUBLE_EQ(f.device_time_max_us, 9000.0);
+  EXPECT_EQ(b.calls, 3);
+  ASSERT_EQ(b.kernels.size(), 1u);
+  EXPECT_EQ(b.kernels[0].name, "k_bwd");
+  EXPECT_EQ(scope_stats(fes, "no_such_scope").calls, 0);
 }

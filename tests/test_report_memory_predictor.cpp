@@ -11,11 +11,18 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
-// The H200 baseline shape (docs: /work/shared/reference/h200-baseline.md).
-AttentionShape baseline_shape() { return {4, 16, 4096, 128, 2, true}; }
+Problem shape(int64_t b, int64_t h, int64_t s, int64_t d, bool causal = true) {
+  Problem p;
+  p.batch = b, p.heads_q = p.heads_kv = h, p.seq_q = p.seq_kv = s, p.head_dim = d;
+  p.mask = causal ? Mask::causal_bottom_right : Mask::none;
+  return p;
+}
 
-double predicted_gib(const AttentionShape& shape, MemoryFamily family) {
-  const auto p = predict_forward_memory(shape, family);
+// The H200 baseline shape (docs: /work/shared/reference/h200-baseline.md).
+Problem baseline_shape() { return shape(4, 16, 4096, 128); }
+
+double predicted_gib(const Problem& shape, MemoryFamily family) {
+  const auto p = predict_memory(shape, family);
   EXPECT_TRUE(p.has_value());
   return p ? static_cast<double>(p->peak_bytes) / kGiB : 0.0;
 }
@@ -34,19 +41,19 @@ TEST(MemoryPredictor, MatchesH200Measurements) {
 TEST(MemoryPredictor, PartsAddUpToThePeak) {
   for (auto family : {MemoryFamily::materialised_scores_naive, MemoryFamily::sdpa_math_fp32,
                       MemoryFamily::fused}) {
-    const auto p = predict_forward_memory(baseline_shape(), family);
+    const auto p = predict_memory(baseline_shape(), family);
     ASSERT_TRUE(p);
     EXPECT_EQ(p->peak_bytes,
               p->resident_bytes + p->working_bytes + p->output_bytes + p->overhead_bytes);
   }
 }
 
-ForwardMemoryPrediction predict_at_seq(MemoryFamily family, int64_t seq) {
-  AttentionShape s = baseline_shape();
-  s.seq = seq;
-  const auto p = predict_forward_memory(s, family);
+MemoryPrediction predict_at_seq(MemoryFamily family, int64_t seq) {
+  Problem s = baseline_shape();
+  s.seq_q = s.seq_kv = seq;
+  const auto p = predict_memory(s, family);
   EXPECT_TRUE(p.has_value());
-  return p.value_or(ForwardMemoryPrediction{});
+  return p.value_or(MemoryPrediction{});
 }
 
 TEST(MemoryPredictor, ScoreMatrixDominatesAndGrowsQuadratically) {
@@ -64,18 +71,17 @@ TEST(MemoryPredictor, FusedIsLinearInSeq) {
 }
 
 TEST(MemoryPredictor, NonCausalDropsTheMasks) {
-  AttentionShape s = baseline_shape();
-  const auto causal = predict_forward_memory(s, MemoryFamily::sdpa_math_fp32);
-  s.causal = false;
-  const auto plain = predict_forward_memory(s, MemoryFamily::sdpa_math_fp32);
+  Problem s = baseline_shape();
+  const auto causal = predict_memory(s, MemoryFamily::sdpa_math_fp32);
+  s.mask = Mask::none;
+  const auto plain = predict_memory(s, MemoryFamily::sdpa_math_fp32);
   ASSERT_TRUE(causal && plain);
   EXPECT_EQ(causal->working_bytes - plain->working_bytes, 4096ull * 4096 * (1 + 4));
 }
 
 TEST(MemoryPredictor, LongSequenceNeedsFarMoreThanTheGpu) {
   // 1x16x131072 bf16 naive needs two 512 GiB score tensors: clearly not on a 141 GB H200.
-  const auto p = predict_forward_memory({1, 16, 131072, 128, 2, true},
-                                        MemoryFamily::materialised_scores_naive);
+  const auto p = predict_memory(shape(1, 16, 131072, 128), MemoryFamily::materialised_scores_naive);
   ASSERT_TRUE(p);
   EXPECT_GT(static_cast<double>(p->peak_bytes) / kGiB, 1000.0);
 }
@@ -96,27 +102,73 @@ TEST(CheckedProduct, OverflowIsNullopt) {
 
 TEST(ScoreMatrixBytes, OverflowIsNullopt) {
   // 2^62 elements already: times 2 bytes would be 2^63 (fits), times 4 overflows.
-  AttentionShape s{1, 1, 1ll << 31, 64, 2, true};
+  Problem s = shape(1, 1, 1ll << 31, 64);
   EXPECT_EQ(score_matrix_bytes(s, 2), 1ull << 63);
   EXPECT_EQ(score_matrix_bytes(s, 4), std::nullopt);
   s.batch = 1ll << 20;
   EXPECT_EQ(score_matrix_bytes(s, 1), std::nullopt);
-  EXPECT_EQ(score_matrix_bytes({8, 16, 1024, 64, 2, true}, 2), 8ull * 16 * 1024 * 1024 * 2);
+  EXPECT_EQ(score_matrix_bytes(shape(8, 16, 1024, 64), 2), 8ull * 16 * 1024 * 1024 * 2);
 }
 
 TEST(MemoryPredictor, OverflowAnywhereIsNullopt) {
-  const AttentionShape huge{1ll << 20, 1ll << 10, 1ll << 20, 128, 2, true};
+  const Problem huge = shape(1ll << 20, 1ll << 10, 1ll << 20, 128);
   for (auto family : {MemoryFamily::materialised_scores_naive,
                       MemoryFamily::materialised_scores_inplace, MemoryFamily::sdpa_math_fp32}) {
-    EXPECT_EQ(predict_forward_memory(huge, family), std::nullopt);
+    EXPECT_EQ(predict_memory(huge, family), std::nullopt);
   }
   // Fused memory is linear in seq, so it still fits...
-  EXPECT_TRUE(predict_forward_memory(huge, MemoryFamily::fused).has_value());
+  EXPECT_TRUE(predict_memory(huge, MemoryFamily::fused).has_value());
   // ...until the per-head tensors themselves overflow.
-  EXPECT_EQ(predict_forward_memory({kInt64Max, 2, 2, 2, 2, true}, MemoryFamily::fused),
-            std::nullopt);
-  EXPECT_EQ(predict_forward_memory({-1, 16, 1024, 64, 2, true}, MemoryFamily::fused),
-            std::nullopt);
+  EXPECT_EQ(predict_memory(shape(kInt64Max, 2, 2, 2), MemoryFamily::fused), std::nullopt);
+  EXPECT_EQ(predict_memory(shape(-1, 16, 1024, 64), MemoryFamily::fused), std::nullopt);
+}
+
+// Grouped-query attention: the unfused paths repeat k and v to the query heads
+// (two [B, Hq, Skv, D] copies), fused kernels read the shared heads in place.
+TEST(MemoryPredictor, GroupedQueryCountsTheExpandedKeysOnlyWhereTheyAreCopied) {
+  Problem mha = shape(1, 32, 4096, 128), gqa = mha;
+  gqa.heads_kv = 8;
+  const auto n_mha = predict_memory(mha, MemoryFamily::materialised_scores_naive);
+  const auto n_gqa = predict_memory(gqa, MemoryFamily::materialised_scores_naive);
+  ASSERT_TRUE(n_mha && n_gqa);
+  const uint64_t head = 1ull * 32 * 4096 * 128 * 2;  // one [B, Hq, S, D] bf16 tensor
+  EXPECT_EQ(n_gqa->working_bytes - n_mha->working_bytes, 2 * head);
+  EXPECT_EQ(n_mha->resident_bytes - n_gqa->resident_bytes, 2 * (head - head / 4));
+  const auto f_mha = predict_memory(mha, MemoryFamily::fused), f_gqa = predict_memory(gqa, MemoryFamily::fused);
+  ASSERT_TRUE(f_mha && f_gqa);
+  EXPECT_EQ(f_gqa->working_bytes, 0u);
+  EXPECT_LT(f_gqa->peak_bytes, f_mha->peak_bytes);
+}
+
+// Decode: one query against a long cache; the score matrix is a row per head.
+TEST(MemoryPredictor, DecodeScoresAreOneRowPerHead) {
+  Problem p = shape(8, 32, 1, 128);
+  p.seq_kv = 32768;
+  p.heads_kv = 8;
+  EXPECT_EQ(score_matrix_bytes(p, 2), 8ull * 32 * 1 * 32768 * 2);
+  const auto m = predict_memory(p, MemoryFamily::materialised_scores_inplace);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->resident_bytes, 8ull * 32 * 128 * 2 + 2 * 8ull * 8 * 32768 * 128 * 2 + 32768ull);  // q, k, v, mask
+}
+
+// A backward step holds the forward's saved tensors and the gradients too:
+// more than the forward for every family, and quadratic in seq for the unfused ones.
+TEST(MemoryPredictor, BackwardNeedsMoreThanTheForward) {
+  for (auto family : {MemoryFamily::materialised_scores_naive, MemoryFamily::sdpa_math_fp32, MemoryFamily::fused}) {
+    Problem f = baseline_shape(), b = f;
+    b.pass = Pass::bwd;
+    const auto pf = predict_memory(f, family), pb = predict_memory(b, family);
+    ASSERT_TRUE(pf && pb);
+    EXPECT_GT(pb->peak_bytes, pf->peak_bytes);
+    EXPECT_EQ(pb->peak_bytes, pb->resident_bytes + pb->working_bytes + pb->output_bytes + pb->overhead_bytes);
+  }
+  Problem b = baseline_shape();
+  b.pass = Pass::bwd;
+  const auto at_4k = predict_memory(b, MemoryFamily::materialised_scores_naive);
+  b.seq_q = b.seq_kv = 8192;
+  const auto at_8k = predict_memory(b, MemoryFamily::materialised_scores_naive);
+  ASSERT_TRUE(at_4k && at_8k);
+  EXPECT_GT(double(at_8k->working_bytes), 3.9 * double(at_4k->working_bytes));
 }
 
 }  // namespace

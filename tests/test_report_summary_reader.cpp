@@ -5,7 +5,6 @@
 
 #include "attnprof/io/files.h"
 #include "attnprof/report/summary.h"
-#include "attnprof/report/summary_reader.h"
 #include "test_util.h"
 
 using namespace attnprof;
@@ -18,9 +17,11 @@ RunRecord sample() {
   RunRecord r;
   r.variant = "naive";
   r.description = "matmul, \"scale\", softmax";
-  r.problem.batch = 4, r.problem.heads = 8, r.problem.seq = 1024, r.problem.head_dim = 128;
+  r.problem.batch = 4, r.problem.heads_q = 8, r.problem.heads_kv = 2, r.problem.head_dim = 128;
+  r.problem.seq_q = 16, r.problem.seq_kv = 1024;
   r.problem.dtype = DType::FP16;
-  r.problem.causal = false;
+  r.problem.mask = Mask::none;
+  r.problem.pass = Pass::fwd_bwd;
   r.problem.device = "cuda:0";
   r.problem.seed = 7;
   r.env = {"2.11.0", "NVIDIA H200", "0.1.0", "12.8"};
@@ -40,11 +41,17 @@ RunRecord sample() {
   u.is_user_annotation = true;
   u.count = 5, u.cpu_time_total_ns = 1000;
   r.rows = {a, k, u};
-  r.forward.forwards = 5;
-  r.forward.cpu_time_avg_us = 12.5;
-  r.forward.device_time_avg_us = 321.25;
-  r.forward.kernels_per_forward = 6;
-  r.forward.kernels = {{"nvjet_sm90_tst", 2, 100.5}, {"Memcpy DtoD (Device -> Device)", 1, 3.25}};
+  ScopeStats fwd;
+  fwd.scope = kForwardScope;
+  fwd.calls = 5;
+  fwd.cpu_time_avg_us = 12.5;
+  fwd.device_time_avg_us = 321.25, fwd.device_time_min_us = 300.5, fwd.device_time_max_us = 350.75;
+  fwd.kernels_per_call = 6;
+  fwd.kernels = {{"nvjet_sm90_tst", 2, 100.5, 90.25, 110.0}, {"Memcpy DtoD (Device -> Device)", 1, 3.25, 3, 3.5}};
+  ScopeStats bwd;
+  bwd.scope = kBackwardScope;
+  bwd.calls = 5, bwd.cpu_time_avg_us = 40, bwd.device_time_avg_us = 700, bwd.kernels_per_call = 9;
+  r.scopes = {fwd, bwd};
   r.peak_memory_bytes = 4.5 * (1 << 30);
   r.tflops = 123.4;
   KernelLaunch l;
@@ -90,10 +97,12 @@ TEST(SummaryReader, RoundTripKeepsEveryField) {
   const RunRecord b = read_summary(summary_json(r));
   EXPECT_EQ(b.variant, r.variant);
   EXPECT_EQ(b.description, r.description);
-  EXPECT_EQ(b.status, "ok");
-  EXPECT_EQ(b.problem.shape_string(), r.problem.shape_string());
+  EXPECT_EQ(b.status, Status::ok);
+  EXPECT_EQ(b.problem.shape_string(), "4x8/2x16/1024x128");
+  EXPECT_EQ(b.problem.file_stem(), r.problem.file_stem());
   EXPECT_EQ(b.problem.dtype, DType::FP16);
-  EXPECT_FALSE(b.problem.causal);
+  EXPECT_EQ(b.problem.mask, Mask::none);
+  EXPECT_EQ(b.problem.pass, Pass::fwd_bwd);
   EXPECT_EQ(b.problem.device, "cuda:0");
   EXPECT_EQ(b.problem.seed, 7u);
   EXPECT_EQ(b.env.device_name, "NVIDIA H200");
@@ -113,14 +122,23 @@ TEST(SummaryReader, RoundTripKeepsEveryField) {
     EXPECT_EQ(b.rows[i].device_time_total_ns, r.rows[i].device_time_total_ns);
     EXPECT_EQ(b.rows[i].self_device_time_total_ns, r.rows[i].self_device_time_total_ns);
   }
-  EXPECT_EQ(b.forward.forwards, 5);
-  EXPECT_DOUBLE_EQ(b.forward.cpu_time_avg_us, 12.5);
-  EXPECT_DOUBLE_EQ(b.forward.device_time_avg_us, 321.25);
-  EXPECT_DOUBLE_EQ(b.forward.kernels_per_forward, 6);
-  ASSERT_EQ(b.forward.kernels.size(), 2u);
-  EXPECT_EQ(b.forward.kernels[1].name, "Memcpy DtoD (Device -> Device)");
-  EXPECT_EQ(b.forward.kernels[0].count, 2);
-  EXPECT_DOUBLE_EQ(b.forward.kernels[0].total_us, 100.5);
+  ASSERT_EQ(b.scopes.size(), 2u);
+  const ScopeStats& f = b.scopes[0];
+  EXPECT_EQ(f.scope, "attn_fwd");
+  EXPECT_EQ(f.calls, 5);
+  EXPECT_DOUBLE_EQ(f.cpu_time_avg_us, 12.5);
+  EXPECT_DOUBLE_EQ(f.device_time_avg_us, 321.25);
+  EXPECT_DOUBLE_EQ(f.device_time_min_us, 300.5);
+  EXPECT_DOUBLE_EQ(f.device_time_max_us, 350.75);
+  EXPECT_DOUBLE_EQ(f.kernels_per_call, 6);
+  ASSERT_EQ(f.kernels.size(), 2u);
+  EXPECT_EQ(f.kernels[1].name, "Memcpy DtoD (Device -> Device)");
+  EXPECT_DOUBLE_EQ(f.kernels[0].count_per_call, 2);
+  EXPECT_DOUBLE_EQ(f.kernels[0].time_avg_us, 100.5);
+  EXPECT_DOUBLE_EQ(f.kernels[0].time_min_us, 90.25);
+  EXPECT_DOUBLE_EQ(f.kernels[0].time_max_us, 110.0);
+  EXPECT_EQ(b.scopes[1].scope, "attn_bwd");
+  EXPECT_DOUBLE_EQ(b.device_time_us(), 1021.25);
   EXPECT_DOUBLE_EQ(*b.peak_memory_bytes, *r.peak_memory_bytes);
   EXPECT_DOUBLE_EQ(*b.tflops, 123.4);
   ASSERT_EQ(b.launches.size(), 2u);
@@ -150,7 +168,7 @@ TEST(SummaryReader, CpuRunNullsReadAsAbsent) {
   r.timing.reset();
   const RunRecord b = read_summary(summary_json(r));
   EXPECT_EQ(b.problem.device, "cpu");
-  EXPECT_DOUBLE_EQ(b.forward.device_time_avg_us, 0.0);  // written as null on CPU
+  EXPECT_DOUBLE_EQ(b.scopes[0].cpu_time_avg_us, 12.5);
   EXPECT_FALSE(b.tflops);
   EXPECT_FALSE(b.peak_memory_bytes);
   EXPECT_FALSE(b.timing);
@@ -168,21 +186,26 @@ TEST(SummaryReader, WrongTypesNameTheField) {
       {"/headline/tflops", "fast", "'headline.tflops'"},
       {"/problem/batch", -1, "'problem.batch'"},
       {"/problem/batch", 1.5, "'problem.batch'"},
-      {"/problem/seq", 1e30, "'problem.seq'"},
+      {"/problem/seq_q", 1e30, "'problem.seq_q'"},
+      {"/problem/heads_kv", 3, "'problem.heads_kv'"},
+      {"/problem/mask", "sliding", "'problem.mask'"},
+      {"/problem/pass", "fwd+fwd", "'problem.pass'"},
       {"/problem/head_dim", json(uint64_t(1) << 63), "'problem.head_dim'"},
       {"/problem/dtype", "fp8", "'problem.dtype'"},
       {"/problem/device", "tpu", "'problem.device'"},
       {"/ops/1/count", "ten", "'ops[1].count'"},
       {"/ops/0/device", "gpu", "'ops[0].device'"},
       {"/ops/2/cpu_time_total_us", -5.0, "'ops[2].cpu_time_total_us'"},
-      {"/headline/kernels/1/name", nullptr, "'headline.kernels[1].name'"},
+      {"/headline/scopes/0/kernels/1/name", nullptr, "'headline.scopes[0].kernels[1].name'"},
+      {"/headline/scopes/1/calls", -1, "'headline.scopes[1].calls'"},
+      {"/headline/scopes", json::array({1}), "'headline.scopes[0]'"},
       {"/headline", json::array(), "'headline'"},
       {"/launches/0/grid", json::array({1, 2}), "'launches[0].grid'"},
       {"/launches/0/est_occupancy_pct", 400.0, "'launches[0].est_occupancy_pct'"},
       {"/timing/median_us", "x", "'timing.median_us'"},
       {"/facts/mask", 1, "'facts.mask'"},
       {"/status", "great", "'status'"},
-      {"/schema_version", 2, "'schema_version'"},
+      {"/schema_version", 3, "'schema_version'"},
       {"/schema_version", "1", "'schema_version'"},
       {"/tool", "other", "'tool'"},
   };
@@ -198,7 +221,8 @@ TEST(SummaryReader, WrongTypesNameTheField) {
 
 TEST(SummaryReader, MissingFieldsAreNamed) {
   const json good = summary_json(sample());
-  for (const char* pointer : {"/variant", "/problem", "/headline/forwards_profiled", "/ops", "/schema_version"}) {
+  for (const char* pointer : {"/variant", "/problem", "/headline/scopes", "/headline/scopes/0/kernels/0/time_max_us",
+                              "/ops", "/schema_version"}) {
     json j = good;
     const json::json_pointer p(pointer);
     j[p.parent_pointer()].erase(p.back());
@@ -229,7 +253,7 @@ TEST(SummaryReader, FilesPlainGzipMissingAndBombs) {
   io::write_file_atomic(d + "/a.summary.json", text);
   io::write_file_atomic(d + "/a.summary.json.gz", io::gzip_compress(text));
   EXPECT_EQ(read_summary_file(d + "/a.summary.json").variant, "naive");
-  EXPECT_EQ(read_summary_file(d + "/a.summary.json.gz").forward.kernels.size(), 2u);
+  EXPECT_EQ(read_summary_file(d + "/a.summary.json.gz").scopes.at(0).kernels.size(), 2u);
 
   auto error_of_file = [](const std::string& path) -> std::string {
     try {
@@ -266,4 +290,58 @@ TEST(SummaryReader, NumberOverflowIsASummaryError) {
     EXPECT_NE(e.find("s.json: not valid JSON (number overflow"), std::string::npos) << text << ": " << e;
     EXPECT_TRUE(one_line(e)) << e;
   }
+}
+
+// attnprof 0.1 wrote schema 1 (square problems, forward only); compare still
+// reads those files, as the seed corpus's real CPU summary shows.
+TEST(SummaryReader, ReadsSchemaOne) {
+  const RunRecord r = read_summary_file(std::string(ATTNPROF_SOURCE_DIR) +
+                                        "/tests/fuzz/corpus/summary_reader/naive_cpu.summary.json");
+  EXPECT_EQ(r.variant, "naive");
+  EXPECT_EQ(r.problem.heads_q, r.problem.heads_kv);
+  EXPECT_EQ(r.problem.seq_q, r.problem.seq_kv);
+  EXPECT_EQ(r.problem.pass, Pass::fwd);
+  ASSERT_EQ(r.scopes.size(), 1u);
+  EXPECT_EQ(r.scopes[0].scope, "attn_fwd");
+  EXPECT_GT(r.scopes[0].calls, 0);
+  EXPECT_GT(r.scopes[0].cpu_time_avg_us, 0.0);
+  EXPECT_FALSE(r.rows.empty());
+
+  json v1 = {{"schema_version", 1}, {"tool", "attnprof"}, {"variant", "sdpa-flash"}, {"description", ""},
+             {"status", "ok"}, {"reason", ""},
+             {"problem", {{"batch", 8}, {"heads", 16}, {"seq", 1024}, {"head_dim", 64}, {"dtype", "bf16"},
+                          {"causal", true}, {"device", "cuda:0"}}},
+             {"environment", {{"torch_version", "2.11.0"}, {"device_name", "NVIDIA H200"}, {"cuda_runtime", "13.0"},
+                              {"attnprof_version", "0.1.0"}}},
+             {"schedule", {{"warmup_iters", 3}, {"wait", 1}, {"warmup", 1}, {"active", 3}}},
+             {"facts", json::object()}, {"warnings", json::array()},
+             {"headline", {{"forwards_profiled", 3}, {"forward_cuda_time_avg_us", 94.0},
+                           {"forward_cpu_time_avg_us", 82.9}, {"kernels_per_forward", 1},
+                           {"kernels", {{{"name", "flash_fwd_kernel"}, {"count", 1}, {"time_us", 94.0}}}},
+                           {"tflops", 183.0}, {"peak_memory_bytes", 17301504}}},
+             {"files", {{"trace", "t"}, {"table", "t"}, {"summary", "s"}}}, {"ops", json::array()}};
+  const RunRecord b = read_summary(v1);
+  EXPECT_EQ(b.problem.file_stem(), "8_16_1024_64_bf16_causal");
+  EXPECT_DOUBLE_EQ(b.device_time_us(), 94.0);
+  EXPECT_DOUBLE_EQ(b.scopes[0].kernels.at(0).time_avg_us, 94.0);
+  EXPECT_FALSE(b.timing);
+  v1["problem"]["causal"] = "yes";
+  EXPECT_NE(error_of(v1).find("'problem.mask'"), std::string::npos) << error_of(v1);
+}
+
+// Strings from a file reach the terminal: control characters (ANSI escapes,
+// line breaks) come back as visible \xNN, so messages stay one line and raw.
+TEST(SummaryReader, ControlCharactersAreMadeVisible) {
+  RunRecord r = sample();
+  r.description = "red \x1b[31mALERT\x1b[0m\nsecond line";
+  r.facts = {{"k\r", "v\x07"}};
+  const RunRecord b = read_summary(summary_json(r));
+  EXPECT_EQ(b.description, "red \\x1b[31mALERT\\x1b[0m\\x0asecond line");
+  EXPECT_EQ(b.facts.at(0).first, "k\\x0d");
+  EXPECT_EQ(b.facts.at(0).second, "v\\x07");
+  json j = summary_json(sample());
+  j["status"] = "ok\x1b[2J\nwiped";
+  const std::string e = error_of(j);
+  EXPECT_TRUE(one_line(e)) << e;
+  EXPECT_EQ(e.find('\x1b'), std::string::npos) << e;
 }

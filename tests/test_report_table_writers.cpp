@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <sstream>
 
@@ -16,14 +18,24 @@ using Rows = std::vector<std::vector<std::string>>;
 
 Table awkward_table() {
   Table t;
-  t.columns = {"variant", "GPU µs", "note"};
-  t.numeric = {false, true, false};
-  t.rows = {{"naive", "1062.0", "DtoD Memcpy, mask \"materialised\""},
-            {"sdpa-flash", "94.5", "pipe | inside"},
-            {"sdpa-cudnn", "58.6", "two\nlines"},
-            {"", "", ""}};
+  t.columns = {text_column("variant", "variant"), number_column("GPU µs", "gpu_us", {NumberFormat::Style::fixed, 1}),
+               text_column("note", "note")};
+  t.rows = {{"naive", 1062.0, "DtoD Memcpy, mask \"materialised\""},
+            {"sdpa-flash", 94.5, "pipe | inside"},
+            {"sdpa-cudnn", 58.6, "two\nlines"},
+            {"", Cell{}, ""}};
   return t;
 }
+
+// What people see (text, Markdown) and what programs read (CSV) for the rows above.
+const Rows kShown = {{"naive", "1062.0", "DtoD Memcpy, mask \"materialised\""},
+                     {"sdpa-flash", "94.5", "pipe | inside"},
+                     {"sdpa-cudnn", "58.6", "two\nlines"},
+                     {"", "n/a", ""}};
+const Rows kPlain = {{"naive", "1062", "DtoD Memcpy, mask \"materialised\""},
+                     {"sdpa-flash", "94.5", "pipe | inside"},
+                     {"sdpa-cudnn", "58.6", "two\nlines"},
+                     {"", "", ""}};
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -123,34 +135,35 @@ TEST_F(TableFiles, WritesFourFiles) {
   for (const auto& p : paths_) EXPECT_TRUE(std::filesystem::is_regular_file(p)) << p;
 }
 
-TEST_F(TableFiles, CsvParsesBackToTheSameCells) {
+TEST_F(TableFiles, CsvParsesBackToKeysAndPlainNumbers) {
   const Rows records = parse_csv(file(".csv"));
   ASSERT_EQ(records.size(), table_.rows.size() + 1);
-  EXPECT_EQ(records.front(), table_.columns);
-  for (size_t r = 0; r < table_.rows.size(); ++r) EXPECT_EQ(records[r + 1], table_.rows[r]);
+  EXPECT_EQ(records.front(), (std::vector<std::string>{"variant", "gpu_us", "note"}));
+  for (size_t r = 0; r < kPlain.size(); ++r) EXPECT_EQ(records[r + 1], kPlain[r]);
 }
 
-TEST_F(TableFiles, JsonParsesBackToObjectsKeyedByColumn) {
+TEST_F(TableFiles, JsonParsesBackToTypedObjectsKeyedByColumnKey) {
   const auto json = nlohmann::json::parse(file(".json"));
   ASSERT_TRUE(json.is_array());
   ASSERT_EQ(json.size(), table_.rows.size());
-  for (size_t r = 0; r < table_.rows.size(); ++r) {
-    ASSERT_EQ(json[r].size(), table_.columns.size());
-    for (size_t c = 0; c < table_.columns.size(); ++c)
-      EXPECT_EQ(json[r].at(table_.columns[c]).get<std::string>(), table_.rows[r][c]);
-  }
+  EXPECT_EQ(json[0].at("variant"), "naive");
+  EXPECT_TRUE(json[0].at("gpu_us").is_number());
+  EXPECT_DOUBLE_EQ(json[1].at("gpu_us").get<double>(), 94.5);
+  EXPECT_TRUE(json[3].at("gpu_us").is_null());
+  EXPECT_EQ(json[2].at("note"), "two\nlines");
+  for (const auto& row : json) EXPECT_EQ(row.size(), table_.columns.size());
 }
 
 TEST_F(TableFiles, MarkdownHasOneLinePerRowAndEscapedCells) {
   const auto lines = lines_of(file(".md"));
   ASSERT_EQ(lines.size(), table_.rows.size() + 2);  // header + delimiter + rows
-  EXPECT_EQ(parse_markdown_row(lines[0]), table_.columns);
+  EXPECT_EQ(parse_markdown_row(lines[0]), (std::vector<std::string>{"variant", "GPU µs", "note"}));
   const auto delimiter = parse_markdown_row(lines[1]);
   ASSERT_EQ(delimiter.size(), 3u);
   EXPECT_EQ(delimiter[0].find(':'), std::string::npos);
   EXPECT_EQ(delimiter[1].back(), ':') << "numeric column is right-aligned";
-  for (size_t r = 0; r < table_.rows.size(); ++r) {
-    auto expected = table_.rows[r];
+  for (size_t r = 0; r < kShown.size(); ++r) {
+    auto expected = kShown[r];
     for (auto& cell : expected)
       if (auto nl = cell.find('\n'); nl != std::string::npos) cell.replace(nl, 1, "<br>");
     EXPECT_EQ(parse_markdown_row(lines[r + 2]), expected);
@@ -167,16 +180,55 @@ TEST_F(TableFiles, TextIsAlignedInColumns) {
   EXPECT_EQ(lines[2].find("1062.0") + 6, header_end - 1);  // µ is two bytes, one column
   EXPECT_EQ(lines[3].find("94.5") + 4, header_end - 1);
   EXPECT_NE(lines[4].find("two lines"), std::string::npos);
+  EXPECT_NE(lines[5].find("n/a"), std::string::npos);
   for (const auto& line : lines) EXPECT_NE(line.back(), ' ') << "no trailing spaces";
 }
 
+Table text_table(std::vector<std::string> keys, std::vector<std::vector<Cell>> rows) {
+  Table t;
+  for (auto& k : keys) t.columns.push_back(text_column(k, k));
+  t.rows = std::move(rows);
+  return t;
+}
+
 TEST(TableWriters, CsvQuotesOnlyWhatNeedsIt) {
-  Table t{{"a", "b"}, {{"plain", "x,y"}, {"say \"hi\"", "cr\rlf"}}, {}};
+  const Table t = text_table({"a", "b"}, {{"plain", "x,y"}, {"say \"hi\"", "cr\rlf"}});
   EXPECT_EQ(to_csv(t), "a,b\nplain,\"x,y\"\n\"say \"\"hi\"\"\",\"cr\rlf\"\n");
 }
 
+TEST(TableWriters, NumbersShowByTheirColumnsFormat) {
+  using S = NumberFormat::Style;
+  Table t;
+  t.columns = {number_column("g", "g", {S::general, 3}), number_column("f", "f", {S::fixed, 1}),
+               number_column("x", "x", {S::ratio, 2}), number_column("p", "p", {S::percent, 1}),
+               number_column("b", "b", {S::bytes, 0}), number_column("t", "t", {S::time_us, 0})};
+  t.rows = {{98.94, 1062.04, 10.0, 1.6, 528.0 * (1 << 20), 1500.0}};
+  const std::vector<std::string> shown = {"98.9", "1062.0", "10.00x", "1.6%", "528.00 MiB", "1.500ms"};
+  for (size_t c = 0; c < shown.size(); ++c) EXPECT_EQ(display(t, c, t.rows[0][c]), shown[c]);
+  EXPECT_EQ(to_csv(t), "g,f,x,p,b,t\n98.94,1062.04,10,1.6,553648128,1500\n");
+  t.missing = "";
+  EXPECT_EQ(display(t, 0, Cell{}), "");
+  // NaN and infinities are not numbers a reader can use: missing, null in JSON.
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(number_cell(std::nan(""))));
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(number_cell(std::nullopt)));
+  Table inf;
+  inf.columns = {number_column("v", "v")};
+  inf.rows = {{std::numeric_limits<double>::infinity()}};
+  EXPECT_TRUE(to_json(inf)[0]["v"].is_null());
+}
+
+TEST(TableWriters, TitleHeadsTextAndMarkdownFiles) {
+  const std::string dir = std::filesystem::temp_directory_path() / "attnprof_table_title";
+  std::filesystem::create_directories(dir);
+  write_table_files(text_table({"a"}, {{"x"}}), dir + "/t", "the title");
+  EXPECT_EQ(read_all(dir + "/t.txt").rfind("the title\n\na\n", 0), 0u);
+  EXPECT_EQ(read_all(dir + "/t.md").rfind("**the title**\n\n| a ", 0), 0u);
+  EXPECT_EQ(read_all(dir + "/t.csv"), "a\nx\n");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(TableWriters, RaggedRowsAreRejected) {
-  Table t{{"a", "b"}, {{"only one"}}, {}};
+  const Table t = text_table({"a", "b"}, {{"only one"}});
   EXPECT_THROW(to_text(t), std::invalid_argument);
   EXPECT_THROW(to_csv(t), std::invalid_argument);
   EXPECT_THROW(to_markdown(t), std::invalid_argument);
@@ -184,13 +236,13 @@ TEST(TableWriters, RaggedRowsAreRejected) {
 }
 
 TEST(TableWriters, DuplicateColumnsAreRejectedByJson) {
-  Table t{{"x", "x"}, {{"1", "2"}}, {}};
+  const Table t = text_table({"x", "x"}, {{"1", "2"}});
   EXPECT_THROW(to_json(t), std::invalid_argument);
   EXPECT_NO_THROW(to_csv(t));
 }
 
 TEST(TableWriters, EmptyTableHasHeaderOnly) {
-  Table t{{"variant", "time"}, {}, {}};
+  const Table t = text_table({"variant", "time"}, {});
   EXPECT_EQ(to_csv(t), "variant,time\n");
   EXPECT_EQ(to_json(t), nlohmann::json::array());
   EXPECT_EQ(lines_of(to_markdown(t)).size(), 2u);

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <set>
 
 #include "attnprof/io/files.h"
 #include "test_util.h"
@@ -38,13 +39,15 @@ TEST(SweepCli, PrintsCountWritesCsvAndSvgs) {
   const std::vector<std::string> csv = split_lines(attnprof::io::read_file(d + "/sweep/sweep.csv"));
   ASSERT_EQ(csv.size(), 5u);
   EXPECT_EQ(csv[0],
-            "variant,batch,heads,seq,head_dim,dtype,status,reason,gpu_time_us,event_median_us,cpu_time_us,tflops,"
-            "kernels_per_forward,peak_memory_bytes");
-  EXPECT_EQ(csv[1].rfind("naive,1,2,16,16,bf16,ok,", 0), 0u) << csv[1];
-  EXPECT_EQ(csv[4].rfind("sdpa-math,1,2,32,16,bf16,ok,", 0), 0u) << csv[4];
+            "variant,batch,heads_q,heads_kv,seq_q,seq_kv,head_dim,dtype,mask,pass,status,reason,gpu_time_us,"
+            "event_median_us,cpu_time_us,tflops,kernels_per_step,peak_memory_bytes");
+  EXPECT_EQ(csv[1].rfind("naive,1,2,2,16,16,16,bf16,causal,fwd,ok,", 0), 0u) << csv[1];
+  EXPECT_EQ(csv[4].rfind("sdpa-math,1,2,2,32,32,16,bf16,causal,fwd,ok,", 0), 0u) << csv[4];
   const nlohmann::json j = nlohmann::json::parse(attnprof::io::read_file(d + "/sweep/sweep.json"));
   ASSERT_EQ(j.size(), 4u);
-  EXPECT_GT(std::stod(j[0]["cpu_time_us"].get<std::string>()), 0.0);
+  EXPECT_GT(j[0]["cpu_time_us"].get<double>(), 0.0);
+  EXPECT_EQ(j[0]["seq_kv"].get<double>(), 16.0);
+  EXPECT_TRUE(j[0]["gpu_time_us"].is_null());
 
   for (const char* svg : {"/sweep/cpu_time_us.svg", "/sweep/tflops.svg"}) {
     const std::string s = attnprof::io::read_file(d + svg);
@@ -55,7 +58,7 @@ TEST(SweepCli, PrintsCountWritesCsvAndSvgs) {
     EXPECT_NE(s.find("sdpa-math"), std::string::npos);
   }
   EXPECT_FALSE(path_exists(d + "/sweep/gpu_time_us.svg"));  // CPU run
-  EXPECT_TRUE(path_exists(d + "/naive/1_2_16_16_bf16.summary.json"));
+  EXPECT_TRUE(path_exists(d + "/naive/1_2_16_16_bf16_causal.summary.json"));
   remove_tree(d);
 }
 
@@ -75,11 +78,11 @@ TEST(SweepCli, PredictedTooLargeIsSkippedWithReason) {
   ASSERT_EQ(r.rc, 0) << r.err;
   const std::vector<std::string> csv = split_lines(attnprof::io::read_file(d + "/sweep/sweep.csv"));
   ASSERT_EQ(csv.size(), 3u);
-  EXPECT_EQ(csv[1].rfind("naive,1,2,16,16,bf16,ok,", 0), 0u) << csv[1];
-  EXPECT_EQ(csv[2].rfind("naive,1,2,2000000,16,bf16,skipped,\"needs ~", 0), 0u) << csv[2];
+  EXPECT_EQ(csv[1].rfind("naive,1,2,2,16,16,16,bf16,causal,fwd,ok,", 0), 0u) << csv[1];
+  EXPECT_EQ(csv[2].rfind("naive,1,2,2,2000000,2000000,16,bf16,causal,fwd,skipped,\"needs ~", 0), 0u) << csv[2];
   EXPECT_NE(csv[2].find("TiB (predicted)"), std::string::npos) << csv[2];
   EXPECT_NE(r.err.find("skipped: needs ~"), std::string::npos) << r.err;
-  EXPECT_FALSE(path_exists(d + "/naive/1_2_2000000_16_bf16.summary.json"));
+  EXPECT_FALSE(path_exists(d + "/naive/1_2_2000000_16_bf16_causal.summary.json"));
   remove_tree(d);
 }
 
@@ -98,19 +101,19 @@ TEST(CompareCli, TwoRealRunsFilesAndDirectories) {
     const Result r = run_cli(std::string("--variant naive --seq 32 --head-dim 16 ") + kFast + " --out " + d + sub);
     ASSERT_EQ(r.rc, 0) << r.err;
   }
-  const std::string a = d + "/a/naive/1_2_32_16_bf16.summary.json", b = d + "/b/naive/1_2_32_16_bf16.summary.json";
+  const std::string a = d + "/a/naive/1_2_32_16_bf16_causal.summary.json", b = d + "/b/naive/1_2_32_16_bf16_causal.summary.json";
   Result r = run_cli("compare " + a + " " + b + " --csv " + d + "/diff.csv --md " + d + "/diff.md");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("forward CPU time"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("aten::softmax"), std::string::npos) << r.out;
   const std::vector<std::string> csv = split_lines(attnprof::io::read_file(d + "/diff.csv"));
   ASSERT_GT(csv.size(), 5u);
-  EXPECT_EQ(csv[0], "summary,section,name,device,metric,A,B,B/A,note");
+  EXPECT_EQ(csv[0], "summary,section,name,device,metric,unit,a,b,ratio_b_over_a,note");
   EXPECT_NE(attnprof::io::read_file(d + "/diff.md").find("| metric"), std::string::npos);
 
   r = run_cli("compare " + d + "/a " + d + "/b");
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.out.find("== naive/1_2_32_16_bf16.summary.json"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("== naive/1_2_32_16_bf16_causal.summary.json"), std::string::npos) << r.out;
   remove_tree(d);
 }
 
@@ -131,5 +134,41 @@ TEST(CompareCli, BadInputsExitFourWithOneLine) {
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
   r = run_cli("compare " + d + "/bad.summary.json");
   EXPECT_EQ(r.rc, 2) << r.err;
+  remove_tree(d);
+}
+
+// Issue 17: a multi-variant run and compare on two folders each write one
+// merged Perfetto trace (a process per run, aligned) and one picture of one
+// call per run; a backward-only pass shows attn_bwd.
+TEST(ComparisonTraceCli, MultiVariantRunAndCompareWriteMergedTraceAndTimeline) {
+  const std::string d = make_temp_dir("merged");
+  for (const char* pass : {"fwd", "bwd"}) {
+    for (const char* sub : {"/a", "/b"}) {
+      const Result r = run_cli(std::string("--variant naive,sdpa-math --seq 32 --head-dim 16 --timing-iters 0 --pass ") +
+                               pass + " " + kFast + " --out " + d + sub);
+      ASSERT_EQ(r.rc, 0) << r.err;
+      EXPECT_NE(r.out.find("merged trace: "), std::string::npos) << r.out;
+    }
+    const std::string stem = std::string("1_2_32_16_bf16_causal") + (pass == std::string("bwd") ? "_bwd" : "");
+    const auto trace = nlohmann::json::parse(
+        attnprof::io::gzip_decompress(attnprof::io::read_file(d + "/a/compare/" + stem + ".trace.json.gz")));
+    std::set<std::string> processes;
+    for (const auto& e : trace["traceEvents"])
+      if (e.value("ph", "") == "M" && e.value("name", "") == "process_name")
+        processes.insert(e["args"]["name"].get<std::string>().substr(0, 9));
+    EXPECT_EQ(processes, (std::set<std::string>{"naive \xE2\x80\x94", "sdpa-math"})) << pass;
+    const std::string svg = attnprof::io::read_file(d + "/a/compare/" + stem + ".timeline.svg");
+    EXPECT_NE(svg.find(pass == std::string("bwd") ? "attn_bwd" : "attn_fwd"), std::string::npos) << pass;
+    EXPECT_EQ(svg.find("<script"), std::string::npos);
+
+    const Result c = run_cli("compare " + d + "/a " + d + "/b --out " + d + "/c");
+    ASSERT_EQ(c.rc, 0) << c.err;
+    const std::string ab = attnprof::io::read_file(d + "/c/compare/" + stem + ".timeline.svg");
+    // One row per side of each variant, labelled alike.
+    EXPECT_GE(count(ab, "naive \xC2\xB7 A"), 1) << pass;
+    EXPECT_EQ(count(ab, "naive \xC2\xB7 A"), count(ab, "naive \xC2\xB7 B")) << pass;
+    EXPECT_EQ(count(ab, "sdpa-math \xC2\xB7 A"), count(ab, "sdpa-math \xC2\xB7 B")) << pass;
+    EXPECT_GE(count(ab, "sdpa-math \xC2\xB7 B"), 1) << pass;
+  }
   remove_tree(d);
 }

@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <iostream>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -18,18 +20,25 @@ using namespace attnprof;
 
 namespace {
 
-double tolerance(DType d) { return d == DType::FP32 ? 1e-5 : 1e-2; }
-
 struct Shape {
-  int64_t b, h, s, d;
+  int64_t b, hq, hkv, sq, skv, d;
 };
-// seq not a multiple of 64, seq = 1, odd batch/heads, two head dims.
-const Shape kShapes[] = {{1, 1, 1, 64}, {2, 3, 77, 64}, {1, 2, 128, 32}, {3, 1, 200, 128}};
+// seq not a multiple of 64, seq = 1, odd batch/heads, two head dims; grouped-
+// query (4 query heads on 2 KV heads) and multi-query (3 on 1) heads; a decode
+// step (1 query against 77 keys) and a chunk of 5 queries against 40 keys.
+const Shape kShapes[] = {{1, 1, 1, 1, 1, 64},    {2, 3, 3, 77, 77, 64},  {1, 2, 2, 128, 128, 32},
+                         {3, 1, 1, 200, 200, 128}, {2, 4, 2, 33, 33, 64}, {1, 3, 1, 1, 77, 64},
+                         {2, 4, 1, 5, 40, 32}};
 
 struct Case {
   std::string device;
   DType dtype;
 };
+
+// Above rounding, a fused variant may differ from the plain same-dtype
+// formula by summation order only; fp32 results differ by rounding alone.
+double floor_for(DType d) { return d == DType::FP32 ? 2e-6 : 0.0; }
+double cap_for(DType d) { return d == DType::FP32 ? 1e-5 : 1e-2; }
 
 class VariantParity : public ::testing::TestWithParam<Case> {
  protected:
@@ -37,44 +46,116 @@ class VariantParity : public ::testing::TestWithParam<Case> {
     if (GetParam().device != "cpu" && !torch::cuda::is_available())
       GTEST_SKIP() << "no CUDA device: CUDA parity tests skipped (they run on the GPU machine)";
     // A different seed every run: the fast path must compute the same function on any input.
-    at::manual_seed(std::random_device{}());
+    seed_ = std::random_device{}();
+    at::manual_seed(seed_);
   }
+  uint64_t seed_ = 0;
 };
 
-}  // namespace
+Problem problem_of(const Shape& s, const Case& c, bool causal, Pass pass) {
+  Problem p;
+  p.batch = s.b, p.heads_q = s.hq, p.heads_kv = s.hkv, p.seq_q = s.sq, p.seq_kv = s.skv, p.head_dim = s.d;
+  p.dtype = c.dtype;
+  p.mask = causal ? Mask::causal_bottom_right : Mask::none;
+  p.pass = pass;
+  p.device = c.device;
+  return p;
+}
 
-TEST_P(VariantParity, MatchesFloat64Reference) {
-  const Case c = GetParam();
+// Attention in `dtype` by the textbook formula, differentiable: the float64
+// reference when dtype is kDouble, "a plain same-dtype implementation" otherwise.
+at::Tensor plain_attention(const Problem& p, const Inputs& in, at::ScalarType dtype, std::vector<at::Tensor>& leaves) {
+  leaves = {in.q.detach().to(dtype).requires_grad_(), in.k.detach().to(dtype).requires_grad_(),
+            in.v.detach().to(dtype).requires_grad_()};
+  at::Tensor scores = at::matmul(leaves[0], expand_kv_heads(leaves[1], p.heads_q).transpose(-2, -1)) * p.softmax_scale();
+  if (const at::Tensor mask = hidden_keys_mask(p, scores.options()); mask.defined())
+    scores = scores.masked_fill(mask, -std::numeric_limits<double>::infinity());
+  return at::matmul(at::softmax(scores, -1), expand_kv_heads(leaves[2], p.heads_q));
+}
+
+// Calls fn(problem, prepared variant, inputs) for every registered variant on
+// every shape and mask it supports for `pass`; returns how many ran. A case a
+// variant refuses must say why.
+template <class F>
+int for_each_supported_case(const Case& c, Pass pass, F&& fn) {
   int ran = 0;
   for (const auto& entry : variant_registry()) {
     for (const Shape& s : kShapes) {
       for (bool causal : {true, false}) {
-        Problem p;
-        p.batch = s.b, p.heads = s.h, p.seq = s.s, p.head_dim = s.d;
-        p.dtype = c.dtype;
-        p.causal = causal;
-        p.device = c.device;
+        const Problem p = problem_of(s, c, causal, pass);
         auto v = entry.make();
         const Support sup = v->supports(p);
-        SCOPED_TRACE(entry.name + " " + p.shape_string() + (causal ? " causal" : " full"));
+        SCOPED_TRACE(entry.name + " " + p.shape_string() + " " + p.config_string());
         if (!sup.ok) {
           EXPECT_FALSE(sup.reason.empty()) << "an unsupported case must say why";
           continue;
         }
         const Inputs in = random_inputs(p);
         v->prepare(p, in.q, in.k, in.v);
-        const at::Tensor out = v->forward(in.q, in.k, in.v);
-        ASSERT_EQ(out.sizes(), in.q.sizes());
-        ASSERT_EQ(out.scalar_type(), in.q.scalar_type());
-        ASSERT_TRUE(at::isfinite(out).all().item<bool>());
-        const double err = relative_frobenius_error(out, reference_attention(p, in));
-        EXPECT_LE(err, tolerance(c.dtype)) << "relative Frobenius error " << err;
+        fn(p, *v, in);
         ++ran;
       }
     }
   }
+  return ran;
+}
+
+}  // namespace
+
+TEST_P(VariantParity, ForwardMatchesFloat64Reference) {
+  const Case c = GetParam();
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const int ran = for_each_supported_case(c, Pass::fwd, [&](const Problem& p, Variant& v, const Inputs& in) {
+    const at::Tensor out = v.forward(in.q, in.k, in.v);
+    ASSERT_EQ(out.sizes(), in.q.sizes());
+    ASSERT_EQ(out.scalar_type(), in.q.scalar_type());
+    ASSERT_TRUE(at::isfinite(out).all().item<bool>());
+    const at::Tensor ref = reference_attention(p, in);
+    std::vector<at::Tensor> unused;
+    const double plain = relative_frobenius_error(plain_attention(p, in, in.q.scalar_type(), unused), ref);
+    const double err = relative_frobenius_error(out, ref);
+    EXPECT_LE(err, std::max(2 * plain, floor_for(c.dtype))) << "relative Frobenius error " << err << ", plain " << plain;
+    EXPECT_LE(err, cap_for(c.dtype));
+  });
   EXPECT_GT(ran, 0);
   std::cout << "[ parity   ] " << c.device << " " << dtype_name(c.dtype) << ": " << ran << " variant/shape cases checked\n";
+}
+
+// dq, dk, dv of every variant that has a backward here, against float64
+// autograd of the textbook formula, through the same out.backward(grad_out)
+// the runner calls.
+TEST_P(VariantParity, GradientsMatchFloat64Autograd) {
+  const Case c = GetParam();
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const int ran = for_each_supported_case(c, Pass::bwd, [&](const Problem& p, Variant& v, const Inputs& in) {
+    v.forward(in.q, in.k, in.v).backward(in.grad_out);
+    std::vector<at::Tensor> ref_leaves, plain_leaves;
+    plain_attention(p, in, at::kDouble, ref_leaves).backward(in.grad_out.to(at::kDouble));
+    plain_attention(p, in, in.q.scalar_type(), plain_leaves).backward(in.grad_out);
+    const char* names[] = {"dq", "dk", "dv"};
+    const at::Tensor* inputs[] = {&in.q, &in.k, &in.v};
+    for (int i = 0; i < 3; ++i) {
+      const at::Tensor& g = inputs[i]->grad();
+      ASSERT_TRUE(g.defined()) << names[i];
+      ASSERT_EQ(g.sizes(), inputs[i]->sizes()) << names[i];
+      ASSERT_TRUE(at::isfinite(g).all().item<bool>()) << names[i];
+      const at::Tensor& ref = ref_leaves[i].grad();
+      if (ref.norm().item<double>() == 0.0) {
+        // One visible key: softmax is constant, dq and dk are exactly zero;
+        // relative to grad_out, what a variant returns must be rounding.
+        EXPECT_LE(g.to(at::kDouble).norm().item<double>(),
+                  cap_for(c.dtype) * in.grad_out.to(at::kDouble).norm().item<double>())
+            << names[i];
+        continue;
+      }
+      const double plain = relative_frobenius_error(plain_leaves[i].grad(), ref);
+      const double err = relative_frobenius_error(g, ref);
+      EXPECT_LE(err, std::max(2 * plain, floor_for(c.dtype))) << names[i] << " error " << err << ", plain " << plain;
+      EXPECT_LE(err, cap_for(c.dtype)) << names[i];
+    }
+  });
+  EXPECT_GT(ran, 0);
+  std::cout << "[ gradient ] " << c.device << " " << dtype_name(c.dtype) << ": " << ran << " variant/shape cases checked\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, VariantParity,
@@ -95,6 +176,9 @@ TEST(Registry, NamesAreUniqueAndFactoriesAgree) {
     EXPECT_FALSE(v->description().empty());
   }
   EXPECT_EQ(make_variant("no-such-variant"), nullptr);
+  // The CLI and reports ask tags, never names: exactly one baseline, a default sweep.
+  EXPECT_EQ(variants_tagged(VariantTag::baseline).size(), 1u);
+  EXPECT_FALSE(variants_tagged(VariantTag::default_sweep).empty());
   for (const char* core : {"naive", "inplace", "sdpa-math", "sdpa-efficient", "sdpa-flash", "sdpa-cudnn", "sdpa-auto"})
     EXPECT_TRUE(seen.count(core)) << core;
 }
@@ -104,7 +188,7 @@ TEST(SdpaVariants, BackendFlagsAreRestored) {
   const bool flash = ctx.userEnabledFlashSDP(), math = ctx.userEnabledMathSDP(),
              eff = ctx.userEnabledMemEfficientSDP(), cudnn = ctx.userEnabledCuDNNSDP();
   Problem p;
-  p.batch = 1, p.heads = 2, p.seq = 16, p.head_dim = 32, p.dtype = DType::FP32;
+  p.batch = 1, p.heads_q = p.heads_kv = 2, p.seq_q = p.seq_kv = 16, p.head_dim = 32, p.dtype = DType::FP32;
   for (const char* name : {"sdpa-math", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn"}) {
     auto v = make_variant(name);
     const Support s = v->supports(p);
@@ -122,7 +206,7 @@ TEST(SdpaVariants, BackendFlagsAreRestored) {
 
 TEST(SdpaVariants, RefusedBackendGivesAReason) {
   Problem p;
-  p.batch = 1, p.heads = 1, p.seq = 8, p.head_dim = 64, p.dtype = DType::BF16;
+  p.batch = 1, p.heads_q = p.heads_kv = 1, p.seq_q = p.seq_kv = 8, p.head_dim = 64, p.dtype = DType::BF16;
   p.device = "cpu";
   const Support s = make_variant("sdpa-cudnn")->supports(p);
   EXPECT_FALSE(s.ok);
@@ -135,4 +219,24 @@ TEST(SdpaVariants, RefusedBackendGivesAReason) {
     EXPECT_FALSE(f.ok);
     EXPECT_NE(f.reason.find("Flash attention"), std::string::npos) << f.reason;
   }
+}
+
+// The bottom-right mask reaches each SDPA backend the way PyTorch's
+// causal_lower_right does; the facts say which route was taken.
+TEST(SdpaVariants, LowerRightCausalRouteIsReported) {
+  Problem p;
+  p.batch = 1, p.heads_q = 4, p.heads_kv = 2, p.seq_q = 5, p.seq_kv = 40, p.head_dim = 32;
+  p.dtype = DType::FP32;
+  auto v = make_variant("sdpa-math");
+  ASSERT_TRUE(v->supports(p).ok);
+  const Inputs in = random_inputs(p);
+  v->prepare(p, in.q, in.k, in.v);
+  bool said = false;
+  for (const Fact& f : v->facts()) said = said || f.value.find("materialised") != std::string::npos;
+  EXPECT_TRUE(said);
+  // One query sees every key under the bottom-right mask: nothing to materialise.
+  p.seq_q = 1;
+  const Inputs one = random_inputs(p);
+  v->prepare(p, one.q, one.k, one.v);
+  EXPECT_TRUE(v->facts().empty());
 }

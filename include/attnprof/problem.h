@@ -1,5 +1,7 @@
-// The attention problem one run measures. Plain data, no LibTorch types, so
-// the report layer (and its tests) can use it without linking LibTorch.
+// The attention problem one run measures: the shape (grouped-query heads,
+// queries against a longer key/value sequence), dtype, mask, the pass, and
+// where it runs. Plain data, no LibTorch types, so the report layer (and its
+// tests) can use it without linking LibTorch.
 #pragma once
 
 #include <cstdint>
@@ -11,29 +13,74 @@ namespace attnprof {
 
 enum class DType { BF16, FP16, FP32 };
 
-const char* dtype_name(DType d);               // "bf16", "fp16", "fp32"
+const char* dtype_name(DType d);  // "bf16", "fp16", "fp32"
 std::optional<DType> parse_dtype(const std::string& s);
 const std::vector<std::string>& dtype_names();
 int dtype_bytes(DType d);
 
+// Which keys a query sees. The causal masks differ only when seq_q != seq_kv:
+// top-left lets query i see keys j <= i (PyTorch's is_causal); bottom-right
+// lets it see j <= i + (seq_kv - seq_q), the last query seeing every key
+// (FlashAttention >= 2.1, PyTorch's causal_lower_right): what decode and
+// chunked prefill against a KV cache need.
+enum class Mask { none, causal_top_left, causal_bottom_right };
+
+const char* mask_name(Mask m);  // "full", "causal-top-left", "causal"
+std::optional<Mask> parse_mask(const std::string& s);
+
+// What one profiled step runs: the forward, the backward of a forward run
+// outside the measured scope, or both. Each measured part is one user scope.
+enum class Pass { fwd, bwd, fwd_bwd };
+
+const char* pass_name(Pass p);  // "fwd", "bwd", "fwd+bwd"
+std::optional<Pass> parse_pass(const std::string& s);
+const std::vector<std::string>& pass_names();
+// The user scopes (and NVTX ranges) of a pass, in the order they run in a step.
+std::vector<std::string> pass_scopes(Pass p);
+// The backward of attention does 2.5x the forward's matmul FLOPs (dV, dP, dQ,
+// dK and the recomputed S: 5 matmuls against 2), the convention of
+// FlashAttention's and PyTorch's benchmarks.
+double pass_flop_factor(Pass p);
+
+inline constexpr const char* kForwardScope = "attn_fwd";
+inline constexpr const char* kBackwardScope = "attn_bwd";
+
 struct Problem {
   int64_t batch = 8;
-  int64_t heads = 16;
-  int64_t seq = 1024;
+  int64_t heads_q = 16;
+  int64_t heads_kv = 16;  // divides heads_q; fewer = grouped-query attention
+  int64_t seq_q = 1024;
+  int64_t seq_kv = 1024;
   int64_t head_dim = 64;
   DType dtype = DType::BF16;
-  bool causal = true;
+  Mask mask = Mask::causal_bottom_right;
+  Pass pass = Pass::fwd;
   std::string device = "cpu";  // "cpu" or "cuda:N", already resolved
   uint64_t seed = 0;
 
   bool on_cuda() const { return device.rfind("cuda", 0) == 0; }
+  bool causal() const { return mask != Mask::none; }
+  // The mask with the alignment folded away where it changes nothing
+  // (seq_q == seq_kv): what names, compares and dispatches on.
+  Mask effective_mask() const;
+  int64_t group_size() const { return heads_kv > 0 ? heads_q / heads_kv : 0; }
   double softmax_scale() const;
-  // 4*B*H*S^2*D FLOPs for the two matmuls; causal counts half the score matrix.
+  // Query-key pairs a head computes: seq_q * seq_kv without a mask; causal
+  // counts the visible area (seq_q^2 / 2 for a square problem, as before).
+  double visible_pairs() const;
+  // 4 * B * Hq * pairs * D: the two matmuls of one forward.
+  double forward_flops() const;
+  // The FLOPs of one step of this problem's pass (forward_flops x factor).
   double flops() const;
-  // "<B>_<H>_<S>_<D>_<dtype>": the stem of every output file of this problem.
+  // "<B>_<Hq>_<Sq>_<D>_<dtype>_<mask>" then "_hkv<Hkv>" when the heads differ,
+  // "_kv<Skv>" when the sequences differ, "_<pass>" when not the forward:
+  // every output file of this problem starts with it, and no two problems
+  // share one.
   std::string file_stem() const;
-  // "8x16x1024x64" for tables and logs.
+  // "8x16x1024x64", "8x32/8x1/32768x128" (heads q/kv, seq q/kv) for tables and logs.
   std::string shape_string() const;
+  // "bf16 causal fwd": the rest of the problem in words.
+  std::string config_string() const;
 };
 
 }  // namespace attnprof

@@ -1,16 +1,22 @@
 // Everything one variant's run produced, as data. Measuring code fills it;
-// writers (table, headline, summary JSON) only format it.
+// writers (table, headline, summary JSON, at-a-glance, sweep, compare) only
+// format it.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "attnprof/key_averages.h"
+#include "attnprof/report/key_averages.h"
 #include "attnprof/problem.h"
 
 namespace attnprof {
+
+enum class Status { ok, skipped, failed, interrupted };
+const char* status_name(Status s);  // "ok", "skipped", "failed", "interrupted"
+std::optional<Status> parse_status(const std::string& s);
 
 struct Environment {
   std::string torch_version;
@@ -26,27 +32,36 @@ struct Schedule {
   int active = 3;
 };
 
-// What the profiler says about the `attn_fwd` scopes.
-struct ForwardStats {
-  int64_t forwards = 0;
+// The device work of one kernel name inside a scope, per call of the scope,
+// over all profiled calls: how many launches and how long they took together.
+struct KernelStats {
+  std::string name;
+  double count_per_call = 0.0;
+  double time_avg_us = 0.0;  // mean over calls of the summed time in one call
+  double time_min_us = 0.0;
+  double time_max_us = 0.0;
+};
+
+// What the profiler says about the user scopes named `scope` (attn_fwd,
+// attn_bwd): their CPU and device time averages, and the device work launched
+// by any op inside them.
+struct ScopeStats {
+  std::string scope;
+  int64_t calls = 0;
   double cpu_time_avg_us = 0.0;
-  double device_time_avg_us = 0.0;  // sum of the forward's device work, as key_averages
-  double kernels_per_forward = 0.0;  // kernels + memcpy + memset
-  // The first forward's device work in launch order, with counts folded.
-  struct Kernel {
-    std::string name;
-    int64_t count = 0;
-    double total_us = 0.0;
-  };
-  std::vector<Kernel> kernels;
-  // The first forward's device work one by one, in execution order; the
+  double device_time_avg_us = 0.0;  // sum of the call's device work, as key_averages
+  double device_time_min_us = 0.0;
+  double device_time_max_us = 0.0;
+  double kernels_per_call = 0.0;  // kernels + memcpy + memset
+  std::vector<KernelStats> kernels;  // in order of first launch
+  // The first call's device work one by one, in execution order; the
   // correlation id finds each launch's details in the trace.
   struct Launch {
     std::string name;
     uint64_t correlation_id = 0;
     double time_us = 0.0;
   };
-  std::vector<Launch> first_forward;
+  std::vector<Launch> first_call;
 };
 
 // One device kernel as Kineto describes it (the trace's kernel args), and the
@@ -60,11 +75,12 @@ struct KernelLaunch {
   int64_t shared_memory_bytes = 0;  // static + dynamic, per block
   // CUPTI's estimate; nullopt where it reports 0 for a driver-API launch (not measured).
   std::optional<double> est_occupancy_pct;
-  double time_us = 0.0;  // duration of this launch in the first profiled forward
+  double time_us = 0.0;  // duration of this launch in the first profiled step
 };
 
-// Forward time without the profiler: back-to-back forwards between two CUDA
-// events (steady clock on CPU), repeated; the spread is over the repetitions.
+// Time of one step of the pass without the profiler: back-to-back steps
+// between two CUDA events (steady clock on CPU), repeated; the spread is over
+// the repetitions.
 struct EventTiming {
   int iters_per_rep = 0;
   int reps = 0;
@@ -80,22 +96,33 @@ struct RunRecord {
   Environment env;
   Schedule schedule;
   std::vector<std::pair<std::string, std::string>> facts;
-  std::string status = "ok";  // ok | skipped | failed | interrupted
-  std::string reason;         // why skipped or failed
+  Status status = Status::ok;
+  std::string reason;  // why skipped, failed or interrupted
   std::vector<std::string> warnings;
-  std::vector<OpStats> rows;  // key_averages, in first-seen order
-  ForwardStats forward;
-  std::optional<double> peak_memory_bytes;  // device memory of one forward
+  std::vector<OpStats> rows;       // key_averages, in first-seen order
+  std::vector<ScopeStats> scopes;  // one per scope of the pass, in step order
+  std::optional<double> peak_memory_bytes;  // device memory of one step
   std::optional<double> tflops;
-  std::vector<KernelLaunch> launches;  // first profiled forward, in launch order
+  std::vector<KernelLaunch> launches;  // first profiled step, in launch order
   std::optional<EventTiming> timing;
-  // profiled forward device time / unprofiled median (CPU runs: CPU times).
+  // profiled step device time / unprofiled median (CPU runs: CPU times).
   std::optional<double> profiler_overhead;
-  bool output_finite = true;  // NaN/Inf check on the forward's output
+  bool output_finite = true;  // NaN/Inf check on the output (and gradients)
   // Where this run's wall time went, in order (ms): set-up, warm-up, profiling, ...
   std::vector<std::pair<std::string, double>> phases_ms;
   // Files written for this run, relative to the output directory.
   std::string trace_file, table_file, summary_file;
+
+  bool ok() const { return status == Status::ok; }
+  const ScopeStats* scope(const std::string& name) const;
+  // Per step of the pass: the scopes' figures added up.
+  double device_time_us() const;
+  double cpu_time_us() const;
+  double kernels_per_step() const;
+  // What the run costs: device time on CUDA, CPU time on CPU.
+  double cost_us() const { return problem.on_cuda() ? device_time_us() : cpu_time_us(); }
+  // Every scope's kernels, in scope order.
+  std::vector<KernelStats> kernels() const;
 };
 
 }  // namespace attnprof

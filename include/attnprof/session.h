@@ -1,38 +1,43 @@
-// One variant, end to end: support check, inputs, prepare, profile, aggregate,
-// and the three files (trace, table, summary). Returns data; the CLI prints.
+// One variant, end to end, as data: support check, memory prediction, inputs,
+// prepare, the profiled schedule, unprofiled timing, the NaN check, and the
+// aggregation of the events into a RunRecord. Nothing is printed or written
+// here except Kineto's own temporary trace file, which is read back and
+// removed before returning: the CLI hands the Measurement to the writers
+// (report/run_files.h) and the printers.
 #pragma once
 
+#include <optional>
 #include <string>
 
-#include "attnprof/key_averages.h"
+#include "attnprof/problem.h"
+#include "attnprof/progress.h"
 #include "attnprof/run_record.h"
 
 namespace attnprof {
 
-struct SessionOptions {
-  std::string out_dir = "traces";
-  bool gzip = true;
+struct MeasureOptions {
   Schedule schedule;
-  std::optional<SortKey> sort_by;  // default: cuda_time_total on CUDA, cpu_time_total on CPU
-  int row_limit = 15;
-  int timing_iters = -1;  // forwards timed without the profiler; <0: default for the device
+  int timing_iters = -1;  // steps timed without the profiler; <0: default for the device
   // Process start to main() (dynamic loading of LibTorch), recorded as the first
-  // phase of the first variant's run.
+  // phase of the run.
   std::optional<double> startup_ms;
+  // Where Kineto may write its trace before it is read back (a hidden name; the
+  // output directory, which the CLI has checked is writable).
+  std::string scratch_dir = ".";
+  ProgressCallback progress;  // may be empty
 };
 
 // 100 on CUDA; 3 on CPU, where one default-sized forward takes about a second.
 int default_timing_iters(const Problem& p);
 
-struct VariantOutcome {
-  RunRecord record;
-  std::string table;  // the key-averages table text (empty unless status ok)
+struct Measurement {
+  RunRecord record;        // status ok / skipped / failed / interrupted, figures when ok
+  std::string trace_json;  // Kineto's Chrome trace (its JSON text) when ok
 };
 
-// Never throws for a variant's own failure: that becomes status "failed" with
-// the reason. Throws io::FileError when outputs cannot be written.
-VariantOutcome run_variant(const std::string& name, const Problem& p, const SessionOptions& opt);
-
-SortKey default_sort_key(const Problem& p);
+// Never throws for a variant's own failure: that becomes status failed with
+// the reason (skipped for out-of-memory and for what the variant or the memory
+// prediction rules out; interrupted when a signal stopped it at a step boundary).
+Measurement run_variant(const std::string& name, const Problem& p, const MeasureOptions& opt);
 
 }  // namespace attnprof

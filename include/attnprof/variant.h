@@ -1,18 +1,18 @@
 // One attention implementation behind the common interface. A new variant is
 // one file under src/variants/ plus one line in src/variants/registry.cpp; the
-// CLI, the tests and the reports only ever see it through the registry.
+// CLI, the tests and the reports only ever see it through the registry, and
+// ask its tags rather than its name.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "attnprof/memory_family.h"
 #include "attnprof/problem.h"
-#include "attnprof/report/memory_predictor.h"
 
 namespace attnprof {
 
@@ -37,31 +37,50 @@ class Variant {
   virtual std::string name() const = 0;
   virtual std::string description() const = 0;
   // Cheap and side-effect free; may allocate small tensors on the device.
+  // Covers the problem's pass too: a variant without a backward says so here.
   virtual Support supports(const Problem& p) const = 0;
   // One-time set-up outside the timed/profiled region (masks, workspace...).
-  virtual void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k,
-                       const at::Tensor& v) {
+  virtual void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
     (void)p, (void)q, (void)k, (void)v;
   }
-  // q, k, v: [batch, heads, seq, head_dim], contiguous, problem dtype and device.
+  // q: [batch, heads_q, seq_q, head_dim]; k, v: [batch, heads_kv, seq_kv,
+  // head_dim]; contiguous, problem dtype and device. Returns [batch, heads_q,
+  // seq_q, head_dim]. Differentiable where supports() accepts a backward pass:
+  // the runner calls backward() on what it returns.
   virtual at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) = 0;
   virtual std::vector<Fact> facts() const { return {}; }
-  // How the forward's peak memory grows, so a run can be skipped before it
-  // allocates what the device does not have. Fused kernels: O(S) per head.
-  virtual report::MemoryFamily memory_family() const { return report::MemoryFamily::fused; }
+  // How the variant holds memory, so a run can be skipped before it allocates
+  // what the device does not have. Fused kernels: O(S) per head.
+  virtual MemoryFamily memory_family() const { return MemoryFamily::fused; }
 };
+
+// What the CLI, sweeps and reports ask of a variant instead of its name.
+enum class VariantTag : unsigned {
+  baseline = 1u << 0,       // the reference the others' speed-up is measured against
+  default_sweep = 1u << 1,  // in `attnprof sweep` when --variant is not given
+  needs_sm90a = 1u << 2,    // Hopper-only kernels (built for sm_90a alone)
+  multi_gpu = 1u << 3,      // runs across several GPUs
+};
+using VariantTags = unsigned;
+constexpr VariantTags operator|(VariantTag a, VariantTag b) { return unsigned(a) | unsigned(b); }
+constexpr VariantTags operator|(VariantTags a, VariantTag b) { return a | unsigned(b); }
 
 using VariantFactory = std::unique_ptr<Variant> (*)();
 
 struct VariantEntry {
   std::string name;
   VariantFactory make;
+  VariantTags tags = 0;
+  bool has(VariantTag t) const { return (tags & unsigned(t)) != 0; }
 };
 
 // In registration order, which is also the story order (slowest to fastest).
 const std::vector<VariantEntry>& variant_registry();
 std::vector<std::string> variant_names();
+// The names carrying `tag`, in registry order.
+std::vector<std::string> variants_tagged(VariantTag tag);
 // nullptr if unknown.
+const VariantEntry* find_variant(const std::string& name);
 std::unique_ptr<Variant> make_variant(const std::string& name);
 
 }  // namespace attnprof

@@ -3,11 +3,17 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <map>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "attnprof/io/files.h"
 #include "attnprof/report/compare.h"
-#include "attnprof/report/summary_reader.h"
+#include "attnprof/report/summary.h"
+#include "attnprof/report/trace_comparison.h"
+#include "cli/printers.h"
 #include "cli/exit_codes.h"
 #include "cli/options.h"
 
@@ -21,6 +27,7 @@ constexpr int kBadFile = exit_code::kOutput;
 struct CompareOptions {
   std::string a, b;
   std::string csv, md;
+  std::string out = "traces-compare";  // where the merged trace and the timeline go
 };
 
 enum class PathKind { missing, file, directory };
@@ -29,6 +36,59 @@ PathKind kind_of(const std::string& p) {
   struct stat st {};
   if (::stat(p.c_str(), &st) != 0) return PathKind::missing;
   return S_ISDIR(st.st_mode) ? PathKind::directory : PathKind::file;
+}
+
+// The summaries compared: (relative path, A, B), both sides read back.
+std::vector<std::tuple<std::string, RunRecord, RunRecord>> compared_runs(const CompareOptions& o, bool files) {
+  std::vector<std::tuple<std::string, RunRecord, RunRecord>> runs;
+  if (files) {
+    runs.emplace_back("", report::read_summary_file(o.a), report::read_summary_file(o.b));
+    return runs;
+  }
+  const std::vector<std::string> fa = report::find_summaries(o.a), fb = report::find_summaries(o.b);
+  for (const std::string& rel : fa)
+    if (std::binary_search(fb.begin(), fb.end(), rel))
+      runs.emplace_back(rel, report::read_summary_file(io::join_path(o.a, rel)),
+                        report::read_summary_file(io::join_path(o.b, rel)));
+  return runs;
+}
+
+// The trace path a summary names, beside the summary's own output directory.
+std::string trace_of(const std::string& root, bool files, const std::string& summary_path, const RunRecord& r) {
+  if (r.trace_file.empty()) return "";
+  if (!files) return io::join_path(root, r.trace_file);
+  // A summary file lives at <out>/<variant>/<stem>.summary.json; its trace path is relative to <out>.
+  const std::string dir = summary_path.substr(0, summary_path.find_last_of('/') + 1);
+  return io::join_path(dir.empty() ? "." : dir + "..", r.trace_file);
+}
+
+// compare/<stem>.trace.json.gz and .timeline.svg under --out: each variant's
+// A and B runs side by side, one file pair per problem compared.
+void write_ab_traces(const CompareOptions& o, bool files) {
+  std::map<std::string, std::vector<report::RunTraceFile>> by_stem;
+  std::map<std::string, std::vector<RunRecord>> records;
+  for (const auto& [rel, a, b] : compared_runs(o, files)) {
+    if (!a.ok() || !b.ok()) continue;
+    const std::string ta = trace_of(o.a, files, o.a, a), tb = trace_of(o.b, files, o.b, b);
+    if (ta.empty() || tb.empty()) continue;
+    // Two single summaries of different variants: one row label, so A and B group.
+    const std::string label = a.variant == b.variant ? a.variant : a.variant + " / " + b.variant;
+    const std::string stem = a.problem.file_stem();
+    by_stem[stem].push_back({label, "A", unit_headline(a), ta, unit_scope(a.problem)});
+    by_stem[stem].push_back({label, "B", unit_headline(b), tb, unit_scope(b.problem)});
+    records[stem].push_back(a);
+  }
+  for (const auto& [stem, runs] : by_stem) {
+    try {
+      std::string title = comparison_title(records[stem]);
+      title.replace(0, title.find(':') + 1, "attnprof compare (A: " + o.a + ", B: " + o.b + "):");
+      const auto f = report::write_trace_comparison(runs, o.out, stem, title);
+      for (const std::string& n : f.notes) fmt::print("note: {}\n", n);
+      fmt::print("merged trace: {}\ntimeline: {}\n", f.trace_path, f.timeline_path);
+    } catch (const report::TraceError& e) {
+      fmt::print("note: no merged trace for {}: {}\n", stem, e.what());
+    }
+  }
 }
 
 int run_compare(const CompareOptions& o) {
@@ -68,6 +128,12 @@ int run_compare(const CompareOptions& o) {
   }
   fmt::print("{}", report::comparison_text(pairs, only_a, only_b));
   try {
+    write_ab_traces(o, ka == PathKind::file);
+  } catch (const io::FileError& e) {
+    fmt::print(stderr, "attnprof: error: {}\n", e.what());
+    return exit_code::kOutput;
+  }
+  try {
     if (!o.csv.empty()) io::write_file_atomic(o.csv, report::to_csv(report::comparison_long_table(pairs)));
     if (!o.md.empty()) io::write_file_atomic(o.md, report::comparison_markdown(pairs, only_a, only_b));
   } catch (const io::FileError& e) {
@@ -89,6 +155,10 @@ Subcommand add_compare_command(CLI::App& app) {
   s.app->add_option("B", o->b, "After: the same kind as A")->required();
   s.app->add_option("--csv", o->csv, "Also write the diff as one long CSV table to FILE");
   s.app->add_option("--md", o->md, "Also write the diff as Markdown to FILE");
+  s.app->add_option("--out", o->out,
+                    "Directory for the merged Perfetto trace and the timeline picture of A against B "
+                    "(compare/<stem>.trace.json.gz, .timeline.svg)")
+      ->capture_default_str();
   s.action = [o] { return run_compare(*o); };
   return s;
 }

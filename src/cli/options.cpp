@@ -6,9 +6,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <tuple>
+#include <vector>
 
-#include "attnprof/key_averages.h"
-#include "attnprof/runner.h"
+#include "attnprof/device.h"
+#include "attnprof/report/key_averages_table.h"
 #include "attnprof/variant.h"
 
 namespace attnprof::cli {
@@ -47,12 +48,66 @@ CLI::Validator positive_number() {
       "");
 }
 
+// Llama 3 (8B: 32 query heads, 8 KV heads, head_dim 128; 70B: 64 and 8), as
+// served: a batch of decodes (1 new query each) against an 8k cache, a 512-
+// query chunk of a long prompt, a full 8k prefill; and multi-query attention.
+const std::vector<ShapePreset>& shape_presets() {
+  static const std::vector<ShapePreset> presets = {
+      {"llama3-8b-prefill", "Llama-3-8B prefill: 1 x 32q/8kv heads x 8192 x 128", 1, 32, 8, 8192, 8192, 128},
+      {"llama3-8b-chunked-prefill", "Llama-3-8B chunked prefill: 512 queries against 8192 keys, 32q/8kv heads",
+       1, 32, 8, 512, 8192, 128},
+      {"llama3-8b-decode", "Llama-3-8B decode: batch 8, 1 query against an 8192-key cache, 32q/8kv heads", 8, 32, 8,
+       1, 8192, 128},
+      {"llama3-70b-decode", "Llama-3-70B decode: batch 8, 1 query against an 8192-key cache, 64q/8kv heads", 8, 64,
+       8, 1, 8192, 128},
+      {"mqa-decode", "multi-query decode: batch 8, 32 query heads sharing 1 KV head, 1 query against 32768 keys", 8,
+       32, 1, 1, 32768, 128},
+  };
+  return presets;
+}
+
 void add_shape_options(CLI::App& app, CliOptions& o) {
+  std::string preset_help = "A named shape (explicit flags override its fields):";
+  std::vector<std::string> names;
+  for (const ShapePreset& s : shape_presets()) {
+    preset_help += fmt::format("\n  {}: {}", s.name, s.what);
+    names.push_back(s.name);
+  }
+  // Defined before the shape flags: CLI11 runs option callbacks in definition
+  // order, so a flag given with --shape overrides the preset whatever the order
+  // on the command line.
+  app.add_option_function<std::string>(
+      "--shape",
+      [&o, names](const std::string& name) {
+        for (const ShapePreset& s : shape_presets()) {
+          if (name != s.name) continue;
+          o.batch = s.batch, o.heads = s.heads, o.kv_heads = s.kv_heads;
+          o.seq = s.seq_kv, o.seq_q = s.seq_q, o.seq_kv = s.seq_kv, o.head_dim = s.head_dim;
+          return;
+        }
+        throw CLI::ValidationError(invalid_choice("--shape", name, names));
+      },
+      preset_help);
   app.add_option("--dtype", o.dtype, "bf16, fp16 or fp32")->capture_default_str();
   app.add_option("--batch", o.batch, "Batch size")->capture_default_str()->check(fits_int64(kMaxBatch));
-  app.add_option("--heads", o.heads, "Attention heads")->capture_default_str()->check(fits_int64(kMaxHeads));
-  app.add_option("--seq", o.seq, "Sequence length")->capture_default_str()->check(fits_int64(kMaxSeq));
+  app.add_option("--heads", o.heads, "Query heads (and key/value heads, unless --kv-heads)")
+      ->capture_default_str()
+      ->check(fits_int64(kMaxHeads));
+  app.add_option("--kv-heads", o.kv_heads,
+                 "Key/value heads, dividing --heads: fewer is grouped-query attention, 1 multi-query (default: --heads)")
+      ->check(fits_int64(kMaxHeads));
+  app.add_option("--seq", o.seq, "Sequence length of queries and keys (unless --seq-q / --seq-kv)")
+      ->capture_default_str()
+      ->check(fits_int64(kMaxSeq));
+  app.add_option("--seq-q", o.seq_q, "Queries per head, e.g. 1 for decode (default: --seq)")
+      ->check(fits_int64(kMaxSeq));
+  app.add_option("--seq-kv", o.seq_kv, "Keys/values per head, e.g. the KV-cache length (default: --seq)")
+      ->check(fits_int64(kMaxSeq));
   app.add_option("--head-dim", o.head_dim, "Head dimension")->capture_default_str()->check(fits_int64(kMaxHeadDim));
+  app.add_option("--pass", o.pass,
+                 "What a step runs: fwd (the forward), bwd (the backward of a forward run outside the measured "
+                 "scope), fwd+bwd (both)")
+      ->capture_default_str();
 }
 
 void add_variant_option(CLI::App& app, CliOptions& o) {
@@ -166,23 +221,45 @@ Problem build_problem(const CliOptions& o) {
   Problem p;
   const auto dtype = parse_dtype(o.dtype);
   if (!dtype) throw UsageError(invalid_choice("--dtype", o.dtype, dtype_names()));
+  const auto pass = parse_pass(o.pass);
+  if (!pass) throw UsageError(invalid_choice("--pass", o.pass, pass_names()));
+  const int64_t kv_heads = o.kv_heads.value_or(o.heads);
+  const int64_t seq_q = o.seq_q.value_or(o.seq), seq_kv = o.seq_kv.value_or(o.seq);
   check_positive("--batch", o.batch, kMaxBatch);
   check_positive("--heads", o.heads, kMaxHeads);
+  check_positive("--kv-heads", kv_heads, kMaxHeads);
   check_positive("--seq", o.seq, kMaxSeq);
+  check_positive("--seq-q", seq_q, kMaxSeq);
+  check_positive("--seq-kv", seq_kv, kMaxSeq);
   check_positive("--head-dim", o.head_dim, kMaxHeadDim);
-  // Each flag within its limit can still multiply past int64: q, k and v hold
-  // B*H*S*D elements each, and no tensor (nor address space) holds 2^63 bytes.
-  int64_t elements = 0, bytes = 0;
-  if (__builtin_mul_overflow(o.batch * o.heads, o.seq * o.head_dim, &elements) ||
-      __builtin_mul_overflow(elements, int64_t(dtype_bytes(*dtype)), &bytes))
-    throw UsageError(fmt::format("shape {}x{}x{}x{} (--batch x --heads x --seq x --head-dim) is too large: each of "
-                                 "q, k, v would need {:.3g} bytes, past the 2^63-byte limit of any tensor",
-                                 o.batch, o.heads, o.seq, o.head_dim,
-                                 double(o.batch) * double(o.heads) * double(o.seq) * double(o.head_dim) *
-                                     dtype_bytes(*dtype)));
-  p.batch = o.batch, p.heads = o.heads, p.seq = o.seq, p.head_dim = o.head_dim;
+  if (o.heads % kv_heads != 0)
+    throw UsageError(fmt::format("--kv-heads {} does not divide --heads {} (grouped-query attention shares each "
+                                 "key/value head among the same number of query heads)",
+                                 kv_heads, o.heads));
+  if (o.causal && seq_q > seq_kv)
+    throw UsageError(fmt::format("--seq-q {} is longer than --seq-kv {}: with --causal (aligned bottom-right: key j "
+                                 "is visible to query i iff j <= i + seq_kv - seq_q) the first {} queries would see "
+                                 "no key; use --seq-q <= --seq-kv or --no-causal",
+                                 seq_q, seq_kv, seq_q - seq_kv));
+  // Each flag within its limit can still multiply past int64: q holds
+  // B*Hq*Sq*D elements, k and v B*Hkv*Skv*D, and no tensor (nor address
+  // space) holds 2^63 bytes.
+  for (const auto& [which, heads, seq] : {std::tuple{"q", o.heads, seq_q}, std::tuple{"k and v", kv_heads, seq_kv}}) {
+    int64_t elements = 0, bytes = 0;
+    if (__builtin_mul_overflow(o.batch * heads, seq * o.head_dim, &elements) ||
+        __builtin_mul_overflow(elements, int64_t(dtype_bytes(*dtype)), &bytes))
+      throw UsageError(fmt::format("shape {}x{}x{}x{} (--batch x heads x seq x --head-dim) is too large: {} would "
+                                   "need {:.3g} bytes, past the 2^63-byte limit of any tensor",
+                                   o.batch, heads, seq, o.head_dim, which,
+                                   double(o.batch) * double(heads) * double(seq) * double(o.head_dim) *
+                                       dtype_bytes(*dtype)));
+  }
+  p.batch = o.batch, p.head_dim = o.head_dim;
+  p.heads_q = o.heads, p.heads_kv = kv_heads;
+  p.seq_q = seq_q, p.seq_kv = seq_kv;
   p.dtype = *dtype;
-  p.causal = o.causal;
+  p.pass = *pass;
+  p.mask = o.causal ? Mask::causal_bottom_right : Mask::none;
   p.seed = o.seed;
   try {
     p.device = resolve_device(o.device);
@@ -192,24 +269,31 @@ Problem build_problem(const CliOptions& o) {
   return p;
 }
 
-SessionOptions build_session(const CliOptions& o) {
-  SessionOptions s;
-  s.out_dir = o.out;
-  s.gzip = !o.no_gzip;
+TableOptions RunSettings::table_for(const Problem& p) const {
+  TableOptions t = files.table;
+  t.sort_by = sort_by.value_or(p.on_cuda() ? SortKey::CudaTimeTotal : SortKey::CpuTimeTotal);
+  return t;
+}
+
+RunSettings build_settings(const CliOptions& o) {
+  RunSettings s;
+  s.files.out_dir = o.out;
+  s.files.gzip = !o.no_gzip;
+  s.measure.scratch_dir = o.out;
   if (!o.sort_by.empty()) {
     const auto key = parse_sort_key(o.sort_by);
     if (!key) throw UsageError(invalid_choice("--sort-by", o.sort_by, sort_key_names()));
     s.sort_by = key;
   }
   if (o.row_limit < 0) throw UsageError(fmt::format("--row-limit must be >= 0 (0 = all rows), got {}", o.row_limit));
-  s.row_limit = o.row_limit;
+  s.files.table.row_limit = o.row_limit;
   // -1 (the default) means 100 on CUDA, 3 on CPU.
   if (o.timing_iters < -1)
     throw UsageError(fmt::format("--timing-iters must be >= 0 (0 = skip), got {}", o.timing_iters));
   if (o.timing_iters > kMaxIters)
     throw UsageError(fmt::format("--timing-iters {} is too large (at most {})", o.timing_iters, kMaxIters));
-  s.timing_iters = o.timing_iters;
-  s.startup_ms = o.startup_ms;
+  s.measure.timing_iters = o.timing_iters;
+  s.measure.startup_ms = o.startup_ms;
   // Limits keep a typo (--active 1000000000) from running for days; traced steps
   // are also held in memory by Kineto until the profiler stops.
   for (const auto& [flag, v, max] : {std::tuple{"--warmup-iters", o.warmup_iters, kMaxIters},
@@ -219,7 +303,7 @@ SessionOptions build_session(const CliOptions& o) {
     if (v > max) throw UsageError(fmt::format("{} {} is too large (at most {})", flag, v, max));
   }
   if (o.active <= 0) throw UsageError(fmt::format("--active must be at least 1, got {}", o.active));
-  s.schedule = {o.warmup_iters, o.wait, o.warmup, o.active};
+  s.measure.schedule = {o.warmup_iters, o.wait, o.warmup, o.active};
   return s;
 }
 

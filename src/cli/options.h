@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attnprof/problem.h"
+#include "attnprof/report/run_files.h"
 #include "attnprof/session.h"
 
 namespace attnprof::cli {
@@ -24,6 +25,9 @@ struct CliOptions {
   std::string dtype = "bf16";
   std::string device = "auto";
   int64_t batch = 8, heads = 16, seq = 1024, head_dim = 64;
+  // Unset: as --heads, as --seq. Set by --kv-heads / --seq-q / --seq-kv or a --shape preset.
+  std::optional<int64_t> kv_heads, seq_q, seq_kv;
+  std::string pass = "fwd";
   bool causal = true;
   uint64_t seed = 0;
   std::string out = "traces";
@@ -40,8 +44,17 @@ struct CliOptions {
 
 // The problem, schedule and output flags (everything but --variant and the shape).
 void add_run_options(CLI::App& app, CliOptions& o);
-// --batch --heads --seq --head-dim --dtype
+// --shape (a preset, applied first) --batch --heads --kv-heads --seq --seq-q
+// --seq-kv --head-dim --dtype --pass
 void add_shape_options(CLI::App& app, CliOptions& o);
+
+// A named shape of a model people profile; explicit flags override its fields.
+struct ShapePreset {
+  const char* name;
+  const char* what;
+  int64_t batch, heads, kv_heads, seq_q, seq_kv, head_dim;
+};
+const std::vector<ShapePreset>& shape_presets();
 // "must be a positive number, got 0" (CLI::PositiveNumber prints DBL_MAX in full).
 CLI::Validator positive_number();
 // --variant (comma lists, repeatable) into o.variants
@@ -58,7 +71,16 @@ std::string invalid_choice(const std::string& flag, const std::string& value, co
 std::vector<std::string> expand_variants(const std::vector<std::string>& requested);
 void check_positive(const char* flag, int64_t v, int64_t max);
 Problem build_problem(const CliOptions& o);
-SessionOptions build_session(const CliOptions& o);
+
+// How to measure and where to write: the schedule, timing and output flags.
+struct RunSettings {
+  MeasureOptions measure;
+  report::RunFileOptions files;
+  std::optional<SortKey> sort_by;  // default: cuda_time_total on CUDA, cpu_time_total on CPU
+  // The table options for a problem (its device decides the default sort key).
+  TableOptions table_for(const Problem& p) const;
+};
+RunSettings build_settings(const CliOptions& o);
 // A subcommand registers its options on `app` and returns what to run when the
 // user chose it. Actions return an exit code; they never call exit().
 struct Subcommand {

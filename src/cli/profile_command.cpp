@@ -4,24 +4,24 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "attnprof/device.h"
 #include "attnprof/interrupt.h"
 #include "attnprof/io/files.h"
 #include "attnprof/report/at_a_glance.h"
-#include "attnprof/report/launch_facts.h"
+#include "attnprof/report/run_files.h"
 #include "attnprof/report/table_data.h"
-#include "attnprof/report/summary.h"
-#include "attnprof/runner.h"
+#include "attnprof/report/trace_comparison.h"
 #include "attnprof/session.h"
 #include "attnprof/variant.h"
 #include "cli/exit_codes.h"
 #include "cli/options.h"
+#include "cli/printers.h"
 
 namespace attnprof::cli {
 
 int list_variants(const CliOptions& o) {
   Problem p = build_problem(o);
-  fmt::print("Variants for {} {} {} on {}:\n", p.shape_string(), dtype_name(p.dtype),
-             p.causal ? "causal" : "non-causal", p.device);
+  fmt::print("Variants for {} {} on {}:\n", p.shape_string(), p.config_string(), p.device);
   for (const auto& e : variant_registry()) {
     auto v = e.make();
     const Support s = v->supports(p);
@@ -31,10 +31,31 @@ int list_variants(const CliOptions& o) {
   return exit_code::kOk;
 }
 
+namespace {
+// The merged Perfetto trace and the one-call-per-variant picture of a
+// multi-variant run (compare/<stem>.trace.json.gz, .timeline.svg). Runs
+// without a readable trace are left out with a note; none left is a note too.
+void write_comparison_trace(const std::vector<RunRecord>& records, const std::string& out_dir) {
+  std::vector<report::RunTraceFile> runs;
+  for (const RunRecord& r : records)
+    if (r.ok() && !r.trace_file.empty())
+      runs.push_back({r.variant, "", unit_headline(r), io::join_path(out_dir, r.trace_file), unit_scope(r.problem)});
+  if (runs.size() < 2) return;
+  const RunRecord& first = records.front();
+  try {
+    const auto files = report::write_trace_comparison(runs, out_dir, first.problem.file_stem(), comparison_title(records));
+    for (const std::string& n : files.notes) fmt::print("  note: {}\n", n);
+    fmt::print("  merged trace: {}\n  timeline: {}\n", files.trace_path, files.timeline_path);
+  } catch (const report::TraceError& e) {
+    fmt::print("  note: no merged trace: {}\n", e.what());
+  }
+}
+}  // namespace
+
 int run_profile(const CliOptions& o) {
   const std::vector<std::string> names = expand_variants(o.variants);
   const Problem p = build_problem(o);
-  SessionOptions s = build_session(o);
+  RunSettings s = build_settings(o);
   // Without a GPU, Kineto logs "gpuGetDeviceCount failed" as an ERROR on every run
   // (and copies it into the trace); it is expected there, so keep it quiet unless
   // the user chose a log level.
@@ -42,38 +63,39 @@ int run_profile(const CliOptions& o) {
   if (o.device == "auto" && !p.on_cuda())
     fmt::print(stderr, "note: no CUDA device found; running on CPU (CUDA-only variants are skipped)\n");
   try {
-    io::ensure_writable_dir(s.out_dir);
+    io::ensure_writable_dir(s.files.out_dir);
   } catch (const io::FileError& e) {
     fmt::print(stderr, "attnprof: error: {}\n", e.what());
     return exit_code::kOutput;
   }
 
   install_interrupt_handlers();
+  const TableOptions table = s.table_for(p);
   int failed = 0, skipped = 0;
   std::vector<std::string> skipped_lines;
   std::vector<RunRecord> records;  // every variant's outcome, for the at-a-glance table
   for (size_t i = 0; i < names.size() && !interrupt_signal(); ++i) {
     if (names.size() > 1) {  // progress; a single variant's errors stay one line
-      fmt::print(stderr, "[{}/{}] {} ({} {} on {})\n", i + 1, names.size(), names[i], p.shape_string(),
-                 dtype_name(p.dtype), p.device);
+      fmt::print(stderr, "{}\n", progress_line(i, names.size(), names[i], p));
       std::fflush(stderr);
     }
-    VariantOutcome out;
+    Measurement m = run_variant(names[i], p, s.measure);
+    s.measure.startup_ms.reset();  // process start-up belongs to the first variant only
+    RunRecord& r = m.record;
     try {
-      out = run_variant(names[i], p, s);
+      if (r.status == Status::ok) report::write_run_files(r, m.trace_json, s.files);
+      if (r.status == Status::interrupted) {
+        const std::string path = report::write_interrupted_summary(r, s.files);
+        fmt::print(stderr, "attnprof: interrupted during {}; finished variants keep their files; {}\n", r.variant,
+                   path.empty() ? "the earlier complete summary of it is kept" : path + " marks it");
+      }
     } catch (const io::FileError& e) {
       fmt::print(stderr, "attnprof: error: {}\n", e.what());
       return exit_code::kOutput;
     }
-    s.startup_ms.reset();  // process start-up belongs to the first variant only
-    records.push_back(out.record);
-    const RunRecord& r = out.record;
-    if (r.status == "interrupted") {
-      fmt::print(stderr, "attnprof: interrupted during {}; finished variants keep their files; {} marks it\n",
-                 r.variant, io::join_path(s.out_dir, r.summary_file));
-      break;
-    }
-    if (r.status == "skipped") {
+    records.push_back(r);
+    if (r.status == Status::interrupted) break;
+    if (r.status == Status::skipped) {
       ++skipped;
       if (names.size() == 1) {
         fmt::print(stderr, "attnprof: {} cannot run here: {}\n", r.variant, r.reason);
@@ -83,24 +105,24 @@ int run_profile(const CliOptions& o) {
       fmt::print(stderr, "  skipped: {}\n", r.reason);
       continue;
     }
-    if (r.status == "failed") {
+    if (r.status == Status::failed) {
       ++failed;
       fmt::print(stderr, "attnprof: {} failed: {}\n", r.variant, r.reason);
       continue;
     }
-    fmt::print("\n{}\n{}", out.table, report::headline_text(r));
-    if (o.kernels && !r.launches.empty()) fmt::print("\n{}", report::format_launch_table(r.launches));
-    fmt::print("  files: {}/{{{}, {}, {}}}\n", s.out_dir, r.trace_file, r.table_file, r.summary_file);
+    fmt::print("{}", run_text(r, table, o.kernels, s.files.out_dir));
     std::fflush(stdout);
   }
   if (!skipped_lines.empty()) fmt::print("\nSkipped ({}):\n{}\n", skipped, join(skipped_lines, "\n"));
   if (records.size() > 1) {
-    const report::AtAGlanceOptions glance{o.peak_tflops};
+    report::AtAGlanceOptions glance{o.peak_tflops, {}};
+    if (const auto base = variants_tagged(VariantTag::baseline); !base.empty()) glance.baseline = base.front();
     try {
-      const auto files = report::write_at_a_glance(records, s.out_dir, glance);
+      const auto files = report::write_at_a_glance(records, s.files.out_dir, glance);
       fmt::print("\nAt a glance: {}\n{}", report::at_a_glance_header(records, glance),
                  report::to_text(report::at_a_glance_table(records, glance)));
       if (!files.empty()) fmt::print("  files: {} (+ .csv, .md, .json)\n", files.front());
+      write_comparison_trace(records, s.files.out_dir);
     } catch (const io::FileError& e) {
       fmt::print(stderr, "attnprof: error: {}\n", e.what());
       return exit_code::kOutput;

@@ -1,6 +1,6 @@
 // `attnprof sweep`: every combination of the axes, one run_variant each, with
-// points that cannot fit skipped before they are tried; then sweep.csv and one
-// SVG per metric (vs seq, one line per variant).
+// points that cannot fit skipped before they are tried; then the sweep table
+// and plots (report/sweep.h).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -11,12 +11,12 @@
 #include <map>
 #include <memory>
 
+#include "attnprof/device.h"
 #include "attnprof/interrupt.h"
 #include "attnprof/io/files.h"
-#include "attnprof/report/summary.h"
-#include "attnprof/report/svg_plot.h"
+#include "attnprof/report/run_files.h"
+#include "attnprof/report/sweep.h"
 #include "attnprof/report/table_data.h"
-#include "attnprof/runner.h"
 #include "attnprof/session.h"
 #include "attnprof/variant.h"
 #include "cli/exit_codes.h"
@@ -28,8 +28,26 @@ namespace {
 struct SweepOptions {
   CliOptions run;  // device, causal, seed, out, schedule
   std::vector<int64_t> seq, head_dim, batch, heads;
-  std::vector<std::string> dtype, variant;
+  std::vector<int64_t> kv_heads, seq_q, seq_kv;  // empty: as --heads, as --seq
+  std::vector<std::string> dtype, variant, pass;
+  bool seq_given = false;
 };
+
+// (seq_q, seq_kv) pairs: --seq moves both; --seq-kv with --seq-q crosses them
+// (--seq-q alone pairs each query length with itself... as --seq does).
+std::vector<std::pair<int64_t, int64_t>> sequence_pairs(const SweepOptions& o) {
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  if (o.seq_q.empty() && o.seq_kv.empty()) {
+    for (int64_t s : o.seq) pairs.emplace_back(s, s);
+    return pairs;
+  }
+  const std::vector<int64_t>& kv = o.seq_kv.empty() ? o.seq : o.seq_kv;
+  for (int64_t k : kv) {
+    if (o.seq_q.empty()) pairs.emplace_back(k, k);
+    for (int64_t q : o.seq_q) pairs.emplace_back(q, k);
+  }
+  return pairs;
+}
 
 struct Point {
   std::string variant;
@@ -43,89 +61,6 @@ std::string format_duration(double s) {
   return fmt::format("{:.0f}h{:02.0f}m", std::floor(s / 3600), std::fmod(s / 60, 60));
 }
 
-std::string cell(double v) { return fmt::format("{:.6g}", v); }
-
-report::Table sweep_table(const std::vector<Point>& points) {
-  report::Table t;
-  t.columns = {"variant", "batch", "heads", "seq", "head_dim", "dtype", "status", "reason", "gpu_time_us",
-               "event_median_us", "cpu_time_us", "tflops", "kernels_per_forward", "peak_memory_bytes"};
-  t.numeric = {false, true, true, true, true, false, false, false, true, true, true, true, true, true};
-  for (const Point& pt : points) {
-    const RunRecord& r = pt.record;
-    const Problem& p = pt.problem;
-    const bool ok = r.status == "ok", cuda = p.on_cuda();
-    t.rows.push_back({pt.variant, std::to_string(p.batch), std::to_string(p.heads), std::to_string(p.seq),
-                      std::to_string(p.head_dim), dtype_name(p.dtype), r.status, r.reason,
-                      ok && cuda ? cell(r.forward.device_time_avg_us) : "",
-                      ok && r.timing ? cell(r.timing->median_us) : "", ok ? cell(r.forward.cpu_time_avg_us) : "",
-                      ok && r.tflops ? cell(*r.tflops) : "", ok && cuda ? cell(r.forward.kernels_per_forward) : "",
-                      ok && r.peak_memory_bytes ? cell(*r.peak_memory_bytes) : ""});
-  }
-  return t;
-}
-
-struct Metric {
-  const char* file;
-  const char* title;
-  const char* y_label;
-  std::optional<double> (*value)(const RunRecord&);
-};
-
-const Metric kGpuTime{"gpu_time_us", "Forward GPU time (profiled)", "forward GPU time (µs)",
-                      [](const RunRecord& r) { return std::optional<double>(r.forward.device_time_avg_us); }};
-const Metric kCpuTime{"cpu_time_us", "Forward CPU time", "forward CPU time (µs)",
-                      [](const RunRecord& r) { return std::optional<double>(r.forward.cpu_time_avg_us); }};
-const Metric kTflops{"tflops", "Achieved TFLOP/s", "TFLOP/s", [](const RunRecord& r) { return r.tflops; }};
-
-// One plot per (dtype, batch, heads, head_dim) group; files carry a suffix for
-// each axis that has several values.
-std::vector<std::string> write_plots(const SweepOptions& o, const std::vector<Point>& points, const std::string& dir) {
-  const bool cuda = !points.empty() && points.front().problem.on_cuda();
-  std::vector<const Metric*> metrics = cuda ? std::vector<const Metric*>{&kGpuTime, &kTflops}
-                                            : std::vector<const Metric*>{&kCpuTime, &kTflops};
-  using Key = std::tuple<std::string, int64_t, int64_t, int64_t>;
-  std::map<Key, std::vector<const Point*>> groups;
-  std::vector<Key> order;
-  for (const Point& pt : points) {
-    const Key k{dtype_name(pt.problem.dtype), pt.problem.batch, pt.problem.heads, pt.problem.head_dim};
-    if (!groups.count(k)) order.push_back(k);
-    groups[k].push_back(&pt);
-  }
-  std::string device_name;
-  for (const Point& pt : points)
-    if (pt.record.status == "ok" && !pt.record.env.device_name.empty()) device_name = pt.record.env.device_name;
-  std::vector<std::string> written;
-  for (const Key& k : order) {
-    const auto& [dtype, b, h, d] = k;
-    std::string suffix;
-    if (o.dtype.size() > 1) suffix += "_" + dtype;
-    if (o.batch.size() > 1) suffix += fmt::format("_b{}", b);
-    if (o.heads.size() > 1) suffix += fmt::format("_h{}", h);
-    if (o.head_dim.size() > 1) suffix += fmt::format("_d{}", d);
-    for (const Metric* m : metrics) {
-      report::LinePlot plot;
-      plot.title = fmt::format("{} vs sequence length: B={} H={} D={} {} {}{}", m->title, b, h, d, dtype,
-                               o.run.causal ? "causal" : "non-causal", device_name.empty() ? "" : ", " + device_name);
-      plot.x_label = "sequence length";
-      plot.y_label = m->y_label;
-      plot.log_x = plot.log_y = true;
-      for (const std::string& v : o.variant) {
-        report::PlotSeries s{v, {}};
-        for (const Point* pt : groups[k]) {
-          if (pt->variant != v) continue;
-          const auto y = pt->record.status == "ok" ? m->value(pt->record) : std::nullopt;
-          s.points.push_back({double(pt->problem.seq), y.value_or(std::numeric_limits<double>::quiet_NaN())});
-        }
-        plot.series.push_back(std::move(s));
-      }
-      const std::string path = io::join_path(dir, std::string(m->file) + suffix + ".svg");
-      io::write_file_atomic(path, report::render_svg(plot));
-      written.push_back(path);
-    }
-  }
-  return written;
-}
-
 int run_sweep(SweepOptions& o) {
   o.variant = expand_variants(o.variant);
   for (const auto& [flag, values] : {std::pair<const char*, const std::vector<int64_t>*>{"--seq", &o.seq},
@@ -133,23 +68,61 @@ int run_sweep(SweepOptions& o) {
     if (values->empty()) throw UsageError(fmt::format("{} needs at least one value", flag));
   for (const std::string& d : o.dtype)
     if (!parse_dtype(d)) throw UsageError(invalid_choice("--dtype", d, dtype_names()));
-  // Every point validated (sizes, device) before the first one runs.
+  for (const std::string& ps : o.pass)
+    if (!parse_pass(ps)) throw UsageError(invalid_choice("--pass", ps, pass_names()));
+  if (o.seq_given && (!o.seq_q.empty() || !o.seq_kv.empty()))
+    throw UsageError("sweep: give --seq, or --seq-q / --seq-kv, not both");
+  // Every point validated (sizes, device) before the first one runs. A point
+  // that is not a valid problem (kv-heads not dividing heads, more queries
+  // than keys under the causal mask) is skipped with the reason, unless no
+  // point is valid: then the axes are wrong and that is a usage error.
+  const auto seqs = sequence_pairs(o);
+  const std::vector<int64_t> no_kv_heads = {0};  // 0: as --heads
   std::vector<Point> points;
-  for (const std::string& dt : o.dtype)
-    for (int64_t b : o.batch)
-      for (int64_t h : o.heads)
-        for (int64_t d : o.head_dim)
-          for (const std::string& v : o.variant)
-            for (int64_t s : o.seq) {
-              CliOptions c = o.run;
-              c.dtype = dt, c.batch = b, c.heads = h, c.head_dim = d, c.seq = s;
-              points.push_back({v, build_problem(c), {}});
-            }
-  const SessionOptions session = build_session(o.run);
+  size_t invalid = 0;
+  std::string first_invalid;
+  for (const std::string& ps : o.pass)
+    for (const std::string& dt : o.dtype)
+      for (int64_t b : o.batch)
+        for (int64_t h : o.heads)
+          for (int64_t hkv : o.kv_heads.empty() ? no_kv_heads : o.kv_heads)
+            for (int64_t d : o.head_dim)
+              for (const std::string& v : o.variant)
+                for (const auto& [sq, skv] : seqs) {
+                  CliOptions c = o.run;
+                  c.dtype = dt, c.batch = b, c.heads = h, c.head_dim = d, c.pass = ps;
+                  c.seq = skv, c.seq_q = sq, c.seq_kv = skv;
+                  if (hkv > 0) c.kv_heads = hkv;
+                  Point pt{v, {}, {}};
+                  try {
+                    pt.problem = build_problem(c);
+                  } catch (const UsageError& e) {
+                    if (std::string(e.what()).rfind("--device", 0) == 0) throw;
+                    if (first_invalid.empty()) first_invalid = e.what();
+                    ++invalid;
+                    pt.problem.batch = b, pt.problem.heads_q = h, pt.problem.heads_kv = hkv > 0 ? hkv : h;
+                    pt.problem.seq_q = sq, pt.problem.seq_kv = skv, pt.problem.head_dim = d;
+                    pt.problem.dtype = parse_dtype(dt).value_or(DType::BF16);
+                    pt.problem.pass = parse_pass(ps).value_or(Pass::fwd);
+                    pt.problem.mask = o.run.causal ? Mask::causal_bottom_right : Mask::none;
+                    pt.record.status = Status::skipped;
+                    pt.record.reason = std::string("not a valid problem: ") + e.what();
+                  }
+                  points.push_back(std::move(pt));
+                }
+  if (invalid == points.size()) throw UsageError(first_invalid);
+  std::string device;
+  for (const Point& pt : points)
+    if (pt.record.status != Status::skipped) device = pt.problem.device;
+  for (Point& pt : points)
+    if (pt.record.status == Status::skipped) pt.problem.device = device;
+  RunSettings settings = build_settings(o.run);
   const size_t n = points.size();
-  fmt::print("sweep: {} configurations ({} variant x {} seq x {} head_dim x {} batch x {} heads x {} dtype) on {}\n", n,
-             o.variant.size(), o.seq.size(), o.head_dim.size(), o.batch.size(), o.heads.size(), o.dtype.size(),
-             points.front().problem.device);
+  fmt::print("sweep: {} configurations ({} variant x {} seq x {} head_dim x {} batch x {} heads x {} kv-heads x {} "
+             "dtype x {} pass) on {}{}\n",
+             n, o.variant.size(), seqs.size(), o.head_dim.size(), o.batch.size(), o.heads.size(),
+             std::max<size_t>(1, o.kv_heads.size()), o.dtype.size(), o.pass.size(), device,
+             invalid ? fmt::format("; {} are not valid problems and will be skipped", invalid) : "");
   std::fflush(stdout);
   if (!cuda_available()) ::setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
   const std::string sweep_dir = io::join_path(o.run.out, "sweep");
@@ -176,29 +149,39 @@ int run_sweep(SweepOptions& o) {
     RunRecord& r = pt.record;
     r.variant = pt.variant;
     r.problem = p;
+    if (r.status == Status::skipped) {  // not a valid problem: said when the axes were read
+      ++skipped;
+      fmt::print(stderr, "  skipped: {}\n", r.reason);
+      continue;
+    }
     try {
       // Support, the memory prediction and out-of-memory all come back as a skip.
-      r = run_variant(pt.variant, p, session).record;
+      Measurement m = run_variant(pt.variant, p, settings.measure);
+      settings.measure.startup_ms.reset();
+      r = std::move(m.record);
+      if (r.ok()) report::write_run_files(r, m.trace_json, settings.files);
     } catch (const io::FileError& e) {
       fmt::print(stderr, "attnprof: error: {}\n", e.what());
       return exit_code::kOutput;
     }
-    if (r.status == "interrupted") {
+    if (r.status == Status::interrupted) {
       attempted = i + 1;
       fmt::print(stderr, "attnprof: sweep interrupted during point {}/{}; writing what finished\n", i + 1, n);
       break;
     }
-    if (r.status == "ok") ++ok;
-    else if (r.status == "skipped") ++skipped, fmt::print(stderr, "  skipped: {}\n", r.reason);
+    if (r.ok()) ++ok;
+    else if (r.status == Status::skipped) ++skipped, fmt::print(stderr, "  skipped: {}\n", r.reason);
     else ++failed, fmt::print(stderr, "  failed: {}\n", r.reason);
   }
 
   points.resize(attempted);  // an interrupted sweep reports the points it reached
-  const report::Table table = sweep_table(points);
+  std::vector<RunRecord> records;
+  for (const Point& pt : points) records.push_back(pt.record);
+  const report::Table table = report::sweep_table(records);
   std::vector<std::string> files;
   try {
     files = report::write_table_files(table, io::join_path(sweep_dir, "sweep"));
-    for (const std::string& f : write_plots(o, points, sweep_dir)) files.push_back(f);
+    for (const std::string& f : report::write_sweep_plots(records, o.variant, sweep_dir)) files.push_back(f);
   } catch (const io::FileError& e) {
     fmt::print(stderr, "attnprof: error: {}\n", e.what());
     return exit_code::kOutput;
@@ -221,13 +204,21 @@ Subcommand add_sweep_command(CLI::App& app) {
   o->batch = {defaults.batch};
   o->heads = {defaults.heads};
   o->dtype = {defaults.dtype};
-  o->variant = {"naive", "inplace", "sdpa-math", "sdpa-efficient", "sdpa-flash", "sdpa-cudnn"};
+  o->pass = {defaults.pass};
+  o->variant = variants_tagged(VariantTag::default_sweep);
   Subcommand s;
   s.app = app.add_subcommand("sweep",
                              "Sweep shapes, dtypes and variants (comma lists); write OUT/sweep/sweep.csv and SVG "
                              "plots of forward time and TFLOP/s vs seq");
   CLI::App& sub = *s.app;
-  sub.add_option("--seq", o->seq, "Sequence lengths, e.g. 512,1024,2048")->delimiter(',')->capture_default_str();
+  sub.add_option("--seq", o->seq, "Sequence lengths (queries and keys), e.g. 512,1024,2048")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->each([o](const std::string&) { o->seq_given = true; });
+  sub.add_option("--seq-q", o->seq_q, "Query lengths, e.g. 1,16 for decode (crossed with --seq-kv)")->delimiter(',');
+  sub.add_option("--seq-kv", o->seq_kv, "Key/value lengths, e.g. 4096,32768 (the x axis of the plots)")->delimiter(',');
+  sub.add_option("--kv-heads", o->kv_heads, "Key/value head counts (default: as --heads)")->delimiter(',');
+  sub.add_option("--pass", o->pass, "Passes: fwd, bwd, fwd+bwd")->delimiter(',')->capture_default_str();
   sub.add_option("--head-dim", o->head_dim, "Head dimensions")->delimiter(',')->capture_default_str();
   sub.add_option("--batch", o->batch, "Batch sizes")->delimiter(',')->capture_default_str();
   sub.add_option("--heads", o->heads, "Head counts")->delimiter(',')->capture_default_str();

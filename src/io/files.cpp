@@ -55,6 +55,22 @@ std::string temp_path_for(const std::string& target) {
 
 void remove_quietly(const std::string& path) noexcept { ::unlink(path.c_str()); }
 
+TempFile& TempFile::operator=(TempFile&& o) noexcept {
+  if (this != &o) {
+    remove();
+    path_ = std::move(o.path_);
+    o.path_.clear();
+  }
+  return *this;
+}
+
+void TempFile::remove() noexcept {
+  if (path_.empty()) return;
+  remove_quietly(path_);
+  remove_quietly(path_ + ".tmp");
+  path_.clear();
+}
+
 std::optional<uint64_t> free_bytes(const std::string& path) noexcept {
   struct statvfs vfs {};
   if (::statvfs(path.c_str(), &vfs) != 0) return std::nullopt;
@@ -92,6 +108,11 @@ void write_file_atomic(const std::string& target, const std::string& bytes) {
     remove_quietly(tmp);
     throw FileError("cannot move into place '" + target + "': " + reason);
   }
+}
+
+bool path_exists(const std::string& path) noexcept {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
 }
 
 std::string read_file(const std::string& path) {

@@ -16,6 +16,7 @@
 
 #include "kernels/flash_attention/flash_bwd_params.h"
 #include "kernels/scaled_masked_softmax/scaled_masked_softmax.h"
+#include "kernels/tensor_checks.h"
 
 namespace attnprof {
 namespace {
@@ -24,11 +25,8 @@ constexpr int64_t kInt32Max = 0x7fffffff;
 
 // Defined, on CUDA, contiguous, on `device`: the layout every kernel here assumes.
 void check_operand(const at::Tensor& t, const char* op, const char* name, const at::Device& device) {
-  TORCH_CHECK(t.defined(), op, ": ", name, " is undefined");
-  TORCH_CHECK(t.is_cuda(), op, ": ", name, " must be a CUDA tensor, got one on ", t.device());
+  kernels::check_cuda_tensor(t, op, name);
   TORCH_CHECK(t.device() == device, op, ": ", name, " is on ", t.device(), ", the others on ", device);
-  TORCH_CHECK(t.is_contiguous(), op, ": ", name, " must be contiguous (sizes ", t.sizes(), ", strides ",
-              t.strides(), "); call .contiguous() first");
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_backward_cuda(

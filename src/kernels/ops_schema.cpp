@@ -5,9 +5,16 @@
 #include <torch/library.h>
 
 TORCH_LIBRARY(attnprof, m) {
-  // q, k, v: [batch, heads, seq, head_dim], contiguous, bf16 or fp16, head_dim 64
-  // or 128. out: like q. lse: [batch, heads, seq_q] float32, natural log.
-  // causal: top-left aligned (key j visible to query i iff j <= i).
+  // q: [batch, heads_q, seq_q, head_dim]; k, v: [batch, heads_kv, seq_kv,
+  // head_dim] with heads_q a multiple of heads_kv (grouped-query / multi-query
+  // attention: query head h reads K/V head h / (heads_q / heads_kv), no copy);
+  // contiguous, one dtype (bf16 or fp16), head_dim 64 or 128. seq_q and seq_kv
+  // may differ. out: like q. lse: [batch, heads_q, seq_q] float32, natural log.
+  // causal: bottom-right aligned, key j visible to query i iff
+  // j <= i + (seq_kv - seq_q) (top-left when seq_q == seq_kv); a row that sees
+  // no key (seq_q > seq_kv) gets out 0 and lse -inf. Few queries per KV head
+  // run a split-KV decode kernel, the others the prefill kernel; either may
+  // split the keys and add a combine kernel (flash_attention/flash_fwd_plan.h).
   m.def("flash_attention(Tensor q, Tensor k, Tensor v, bool causal, float scale) -> (Tensor out, Tensor lse)");
   // softmax(scale · scores) over the last dimension of a contiguous
   // [..., seq_q, seq_k] tensor (bf16, fp16 or fp32), keys after the query masked

@@ -9,7 +9,9 @@
 
 #include "attnprof/io/files.h"
 #include "attnprof/report/fingerprint.h"
+#include "attnprof/report/kernel_names.h"
 #include "attnprof/report/summary.h"
+#include "attnprof/report/table_data.h"
 
 namespace attnprof::report {
 namespace {
@@ -53,18 +55,16 @@ bool contains_nocase(const std::string& hay, const std::string& needle) {
 
 bool contains(const std::string& s, const char* needle) { return s.find(needle) != std::string::npos; }
 
-std::string us(double v) { return fmt::format("{:.1f}", v); }
-
-const ForwardStats::Kernel* dominant_kernel(const ForwardStats& f) {
-  const ForwardStats::Kernel* best = nullptr;
-  for (const auto& k : f.kernels)
-    if (!best || k.total_us > best->total_us) best = &k;
+const KernelStats* dominant_kernel(const std::vector<KernelStats>& kernels) {
+  const KernelStats* best = nullptr;
+  for (const auto& k : kernels)
+    if (!best || k.time_avg_us > best->time_avg_us) best = &k;
   return best;
 }
 
-double forward_kernel_time(const ForwardStats& f) {
+double kernel_time(const std::vector<KernelStats>& kernels) {
   double t = 0;
-  for (const auto& k : f.kernels) t += k.total_us;
+  for (const auto& k : kernels) t += k.time_avg_us;
   return t;
 }
 
@@ -89,13 +89,14 @@ bool is_matmul_family(KernelFamily f) {
 // cores too and can take longer, but they are not where the FLOPs are: seen on
 // the H200, naive's mask fill outlasts its two nvjet GEMMs.)
 std::string math_path(const RunRecord& r) {
-  const ForwardStats::Kernel* best = nullptr;
+  const std::vector<KernelStats> kernels = r.kernels();
+  const KernelStats* best = nullptr;
   KernelFingerprint best_fp;
-  for (const auto& k : r.forward.kernels) {
+  for (const auto& k : kernels) {
     const KernelFingerprint fp = fingerprint_kernel(k.name);
     if (!is_matmul_family(fp.family)) continue;
     if (fp.math_unit != MathUnit::tensor_cores && fp.math_unit != MathUnit::cuda_cores) continue;
-    if (!best || k.total_us > best->total_us) best = &k, best_fp = fp;
+    if (!best || k.time_avg_us > best->time_avg_us) best = &k, best_fp = fp;
   }
   if (!best) return "n/a";
   // nvjet's `h` and cuDNN's `f16` say only "16-bit"; the inputs say which.
@@ -104,14 +105,6 @@ std::string math_path(const RunRecord& r) {
     precision = dtype_name(r.problem.dtype);
   if (best_fp.precision == Precision::unknown) precision = "unknown precision";
   return fmt::format("{} ({})", best_fp.math_unit == MathUnit::tensor_cores ? "tensor cores" : "CUDA cores", precision);
-}
-
-// "void pytorch_flash::flash_fwd_kernel<...>(...)" -> "pytorch_flash::flash_fwd_kernel".
-std::string short_kernel_name(const std::string& name) {
-  std::string s = name.substr(0, name.find_first_of("<("));
-  if (s.rfind("void ", 0) == 0) s = s.substr(5);
-  if (s.empty()) s = name;
-  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
 }
 
 // A kernel that takes at least this share of the forward's device time is the
@@ -124,7 +117,10 @@ const KernelLaunch* launch_of(const RunRecord& r, const std::string& kernel) {
   return nullptr;
 }
 
-std::string status_cell(const RunRecord& r) { return r.status; }
+// "fwd" for a forward run, "step" otherwise: what the per-unit columns count.
+const char* per_word(const std::vector<RunRecord>& records) {
+  return records.empty() || records.front().problem.pass == Pass::fwd ? "fwd" : "step";
+}
 
 }  // namespace
 
@@ -141,11 +137,12 @@ std::optional<DevicePeak> lookup_peak_tflops(const std::string& device_name, DTy
 }
 
 std::string at_a_glance_note(const RunRecord& r) {
-  if (r.status != "ok") return fmt::format("{}: {}", r.status, r.reason);
+  if (!r.ok()) return fmt::format("{}: {}", status_name(r.status), r.reason);
   std::vector<std::string> notes;
   const bool sixteen = r.problem.dtype != DType::FP32;
   bool dtod = false, upcast = false, mask = false;
-  for (const auto& k : r.forward.kernels) {
+  const std::vector<KernelStats> kernels = r.kernels();
+  for (const auto& k : kernels) {
     const KernelFingerprint fp = fingerprint_kernel(k.name);
     if (fp.family == KernelFamily::memcpy && contains(k.name, "DtoD")) dtod = true;
     if (sixteen && fp.math_unit == MathUnit::cuda_cores && fp.precision == Precision::fp32) upcast = true;
@@ -157,13 +154,13 @@ std::string at_a_glance_note(const RunRecord& r) {
   if (dtod) notes.emplace_back("DtoD Memcpy present");
   if (upcast) notes.emplace_back("FP32 upcast");
   if (mask) notes.emplace_back("causal mask materialised");
-  if (r.problem.on_cuda() && r.forward.kernels_per_forward == 1.0) notes.emplace_back("single fused kernel");
-  if (const ForwardStats::Kernel* k = dominant_kernel(r.forward)) {
+  if (r.problem.on_cuda() && r.kernels_per_step() == 1.0) notes.emplace_back("single fused kernel");
+  if (const KernelStats* k = dominant_kernel(kernels)) {
     const KernelLaunch* l = launch_of(r, k->name);
     if (l && l->est_occupancy_pct && *l->est_occupancy_pct < 25.0)
       notes.push_back(fmt::format("low occupancy ({:.0f}%)", *l->est_occupancy_pct));
   }
-  if (r.problem.on_cuda() && r.forward.cpu_time_avg_us > r.forward.device_time_avg_us)
+  if (r.problem.on_cuda() && r.cpu_time_us() > r.device_time_us())
     notes.emplace_back("CPU time above GPU time");
   if (!r.output_finite) notes.emplace_back("output has NaN/Inf");
   std::string out;
@@ -172,55 +169,66 @@ std::string at_a_glance_note(const RunRecord& r) {
 }
 
 Table at_a_glance_table(const std::vector<RunRecord>& records, const AtAGlanceOptions& opt) {
+  using S = NumberFormat::Style;
+  const std::string per = per_word(records);
+  const std::string base = opt.baseline.empty() ? "baseline" : opt.baseline;
   Table t;
-  t.columns = {"variant",       "status",     "kernels/fwd",  "GPU time profiled (us)", "GPU time event median (us)",
-               "CPU time (us)", "vs naive",   "TFLOP/s",      "% of peak",              "peak memory",
-               "math path",     "fused kernel", "launch API", "note"};
-  t.numeric = {false, false, true, true, true, true, true, true, true, true, false, false, false, false};
+  t.columns = {text_column("variant", "variant"),
+               text_column("status", "status"),
+               number_column("kernels/" + per, "kernels_per_" + per, {S::general, 6}),
+               number_column("GPU time profiled (us)", "gpu_time_profiled_us", {S::fixed, 1}),
+               number_column("GPU time event median (us)", "gpu_time_event_median_us", {S::fixed, 1}),
+               number_column("CPU time (us)", "cpu_time_us", {S::fixed, 1}),
+               number_column("vs " + base, "speedup_vs_" + base, {S::ratio, 2}),
+               number_column("TFLOP/s", "tflops", {S::general, 3}),
+               number_column("% of peak", "pct_of_peak", {S::percent, 1}),
+               number_column("peak memory", "peak_memory_bytes", {S::bytes, 0}),
+               text_column("math path", "math_path"),
+               text_column("fused kernel", "fused_kernel"),
+               text_column("launch API", "launch_api"),
+               text_column("note", "note")};
 
   // Speedup by the time that is the run's cost: GPU time on CUDA, CPU time on CPU.
-  auto cost = [](const RunRecord& r) {
-    return r.problem.on_cuda() ? r.forward.device_time_avg_us : r.forward.cpu_time_avg_us;
-  };
-  std::optional<double> naive;
+  std::optional<double> baseline;
   for (const RunRecord& r : records)
-    if (r.variant == "naive" && r.status == "ok" && cost(r) > 0) naive = cost(r);
+    if (r.variant == opt.baseline && r.ok() && r.cost_us() > 0) baseline = r.cost_us();
 
+  const Cell na;
   for (const RunRecord& r : records) {
-    const std::string na = "n/a";
-    if (r.status != "ok") {
-      t.rows.push_back({r.variant, status_cell(r), na, na, na, na, na, na, na, na, na, na, na, at_a_glance_note(r)});
+    if (!r.ok()) {
+      t.rows.push_back({r.variant, status_name(r.status), na, na, na, na, na, na, na, na, na, na, na,
+                        at_a_glance_note(r)});
       continue;
     }
     const bool cuda = r.problem.on_cuda();
-    const ForwardStats& f = r.forward;
-    std::string speedup = na;
-    if (naive && cost(r) > 0) speedup = fmt::format("{:.2f}x", *naive / cost(r));
-    std::string pct = na;
+    std::optional<double> speedup;
+    if (baseline && r.cost_us() > 0) speedup = *baseline / r.cost_us();
+    std::optional<double> pct;
     if (cuda && r.tflops) {
       std::optional<double> peak = opt.peak_tflops;
       if (!peak)
         if (auto p = lookup_peak_tflops(r.env.device_name, r.problem.dtype)) peak = p->tflops;
-      if (peak && *peak > 0) pct = fmt::format("{:.1f}%", 100.0 * *r.tflops / *peak);
+      if (peak && *peak > 0) pct = 100.0 * *r.tflops / *peak;
     }
-    std::string fused = na, api = na;
-    if (const ForwardStats::Kernel* k = dominant_kernel(f)) {
-      const double total = forward_kernel_time(f);
-      if (total > 0 && k->total_us >= kDominantShare * total)
-        fused = fmt::format("{} ({:.0f}%)", short_kernel_name(k->name), 100.0 * k->total_us / total);
+    Cell fused = na, api = na;
+    const std::vector<KernelStats> kernels = r.kernels();
+    if (const KernelStats* k = dominant_kernel(kernels)) {
+      const double total = kernel_time(kernels);
+      if (total > 0 && k->time_avg_us >= kDominantShare * total)
+        fused = fmt::format("{} ({:.0f}%)", short_kernel_name(k->name), 100.0 * k->time_avg_us / total);
       if (const KernelLaunch* l = launch_of(r, k->name); l && !l->launch_api.empty()) api = l->launch_api;
     }
     t.rows.push_back({r.variant,
-                      status_cell(r),
-                      cuda ? fmt::format("{:g}", f.kernels_per_forward) : na,
-                      cuda ? us(f.device_time_avg_us) : na,
-                      cuda && r.timing ? us(r.timing->median_us) : na,
-                      us(f.cpu_time_avg_us),
-                      speedup,
-                      r.tflops ? fmt::format("{:.3g}", *r.tflops) : na,
-                      pct,
-                      r.peak_memory_bytes ? format_bytes(*r.peak_memory_bytes) : na,
-                      cuda ? math_path(r) : na,
+                      status_name(r.status),
+                      cuda ? number_cell(r.kernels_per_step()) : na,
+                      cuda ? number_cell(r.device_time_us()) : na,
+                      cuda && r.timing ? number_cell(r.timing->median_us) : na,
+                      number_cell(r.cpu_time_us()),
+                      number_cell(speedup),
+                      number_cell(r.tflops),
+                      number_cell(pct),
+                      number_cell(r.peak_memory_bytes),
+                      cuda ? Cell(math_path(r)) : na,
                       fused,
                       api,
                       at_a_glance_note(r)});
@@ -241,23 +249,17 @@ std::string at_a_glance_header(const std::vector<RunRecord>& records, const AtAG
       peak = fmt::format("; peak {:g} TFLOP/s, {} {}", p->tflops, p->gpu, p->basis);
     else peak = "; peak unknown (use --peak-tflops)";
   }
-  return fmt::format("attnprof at a glance: {} {} {} on {} ({}{})", r.problem.shape_string(),
-                     dtype_name(r.problem.dtype), r.problem.causal ? "causal" : "non-causal", r.problem.device,
-                     device_name.empty() ? "unknown device" : device_name, peak);
+  return fmt::format("attnprof at a glance: {} {} on {} ({}{})", r.problem.shape_string(), r.problem.config_string(),
+                     r.problem.device, device_name.empty() ? "unknown device" : device_name, peak);
 }
 
 std::vector<std::string> write_at_a_glance(const std::vector<RunRecord>& records, const std::string& out_dir,
                                            const AtAGlanceOptions& opt) {
   if (records.empty()) throw std::invalid_argument("write_at_a_glance: no records");
-  const Table t = at_a_glance_table(records, opt);
   const std::string dir = io::join_path(out_dir, "compare");
   io::ensure_writable_dir(dir);
-  const std::string stem = io::join_path(dir, records.front().problem.file_stem());
-  std::vector<std::string> paths = write_table_files(t, stem);
-  const std::string header = at_a_glance_header(records, opt);
-  io::write_file_atomic(stem + ".txt", header + "\n\n" + to_text(t));
-  io::write_file_atomic(stem + ".md", "**" + header + "**\n\n" + to_markdown(t));
-  return paths;
+  return write_table_files(at_a_glance_table(records, opt), io::join_path(dir, records.front().problem.file_stem()),
+                           at_a_glance_header(records, opt));
 }
 
 }  // namespace attnprof::report

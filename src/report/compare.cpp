@@ -10,37 +10,46 @@
 #include <map>
 
 #include "attnprof/io/files.h"
-#include "attnprof/key_averages.h"
+#include "attnprof/report/key_averages_table.h"
 #include "attnprof/report/summary.h"
-#include "attnprof/report/summary_reader.h"
 
 namespace attnprof::report {
 namespace {
 
 std::optional<double> gpu(const RunRecord& r, double v) {
-  return r.problem.on_cuda() && r.status == "ok" ? std::optional<double>(v) : std::nullopt;
+  return r.problem.on_cuda() && r.ok() ? std::optional<double>(v) : std::nullopt;
 }
-std::optional<double> ok(const RunRecord& r, double v) {
-  return r.status == "ok" ? std::optional<double>(v) : std::nullopt;
-}
+std::optional<double> ok(const RunRecord& r, double v) { return r.ok() ? std::optional<double>(v) : std::nullopt; }
 std::optional<double> median(const RunRecord& r) {
   return r.timing ? std::optional<double>(r.timing->median_us) : std::nullopt;
 }
 
 std::string problem_line(const RunRecord& r) {
-  return fmt::format("{} {} {} on {}", r.problem.shape_string(), dtype_name(r.problem.dtype),
-                     r.problem.causal ? "causal" : "non-causal", r.problem.device);
+  return fmt::format("{} {} on {}", r.problem.shape_string(), r.problem.config_string(), r.problem.device);
 }
+
+// "forward" for a forward run, "backward" or "fwd+bwd step" otherwise: what one
+// measured unit of the run is called in metric names.
+std::string unit_word(const RunRecord& r) {
+  switch (r.problem.pass) {
+    case Pass::fwd: return "forward";
+    case Pass::bwd: return "backward";
+    case Pass::fwd_bwd: return "fwd+bwd step";
+  }
+  return "step";
+}
+std::string per_word(const RunRecord& r) { return r.problem.pass == Pass::fwd ? "fwd" : "step"; }
 
 struct OpSide {
   double calls = 0, self_cpu_us = 0, device_us = 0;
 };
 
-// Per forward: totals over the profiled forwards.
+// Per step of the pass: totals over the profiled steps.
 std::map<std::pair<std::string, std::string>, OpSide> op_index(const RunRecord& r,
                                                                std::vector<std::pair<std::string, std::string>>& order) {
   std::map<std::pair<std::string, std::string>, OpSide> m;
-  const double per = r.forward.forwards > 0 ? double(r.forward.forwards) : 1.0;
+  const double steps = r.scopes.empty() ? 0.0 : double(r.scopes.front().calls);
+  const double per = steps > 0 ? steps : 1.0;
   for (const OpStats& s : r.rows) {
     const std::pair<std::string, std::string> key{s.name, s.device == EventDevice::Cuda ? "cuda" : "cpu"};
     auto [it, inserted] = m.try_emplace(key);
@@ -59,8 +68,6 @@ std::string fmt_value(const std::optional<double>& v, const std::string& unit) {
   if (unit == "TFLOP/s") return fmt::format("{:.3g}", *v);
   return fmt::format("{:g}", *v);
 }
-
-std::string plain(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : ""; }
 
 std::optional<double> ratio_of(const std::optional<double>& a, const std::optional<double>& b) {
   if (!a || !b || *a == 0.0) return std::nullopt;
@@ -116,22 +123,24 @@ Comparison compare_runs(const RunRecord& a, const RunRecord& b, const std::strin
   if (a.env.device_name != b.env.device_name)
     c.notes.push_back(fmt::format("different devices: A {}, B {}", a.env.device_name, b.env.device_name));
   for (const RunRecord* r : {&a, &b})
-    if (r->status != "ok")
-      c.notes.push_back(fmt::format("{} is {}: {}", r == &a ? "A" : "B", r->status, r->reason));
+    if (!r->ok())
+      c.notes.push_back(fmt::format("{} is {}: {}", r == &a ? "A" : "B", status_name(r->status), r->reason));
 
-  auto add = [&](const char* metric, const char* unit, std::optional<double> va, std::optional<double> vb) {
+  auto add = [&](const std::string& metric, const char* unit, std::optional<double> va, std::optional<double> vb) {
     c.headline.push_back({metric, unit, va, vb});
   };
-  add("forward GPU time (profiled)", "us", gpu(a, a.forward.device_time_avg_us), gpu(b, b.forward.device_time_avg_us));
-  add("forward GPU time (event median)", "us", a.problem.on_cuda() ? median(a) : std::nullopt,
+  const std::string w = unit_word(a);
+  add(w + " GPU time (profiled)", "us", gpu(a, a.device_time_us()), gpu(b, b.device_time_us()));
+  add(w + " GPU time (event median)", "us", a.problem.on_cuda() ? median(a) : std::nullopt,
       b.problem.on_cuda() ? median(b) : std::nullopt);
-  add("forward CPU time", "us", ok(a, a.forward.cpu_time_avg_us), ok(b, b.forward.cpu_time_avg_us));
+  add(w + " CPU time", "us", ok(a, a.cpu_time_us()), ok(b, b.cpu_time_us()));
   if (!a.problem.on_cuda() || !b.problem.on_cuda())
-    add("forward time (steady-clock median)", "us", a.problem.on_cuda() ? std::nullopt : median(a),
+    add(w + " time (steady-clock median)", "us", a.problem.on_cuda() ? std::nullopt : median(a),
         b.problem.on_cuda() ? std::nullopt : median(b));
-  add("kernels per forward", "", gpu(a, a.forward.kernels_per_forward), gpu(b, b.forward.kernels_per_forward));
+  add("kernels per " + w, "", gpu(a, a.kernels_per_step()), gpu(b, b.kernels_per_step()));
   add("TFLOP/s", "TFLOP/s", a.tflops, b.tflops);
   add("peak memory", "bytes", a.peak_memory_bytes, b.peak_memory_bytes);
+  c.per = per_word(a);
 
   std::vector<std::pair<std::string, std::string>> order_a, order_b;
   const auto ia = op_index(a, order_a);
@@ -160,11 +169,14 @@ Comparison compare_runs(const RunRecord& a, const RunRecord& b, const std::strin
   return c;
 }
 
+// Display tables: each row of the headline has its own unit, so the cells are
+// formatted here, for text and Markdown only; CSV and JSON get the plain
+// numbers of comparison_long_table.
 Table headline_table(const Comparison& c) {
   Table t;
   // The labels (paths) are printed above the table; as headers they would be too wide.
-  t.columns = {"metric", "A", "B", "B/A"};
-  t.numeric = {false, true, true, true};
+  t.columns = {text_column("metric", "metric"), number_column("A", "a"), number_column("B", "b"),
+               number_column("B/A", "ratio_b_over_a")};
   for (const MetricDiff& m : c.headline)
     t.rows.push_back({m.metric, fmt_value(m.a, m.unit), fmt_value(m.b, m.unit), format_ratio(m.ratio())});
   return t;
@@ -172,9 +184,18 @@ Table headline_table(const Comparison& c) {
 
 Table ops_table(const Comparison& c) {
   Table t;
-  t.columns = {"op",          "device",       "calls/fwd A",  "calls/fwd B", "self CPU/fwd A", "self CPU/fwd B",
-               "CPU B/A",     "device/fwd A", "device/fwd B", "device B/A",  "note"};
-  t.numeric = {false, false, true, true, true, true, true, true, true, true, false};
+  const std::string& per = c.per;
+  t.columns = {text_column("op", "op"),
+               text_column("device", "device"),
+               number_column("calls/" + per + " A", "calls_a"),
+               number_column("calls/" + per + " B", "calls_b"),
+               number_column("self CPU/" + per + " A", "self_cpu_a"),
+               number_column("self CPU/" + per + " B", "self_cpu_b"),
+               number_column("CPU B/A", "cpu_ratio"),
+               number_column("device/" + per + " A", "device_a"),
+               number_column("device/" + per + " B", "device_b"),
+               number_column("device B/A", "device_ratio"),
+               text_column("note", "note")};
   for (const OpDiff& d : c.ops) {
     const bool dev = d.device == "cuda" || d.device_us_a.value_or(0) > 0 || d.device_us_b.value_or(0) > 0;
     auto dv = [&](const std::optional<double>& v) { return dev ? fmt_value(v, "us") : std::string("-"); };
@@ -213,22 +234,26 @@ DirectoryComparison compare_directories(const std::string& dir_a, const std::str
 
 Table comparison_long_table(const std::vector<PairedComparison>& pairs) {
   Table t;
-  t.columns = {"summary", "section", "name", "device", "metric", "A", "B", "B/A", "note"};
-  t.numeric = {false, false, false, false, false, true, true, true, false};
-  auto ratio = [](const std::optional<double>& a, const std::optional<double>& b) { return plain(ratio_of(a, b)); };
+  t.columns = {text_column("summary", "summary"),   text_column("section", "section"),
+               text_column("name", "name"),         text_column("device", "device"),
+               text_column("metric", "metric"),     text_column("unit", "unit"),
+               number_column("A", "a"),             number_column("B", "b"),
+               number_column("B/A", "ratio_b_over_a"), text_column("note", "note")};
+  t.missing = "";
   for (const PairedComparison& p : pairs) {
-    for (const MetricDiff& m : p.comparison.headline) {
-      const std::string metric = m.unit.empty() ? m.metric : fmt::format("{} ({})", m.metric, m.unit);
-      t.rows.push_back({p.relative_path, "headline", "", "", metric, plain(m.a), plain(m.b), plain(m.ratio()), ""});
-    }
+    const std::string per = p.comparison.per == "fwd" ? "forward" : "step";
+    for (const MetricDiff& m : p.comparison.headline)
+      t.rows.push_back({p.relative_path, "headline", "", "", m.metric, m.unit, number_cell(m.a), number_cell(m.b),
+                        number_cell(m.ratio()), ""});
     for (const OpDiff& d : p.comparison.ops) {
-      t.rows.push_back({p.relative_path, "op", d.name, d.device, "calls per forward", plain(d.calls_a),
-                        plain(d.calls_b), ratio(d.calls_a, d.calls_b), d.note});
-      t.rows.push_back({p.relative_path, "op", d.name, d.device, "self CPU time per forward (us)",
-                        plain(d.self_cpu_us_a), plain(d.self_cpu_us_b), ratio(d.self_cpu_us_a, d.self_cpu_us_b),
-                        d.note});
-      t.rows.push_back({p.relative_path, "op", d.name, d.device, "self device time per forward (us)",
-                        plain(d.device_us_a), plain(d.device_us_b), ratio(d.device_us_a, d.device_us_b), d.note});
+      auto row = [&](const std::string& metric, const char* unit, const std::optional<double>& a,
+                     const std::optional<double>& b) {
+        t.rows.push_back({p.relative_path, "op", d.name, d.device, metric, unit, number_cell(a), number_cell(b),
+                          number_cell(ratio_of(a, b)), d.note});
+      };
+      row("calls per " + per, "", d.calls_a, d.calls_b);
+      row("self CPU time per " + per, "us", d.self_cpu_us_a, d.self_cpu_us_b);
+      row("self device time per " + per, "us", d.device_us_a, d.device_us_b);
     }
   }
   return t;

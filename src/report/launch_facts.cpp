@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <unordered_map>
 
-#include "attnprof/key_averages.h"
+#include "attnprof/report/key_averages_table.h"
 #include "attnprof/report/table_data.h"
 
 namespace attnprof::report {
@@ -62,7 +62,7 @@ void read_dim3(const json& args, const char* key, int out[3]) {
 
 }  // namespace
 
-std::vector<KernelLaunch> launch_facts(const json& trace, const std::vector<ForwardStats::Launch>& work) {
+std::vector<KernelLaunch> launch_facts(const json& trace, const std::vector<ScopeStats::Launch>& work) {
   std::unordered_map<uint64_t, const json*> device_events;
   std::unordered_map<uint64_t, std::string> launchers;
   auto events = trace.find("traceEvents");
@@ -107,19 +107,24 @@ std::vector<KernelLaunch> launch_facts(const json& trace, const std::vector<Forw
 
 std::string format_launch_table(const std::vector<KernelLaunch>& launches) {
   Table t;
-  t.columns = {"#", "Kernel", "Time", "Launch API", "Grid", "Block", "Regs", "Smem", "Est. occupancy"};
-  t.numeric = {true, false, true, false, false, false, true, true, true};
+  // Display only (the summary's "launches" carry the numbers): cells are text.
+  t.columns = {number_column("#", "index"),         text_column("Kernel", "kernel"),
+               number_column("Time", "time"),       text_column("Launch API", "launch_api"),
+               text_column("Grid", "grid"),         text_column("Block", "block"),
+               number_column("Regs", "registers"),  number_column("Smem", "shared_memory"),
+               number_column("Est. occupancy", "est_occupancy")};
   int i = 0;
   for (const KernelLaunch& k : launches) {
     const bool is_kernel = k.block[0] > 0;
     std::string name = k.name.size() > 60 ? k.name.substr(0, 57) + "..." : k.name;
     t.rows.push_back({
-        std::to_string(++i), name, format_time_us(k.time_us), k.launch_api.empty() ? "?" : k.launch_api,
+        std::to_string(++i), std::move(name), format_time_us(k.time_us), k.launch_api.empty() ? "?" : k.launch_api,
         is_kernel ? fmt::format("{}x{}x{}", k.grid[0], k.grid[1], k.grid[2]) : "-",
         is_kernel ? fmt::format("{}x{}x{}", k.block[0], k.block[1], k.block[2]) : "-",
-        is_kernel ? std::to_string(k.registers_per_thread) : "-",
-        is_kernel ? fmt::format("{} B", k.shared_memory_bytes) : "-",
-        !is_kernel ? "-" : k.est_occupancy_pct ? fmt::format("{:.0f}%", *k.est_occupancy_pct) : "not measured",
+        is_kernel ? std::to_string(k.registers_per_thread) : std::string("-"),
+        is_kernel ? fmt::format("{} B", k.shared_memory_bytes) : std::string("-"),
+        !is_kernel ? std::string("-")
+                   : k.est_occupancy_pct ? fmt::format("{:.0f}%", *k.est_occupancy_pct) : std::string("not measured"),
     });
   }
   return to_text(t);

@@ -1,11 +1,14 @@
-// Calibration, H200, torch 2.11, bf16, causal, 4x16x4096x128 (one [B,H,S,S]
-// bf16 tensor is 2 GiB, fp32 4 GiB; q, k, v, out 64 MiB each):
+// Calibration of the forward, H200, torch 2.11, bf16, causal, 4x16x4096x128
+// (one [B,H,S,S] bf16 tensor is 2 GiB, fp32 4 GiB; q, k, v, out 64 MiB each):
 //   family          predicted    measured   error
 //   naive/inplace   4.375 GiB    4.4 GiB    -0.6%
 //   sdpa-math       9.94 GiB     9.9 GiB    +0.4%
 //   fused           0.360 GiB    0.36 GiB   +0.1%
 // Each figure includes kFixedOverheadBytes; without it the errors are -3%,
-// -0.7% and -30%.
+// -0.7% and -30%. The backward terms are itemised from what autograd saves and
+// what each backward allocates (see backward_terms); they are meant to err on
+// the high side, since a prediction that is too low costs an out-of-memory
+// error and one that is too high only a skipped point.
 #include "attnprof/report/memory_predictor.h"
 
 #include <limits>
@@ -16,13 +19,15 @@ namespace {
 constexpr int64_t kFloatBytes = 4;
 constexpr int64_t kBoolBytes = 1;
 
-// The residual the three measurements share (4.4 - 4.27, 9.9 - 9.79 and
-// 0.36 - 0.25 GiB): allocations outside the attention tensors (library
+// The residual the three forward measurements share (4.4 - 4.27, 9.9 - 9.79
+// and 0.36 - 0.25 GiB): allocations outside the attention tensors (library
 // workspaces, allocator rounding) that the itemised terms do not cover. Fitted
 // at one shape and assumed constant; only the fused figure is sensitive to it.
 constexpr int64_t kFixedOverheadBytes = 112ll << 20;
 
-std::optional<uint64_t> checked_sum(std::initializer_list<std::optional<uint64_t>> terms) {
+using Bytes = std::optional<uint64_t>;
+
+Bytes checked_sum(std::initializer_list<Bytes> terms) {
   uint64_t total = 0;
   for (const auto& term : terms) {
     if (!term || *term > std::numeric_limits<uint64_t>::max() - total) return std::nullopt;
@@ -31,22 +36,34 @@ std::optional<uint64_t> checked_sum(std::initializer_list<std::optional<uint64_t
   return total;
 }
 
-std::optional<uint64_t> head_tensor_bytes(const AttentionShape& s, int64_t element_bytes) {
-  return checked_product({s.batch, s.heads, s.seq, s.head_dim, element_bytes});
-}
-
-// One [S, S] tensor shared by every batch and head, as the causal masks are.
-std::optional<uint64_t> square_bytes(const AttentionShape& s, int64_t element_bytes) {
-  return checked_product({s.seq, s.seq, element_bytes});
-}
-
-std::optional<uint64_t> times(std::optional<uint64_t> bytes, uint64_t n) {
+Bytes times(Bytes bytes, uint64_t n) {
   if (!bytes || (n != 0 && *bytes > std::numeric_limits<uint64_t>::max() / n)) return std::nullopt;
   return *bytes * n;
 }
 
+int64_t element_bytes(const Problem& p) { return dtype_bytes(p.dtype); }
+
+// [B, Hq, Sq, D]: q, out, dq, grad_out.
+Bytes q_bytes(const Problem& p, int64_t elem) { return checked_product({p.batch, p.heads_q, p.seq_q, p.head_dim, elem}); }
+// [B, Hkv, Skv, D]: k, v, dk, dv.
+Bytes kv_bytes(const Problem& p, int64_t elem) {
+  return checked_product({p.batch, p.heads_kv, p.seq_kv, p.head_dim, elem});
+}
+// k and v repeated to the query heads ([B, Hq, Skv, D] each), as the unfused
+// paths and SDPA's math backend do for grouped-query attention; 0 without GQA.
+Bytes expanded_kv_bytes(const Problem& p, int64_t elem) {
+  if (p.heads_kv == p.heads_q) return uint64_t{0};
+  return times(checked_product({p.batch, p.heads_q, p.seq_kv, p.head_dim, elem}), 2);
+}
+// One [Sq, Skv] tensor shared by every batch and head, as the causal masks are.
+Bytes mask_bytes(const Problem& p, int64_t elem) {
+  return p.causal() ? checked_product({p.seq_q, p.seq_kv, elem}) : Bytes{0};
+}
+// The log-sum-exp (or softmax statistics) per query row, fp32.
+Bytes row_stat_bytes(const Problem& p) { return checked_product({p.batch, p.heads_q, p.seq_q, kFloatBytes}); }
+
 struct Terms {
-  std::optional<uint64_t> resident, working, output;
+  Bytes resident, working, output;
 };
 
 // ATen frees each temporary when the next op has produced its result, so two
@@ -54,49 +71,79 @@ struct Terms {
 // * scale, of masked_fill, of softmax). masked_fill_ in place saves a pass
 // over memory, not a live tensor: at::mul is still out of place, which is why
 // naive and inplace measured the same peak.
-Terms materialised_scores_terms(const AttentionShape& s) {
-  const auto qkv = times(head_tensor_bytes(s, s.element_bytes), 3);
-  const auto mask = s.causal ? square_bytes(s, kBoolBytes) : std::optional<uint64_t>{0};
-  return {checked_sum({qkv, mask}), times(score_matrix_bytes(s, s.element_bytes), 2),
-          head_tensor_bytes(s, s.element_bytes)};
+Terms materialised_scores_forward(const Problem& p) {
+  const int64_t e = element_bytes(p);
+  return {checked_sum({q_bytes(p, e), times(kv_bytes(p, e), 2), mask_bytes(p, kBoolBytes)}),
+          checked_sum({times(score_matrix_bytes(p, e), 2), expanded_kv_bytes(p, e)}), q_bytes(p, e)};
 }
 
 // The math backend upcasts 16-bit inputs to fp32 (the f32f32 xmma GEMMs in the
 // trace) and scales q and k into new fp32 tensors. At its peak: fp32 scores and
 // fp32 softmax output, plus the safe softmax's per-element "row is all -inf"
 // bool tensor (the eq + reduce_kernel pair in the trace), and, when causal, a
-// bool [S,S] mask and the fp32 [S,S] additive bias made from it every call.
-Terms sdpa_math_terms(const AttentionShape& s) {
-  const auto causal_terms =
-      s.causal ? checked_sum({square_bytes(s, kBoolBytes), square_bytes(s, kFloatBytes)})
-               : std::optional<uint64_t>{0};
-  const auto working = checked_sum({times(score_matrix_bytes(s, kFloatBytes), 2),
-                                    score_matrix_bytes(s, kBoolBytes),
-                                    times(head_tensor_bytes(s, kFloatBytes), 3), causal_terms});
-  const auto output =
-      checked_sum({head_tensor_bytes(s, kFloatBytes), head_tensor_bytes(s, s.element_bytes)});
-  return {times(head_tensor_bytes(s, s.element_bytes), 3), working, output};
+// bool [Sq,Skv] mask and the fp32 additive bias made from it every call.
+Terms sdpa_math_forward(const Problem& p) {
+  const int64_t e = element_bytes(p);
+  const auto working = checked_sum({times(score_matrix_bytes(p, kFloatBytes), 2), score_matrix_bytes(p, kBoolBytes),
+                                    q_bytes(p, kFloatBytes), times(kv_bytes(p, kFloatBytes), 2),
+                                    expanded_kv_bytes(p, kFloatBytes), mask_bytes(p, kBoolBytes),
+                                    mask_bytes(p, kFloatBytes)});
+  return {checked_sum({q_bytes(p, e), times(kv_bytes(p, e), 2)}), working,
+          checked_sum({q_bytes(p, kFloatBytes), q_bytes(p, e)})};
 }
 
 // Fused kernels keep scores on chip; they allocate only out and the fp32
 // log-sum-exp per row.
-Terms fused_terms(const AttentionShape& s) {
-  const auto lse = checked_product({s.batch, s.heads, s.seq, kFloatBytes});
-  return {times(head_tensor_bytes(s, s.element_bytes), 3), std::optional<uint64_t>{0},
-          checked_sum({head_tensor_bytes(s, s.element_bytes), lse})};
+Terms fused_forward(const Problem& p) {
+  const int64_t e = element_bytes(p);
+  return {checked_sum({q_bytes(p, e), times(kv_bytes(p, e), 2)}), Bytes{0},
+          checked_sum({q_bytes(p, e), row_stat_bytes(p)})};
 }
 
-Terms family_terms(const AttentionShape& s, MemoryFamily family) {
+// A backward step runs the forward with autograd recording, then the
+// backward. Resident: q, k, v and the fixed grad_out. Output: dq, dk, dv.
+// Working, per family, at the backward's peak:
+//  - unfused: the saved softmax output P plus grad_P, grad_scores and the
+//    masked/scaled gradient each a score matrix (4), and the expanded k, v and
+//    their gradients under GQA;
+//  - math: the same in fp32, plus the fp32 copies of q, k, v it saved;
+//  - fused: out and lse saved, an fp32 dq accumulator, the rowsum(dO*O)
+//    vector, and under GQA dk, dv at the query heads before the group sum.
+Terms backward_terms(const Problem& p, MemoryFamily family) {
+  const int64_t e = element_bytes(p);
+  const Bytes resident = checked_sum({times(q_bytes(p, e), 2), times(kv_bytes(p, e), 2), mask_bytes(p, kBoolBytes)});
+  const Bytes output = checked_sum({q_bytes(p, e), times(kv_bytes(p, e), 2)});
+  Bytes working;
   switch (family) {
     case MemoryFamily::materialised_scores_naive:
     case MemoryFamily::materialised_scores_inplace:
-      return materialised_scores_terms(s);
+      working = checked_sum({times(score_matrix_bytes(p, e), 4), times(expanded_kv_bytes(p, e), 2), q_bytes(p, e)});
+      break;
     case MemoryFamily::sdpa_math_fp32:
-      return sdpa_math_terms(s);
+      working = checked_sum({times(score_matrix_bytes(p, kFloatBytes), 4), score_matrix_bytes(p, kBoolBytes),
+                             times(q_bytes(p, kFloatBytes), 2), times(kv_bytes(p, kFloatBytes), 2),
+                             times(expanded_kv_bytes(p, kFloatBytes), 2), mask_bytes(p, kFloatBytes)});
+      break;
+    case MemoryFamily::fused:
+      working = checked_sum({q_bytes(p, e), row_stat_bytes(p), q_bytes(p, kFloatBytes), row_stat_bytes(p),
+                             expanded_kv_bytes(p, e)});
+      break;
+  }
+  return {resident, working, output};
+}
+
+Terms family_terms(const Problem& p, MemoryFamily family) {
+  if (p.pass != Pass::fwd) return backward_terms(p, family);
+  switch (family) {
+    case MemoryFamily::materialised_scores_naive:
+    case MemoryFamily::materialised_scores_inplace:
+      return materialised_scores_forward(p);
+    case MemoryFamily::sdpa_math_fp32:
+      return sdpa_math_forward(p);
     case MemoryFamily::fused:
       break;
   }
-  return fused_terms(s);
+  return fused_forward(p);
 }
 
 }  // namespace
@@ -112,18 +159,16 @@ std::optional<uint64_t> checked_product(std::initializer_list<int64_t> factors) 
   return product;
 }
 
-std::optional<uint64_t> score_matrix_bytes(const AttentionShape& shape, int64_t element_bytes) {
-  return checked_product({shape.batch, shape.heads, shape.seq, shape.seq, element_bytes});
+std::optional<uint64_t> score_matrix_bytes(const Problem& p, int64_t elem) {
+  return checked_product({p.batch, p.heads_q, p.seq_q, p.seq_kv, elem});
 }
 
-std::optional<ForwardMemoryPrediction> predict_forward_memory(const AttentionShape& shape,
-                                                              MemoryFamily family) {
-  const Terms terms = family_terms(shape, family);
-  const auto peak = checked_sum({terms.resident, terms.working, terms.output,
-                                 std::optional<uint64_t>{kFixedOverheadBytes}});
+std::optional<MemoryPrediction> predict_memory(const Problem& p, MemoryFamily family) {
+  const Terms terms = family_terms(p, family);
+  const auto peak = checked_sum({terms.resident, terms.working, terms.output, Bytes{uint64_t(kFixedOverheadBytes)}});
   if (!peak) return std::nullopt;
-  return ForwardMemoryPrediction{*terms.resident, *terms.working, *terms.output,
-                                 static_cast<uint64_t>(kFixedOverheadBytes), *peak};
+  return MemoryPrediction{*terms.resident, *terms.working, *terms.output, static_cast<uint64_t>(kFixedOverheadBytes),
+                          *peak};
 }
 
 }  // namespace attnprof::report

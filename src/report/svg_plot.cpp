@@ -7,8 +7,14 @@
 
 #include <fmt/format.h>
 
+#include "attnprof/report/svg_text.h"
+
 namespace attnprof::report {
 namespace {
+
+using svg::nice_step;
+using svg::px;
+using svg::xml_escape;
 
 // Okabe-Ito: distinguishable under the common colour-vision deficiencies.
 // Yellow is last because it is faint on white.
@@ -39,25 +45,6 @@ struct Frame {  // plot area, pixels
   double left, right, top, bottom;
 };
 
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // Control characters other than tab/newline are not allowed in XML 1.0.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') out += ' ';
-        else out += c;
-    }
-  }
-  return out;
-}
-
 bool drawable(double v, bool log) { return std::isfinite(v) && (!log || v > 0.0); }
 
 bool drawable(const PlotPoint& p, const LinePlot& plot) {
@@ -76,13 +63,6 @@ bool is_power_of_two(double v) {
   if (v < 1.0 || v > 9.0e15 || v != std::floor(v)) return false;
   const auto n = static_cast<uint64_t>(v);
   return (n & (n - 1)) == 0;
-}
-
-double nice_step(double raw) {
-  const double decade = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0})
-    if (m * decade >= raw) return m * decade;
-  return 10.0 * decade;
 }
 
 std::vector<Tick> linear_ticks(double lo, double hi, bool powers_of_two) {
@@ -170,8 +150,6 @@ Axis make_axis(const std::vector<double>& values, bool log) {
   return axis;
 }
 
-std::string px(double v) { return fmt::format("{:.1f}", v); }
-
 double x_pixel(const Axis& x, const Frame& f, double v) {
   return f.left + x.unit(v) * (f.right - f.left);
 }
@@ -215,9 +193,7 @@ std::string render_axes(const LinePlot& plot, const Frame& f) {
       px(f.left - 58), px(mid_y), xml_escape(plot.y_label));
   // Left-aligned and shrunk to the canvas: a centred 16 px title of ~90
   // characters ran off both edges of the 860 px plot (seen in the H200 sweep).
-  // Bold sans-serif averages about 0.6 em per character.
-  const double title_room = plot.width - 2 * 12.0;
-  const double title_px = std::clamp(title_room / (0.6 * std::max<size_t>(1, plot.title.size())), 9.0, 16.0);
+  const double title_px = svg::fitting_font_px(plot.title, plot.width - 2 * 12.0, 9.0, 16.0);
   out += fmt::format(
       "<text class=\"title\" x=\"12\" y=\"28\" text-anchor=\"start\" font-size=\"{}\" "
       "font-weight=\"bold\">{}</text>\n",

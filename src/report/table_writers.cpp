@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <stdexcept>
 
@@ -6,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attnprof/io/files.h"
+#include "attnprof/report/key_averages_table.h"
 #include "attnprof/report/table_data.h"
 
 namespace attnprof::report {
@@ -46,14 +48,25 @@ std::vector<std::string> format_row(const std::vector<std::string>& row, CellFor
   return cells;
 }
 
-// Header first, then the rows, every cell passed through `format_cell`.
+// Header first, then the rows as people read them, every cell passed through `format_cell`.
 std::vector<std::vector<std::string>> formatted_grid(const Table& table, CellFormat format_cell) {
   std::vector<std::vector<std::string>> grid;
   grid.reserve(table.rows.size() + 1);
-  grid.push_back(format_row(table.columns, format_cell));
-  for (const auto& row : table.rows) grid.push_back(format_row(row, format_cell));
+  std::vector<std::string> header;
+  for (const Column& c : table.columns) header.push_back(c.label);
+  grid.push_back(format_row(header, format_cell));
+  for (const auto& row : table.rows) {
+    std::vector<std::string> shown;
+    for (size_t c = 0; c < row.size(); ++c) shown.push_back(display(table, c, row[c]));
+    grid.push_back(format_row(shown, format_cell));
+  }
   return grid;
 }
+
+bool is_numeric(const Table& t, size_t c) { return c < t.columns.size() && t.columns[c].numeric; }
+
+// CSV/JSON: the shortest text that reads back as the same double.
+std::string plain_number(double v) { return fmt::format("{}", v); }
 
 std::vector<size_t> column_widths(const std::vector<std::vector<std::string>>& grid,
                                   size_t min_width) {
@@ -86,6 +99,44 @@ std::string rstrip(std::string s) {
 
 }  // namespace
 
+Column text_column(std::string label, std::string key) { return {std::move(label), std::move(key), false, {}}; }
+
+Column number_column(std::string label, std::string key, NumberFormat format) {
+  return {std::move(label), std::move(key), true, format};
+}
+
+Cell number_cell(const std::optional<double>& v) {
+  if (!v || !std::isfinite(*v)) return std::monostate{};
+  return *v;
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.2f} {}", bytes, units[u]);
+}
+
+std::string display(const Table& table, size_t column, const Cell& cell) {
+  if (const std::string* t = std::get_if<std::string>(&cell)) return *t;
+  const double* d = std::get_if<double>(&cell);
+  if (!d) return table.missing;
+  using S = NumberFormat::Style;
+  const NumberFormat f = column < table.columns.size() ? table.columns[column].format : NumberFormat{};
+  switch (f.style) {
+    case S::general: return fmt::format("{:.{}g}", *d, f.precision);
+    case S::fixed: return fmt::format("{:.{}f}", *d, f.precision);
+    case S::bytes: return format_bytes(*d);
+    case S::ratio: return fmt::format("{:.{}f}x", *d, f.precision);
+    case S::percent: return fmt::format("{:.{}f}%", *d, f.precision);
+    case S::time_us: return format_time_us(*d);
+  }
+  return fmt::format("{}", *d);
+}
+
 std::string to_text(const Table& table) {
   check_shape(table);
   if (table.columns.empty()) return {};
@@ -95,7 +146,7 @@ std::string to_text(const Table& table) {
   auto append_line = [&](const std::vector<std::string>& cells) {
     std::string line;
     for (size_t c = 0; c < cells.size(); ++c)
-      line += (c ? "  " : "") + pad(cells[c], widths[c], table.is_numeric(c));
+      line += (c ? "  " : "") + pad(cells[c], widths[c], is_numeric(table, c));
     out += rstrip(std::move(line)) + "\n";
   };
   append_line(grid.front());
@@ -113,8 +164,18 @@ std::string to_csv(const Table& table) {
     for (size_t c = 0; c < cells.size(); ++c) out += (c ? "," : "") + csv_field(cells[c]);
     out += "\n";
   };
-  append_record(table.columns);
-  for (const auto& row : table.rows) append_record(row);
+  std::vector<std::string> header;
+  for (const Column& c : table.columns) header.push_back(c.key);
+  append_record(header);
+  for (const auto& row : table.rows) {
+    std::vector<std::string> fields;
+    for (const Cell& cell : row) {
+      if (const double* d = std::get_if<double>(&cell)) fields.push_back(plain_number(*d));
+      else if (const std::string* t = std::get_if<std::string>(&cell)) fields.push_back(*t);
+      else fields.emplace_back();
+    }
+    append_record(fields);
+  }
   return out;
 }
 
@@ -128,13 +189,13 @@ std::string to_markdown(const Table& table) {
   auto append_row = [&](const std::vector<std::string>& cells) {
     out += "|";
     for (size_t c = 0; c < cells.size(); ++c)
-      out += " " + pad(cells[c], widths[c], table.is_numeric(c)) + " |";
+      out += " " + pad(cells[c], widths[c], is_numeric(table, c)) + " |";
     out += "\n";
   };
   append_row(grid.front());
   out += "|";
   for (size_t c = 0; c < widths.size(); ++c)
-    out += table.is_numeric(c) ? " " + std::string(widths[c] - 1, '-') + ": |"
+    out += is_numeric(table, c) ? " " + std::string(widths[c] - 1, '-') + ": |"
                                : " " + std::string(widths[c], '-') + " |";
   out += "\n";
   for (size_t r = 1; r < grid.size(); ++r) append_row(grid[r]);
@@ -143,24 +204,30 @@ std::string to_markdown(const Table& table) {
 
 nlohmann::json to_json(const Table& table) {
   check_shape(table);
-  const std::set<std::string> unique(table.columns.begin(), table.columns.end());
+  std::set<std::string> unique;
+  for (const Column& c : table.columns) unique.insert(c.key);
   if (unique.size() != table.columns.size())
-    throw std::invalid_argument("table has duplicate column names; JSON keys would collide");
+    throw std::invalid_argument("table has duplicate column keys; JSON keys would collide");
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : table.rows) {
     nlohmann::json object = nlohmann::json::object();
-    for (size_t c = 0; c < row.size(); ++c) object[table.columns[c]] = row[c];
+    for (size_t c = 0; c < row.size(); ++c) {
+      nlohmann::json& v = object[table.columns[c].key];
+      if (const double* d = std::get_if<double>(&row[c])) v = std::isfinite(*d) ? nlohmann::json(*d) : nullptr;
+      else if (const std::string* t = std::get_if<std::string>(&row[c])) v = *t;
+      else v = nullptr;
+    }
     rows.push_back(std::move(object));
   }
   return rows;
 }
 
-std::vector<std::string> write_table_files(const Table& table, const std::string& stem) {
+std::vector<std::string> write_table_files(const Table& table, const std::string& stem, const std::string& title) {
   // Formatted before anything is written, so a malformed table leaves no files.
   const std::vector<std::pair<std::string, std::string>> outputs{
-      {stem + ".txt", to_text(table)},
+      {stem + ".txt", (title.empty() ? "" : title + "\n\n") + to_text(table)},
       {stem + ".csv", to_csv(table)},
-      {stem + ".md", to_markdown(table)},
+      {stem + ".md", (title.empty() ? "" : "**" + title + "**\n\n") + to_markdown(table)},
       {stem + ".json", to_json(table).dump(2) + "\n"}};
   std::vector<std::string> paths;
   for (const auto& [path, bytes] : outputs) {

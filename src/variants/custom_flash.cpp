@@ -1,6 +1,7 @@
 // custom-flash: attnprof's own fused attention forward (FlashAttention-2 style,
-// mma.sync m16n8k16 + cp.async; src/kernels/flash_attention), one kernel per
-// forward, called through the dispatcher as attnprof::flash_attention.
+// mma.sync m16n8k16 + cp.async; src/kernels/flash_attention), called through
+// the dispatcher as attnprof::flash_attention: one kernel, or two when the
+// keys are split (decode, small grids); the facts say which.
 #include <ATen/ATen.h>
 
 #include <memory>
@@ -10,6 +11,10 @@
 
 #include "attnprof/problem.h"
 #include "attnprof/variant.h"
+#include "kernels/flash_attention/flash_fwd_plan.h"
+#ifdef ATTNPROF_HAVE_CUDA_KERNELS
+#include "kernels/flash_attention/flash_fwd_api.h"
+#endif
 #include "variants/custom_op_variant.h"
 #include "variants/factories.h"
 
@@ -21,7 +26,7 @@ class CustomFlash final : public CustomOpVariant {
   std::string name() const override { return "custom-flash"; }
   std::string description() const override {
     return "attnprof's fused attention CUDA kernel: Q tile on chip, K/V streamed through shared "
-           "memory (cp.async), mma.sync tensor cores, online softmax (1 kernel)";
+           "memory (cp.async), mma.sync tensor cores, online softmax (1 kernel; 2 when the keys are split)";
   }
 
   Support supports(const Problem& p) const override {
@@ -34,6 +39,16 @@ class CustomFlash final : public CustomOpVariant {
     return Support::yes();
   }
 
+  void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k,
+               const at::Tensor& v) override {
+    CustomOpVariant::prepare(p, q, k, v);
+    head_dim_ = static_cast<int>(p.head_dim);
+    is_bf16_ = p.dtype == DType::BF16;
+#ifdef ATTNPROF_HAVE_CUDA_KERNELS
+    if (q.is_cuda()) plan_ = flash::plan_for(q, k, causal_);  // the path forward() runs
+#endif
+  }
+
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
     static auto op =
         c10::Dispatcher::singleton()
@@ -44,8 +59,13 @@ class CustomFlash final : public CustomOpVariant {
   }
 
   std::vector<Fact> facts() const override {
-    return {{"kernel", "attnprof::flash::flash_fwd_kernel (mma.sync m16n8k16, cp.async K/V ring: 3 stages at head_dim 64, 2 at 128)"}};
+    return {{"kernel", flash::describe_fwd(head_dim_, is_bf16_, plan_)}};
   }
+
+ private:
+  int head_dim_ = 0;
+  bool is_bf16_ = true;
+  flash::FwdPlan plan_;
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Shared by the variants that call attnprof's own CUDA operators: the checks
-// that the operator can run here, and the scale/causal flags set in prepare.
+// that the operator can run here (for the problem's pass too), and the scale
+// and causal flag set in prepare.
 #pragma once
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -14,13 +15,14 @@ class CustomOpVariant : public Variant {
  public:
   void prepare(const Problem& p, const at::Tensor&, const at::Tensor&, const at::Tensor&) override {
     scale_ = p.softmax_scale();
-    causal_ = p.causal;
+    causal_ = p.causal();
   }
 
  protected:
   // Whether operator `op` (e.g. "attnprof::flash_attention") can run `p`: a CUDA
-  // build, a CUDA device, a registered CUDA kernel. Variant-specific limits
-  // (dtype, head_dim) are checked by the caller.
+  // build, a CUDA device, a registered CUDA kernel, an autograd kernel for a
+  // backward pass, and a mask the kernels implement (none, or causal aligned
+  // bottom-right). Variant-specific limits (dtype, head_dim) are checked by the caller.
   Support operator_support(const std::string& op, const Problem& p) const {
 #ifndef ATTNPROF_HAVE_CUDA_KERNELS
     (void)op, (void)p;
@@ -30,6 +32,14 @@ class CustomOpVariant : public Variant {
     auto handle = c10::Dispatcher::singleton().findSchema({op, ""});
     if (!handle || !handle->hasKernelForDispatchKey(c10::DispatchKey::CUDA))
       return Support::no(name() + ": " + op + " has no CUDA kernel registered");
+    // attnprof's own autograd kernels are registered under the Autograd alias
+    // key (ops_autograd.cpp), which hasKernelForDispatchKey(AutogradCUDA) does not see.
+    if (p.pass != Pass::fwd && !handle->hasKernelForDispatchKey(c10::DispatchKey::Autograd) &&
+        !handle->hasKernelForDispatchKey(c10::DispatchKey::AutogradCUDA))
+      return Support::no(name() + ": " + op + " has no backward (no autograd kernel registered)");
+    if (p.effective_mask() == Mask::causal_top_left)
+      return Support::no(name() + " masks causally from the bottom right (key j visible to query i iff j <= i + "
+                                  "seq_kv - seq_q), not top-left");
     return Support::yes();
 #endif
   }

@@ -12,6 +12,7 @@
 #include "attnprof/variant.h"
 #include "variants/custom_op_variant.h"
 #include "variants/factories.h"
+#include "variants/torch_problem.h"
 
 namespace attnprof {
 namespace {
@@ -23,8 +24,11 @@ class CustomSoftmax final : public CustomOpVariant {
     return "matmul Q·Kᵀ, then attnprof's fused scale+mask+softmax CUDA kernel, then matmul ·V "
            "(3 kernels)";
   }
-  report::MemoryFamily memory_family() const override {
-    return report::MemoryFamily::materialised_scores_inplace;
+  MemoryFamily memory_family() const override { return MemoryFamily::materialised_scores_inplace; }
+
+  void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
+    CustomOpVariant::prepare(p, q, k, v);
+    heads_q_ = p.heads_q;
   }
 
   Support supports(const Problem& p) const override {
@@ -35,10 +39,13 @@ class CustomSoftmax final : public CustomOpVariant {
     static auto op = c10::Dispatcher::singleton()
                          .findSchemaOrThrow("attnprof::scaled_masked_softmax", "")
                          .typed<at::Tensor(const at::Tensor&, double, bool)>();
-    at::Tensor scores = at::matmul(q, k.transpose(-2, -1));
+    at::Tensor scores = at::matmul(q, expand_kv_heads(k, heads_q_).transpose(-2, -1));
     at::Tensor probs = op.call(scores, scale_, causal_);
-    return at::matmul(probs, v);
+    return at::matmul(probs, expand_kv_heads(v, heads_q_));
   }
+
+ private:
+  int64_t heads_q_ = 0;
 };
 
 }  // namespace

@@ -16,13 +16,11 @@ class Inplace : public ScoreMatrixVariant {
   std::string description() const override {
     return "as naive with at::mul and masked_fill_ in place: no DtoD Memcpy";
   }
-  report::MemoryFamily memory_family() const override {
-    return report::MemoryFamily::materialised_scores_inplace;
-  }
+  MemoryFamily memory_family() const override { return MemoryFamily::materialised_scores_inplace; }
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
-    at::Tensor scores = at::mul(at::matmul(q, k.transpose(-2, -1)), scale_tensor_);
+    at::Tensor scores = at::mul(at::matmul(q, at_query_heads(k).transpose(-2, -1)), scale_tensor_);
     if (mask_.defined()) scores.masked_fill_(mask_, -std::numeric_limits<double>::infinity());
-    return at::matmul(at::softmax(scores, -1), v);
+    return at::matmul(at::softmax(scores, -1), at_query_heads(v));
   }
 };
 

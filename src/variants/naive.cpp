@@ -16,13 +16,11 @@ class Naive : public ScoreMatrixVariant {
   std::string description() const override {
     return "matmul, * scale, out-of-place masked_fill, softmax, matmul (note the DtoD Memcpy)";
   }
-  report::MemoryFamily memory_family() const override {
-    return report::MemoryFamily::materialised_scores_naive;
-  }
+  MemoryFamily memory_family() const override { return MemoryFamily::materialised_scores_naive; }
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
-    at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale_tensor_;
+    at::Tensor scores = at::matmul(q, at_query_heads(k).transpose(-2, -1)) * scale_tensor_;
     if (mask_.defined()) scores = scores.masked_fill(mask_, -std::numeric_limits<double>::infinity());
-    return at::matmul(at::softmax(scores, -1), v);
+    return at::matmul(at::softmax(scores, -1), at_query_heads(v));
   }
 };
 

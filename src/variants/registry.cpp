@@ -3,13 +3,14 @@
 namespace attnprof {
 
 const std::vector<VariantEntry>& variant_registry() {
+  using T = VariantTag;
   static const std::vector<VariantEntry> registry = {
-      {"naive", make_naive},
-      {"inplace", make_inplace},
-      {"sdpa-math", make_sdpa_math},
-      {"sdpa-efficient", make_sdpa_efficient},
-      {"sdpa-flash", make_sdpa_flash},
-      {"sdpa-cudnn", make_sdpa_cudnn},
+      {"naive", make_naive, T::baseline | T::default_sweep},
+      {"inplace", make_inplace, unsigned(T::default_sweep)},
+      {"sdpa-math", make_sdpa_math, unsigned(T::default_sweep)},
+      {"sdpa-efficient", make_sdpa_efficient, unsigned(T::default_sweep)},
+      {"sdpa-flash", make_sdpa_flash, unsigned(T::default_sweep)},
+      {"sdpa-cudnn", make_sdpa_cudnn, unsigned(T::default_sweep)},
       {"sdpa-auto", make_sdpa_auto},
       {"custom-softmax", make_custom_softmax},
       {"custom-flash", make_custom_flash},
@@ -23,10 +24,22 @@ std::vector<std::string> variant_names() {
   return names;
 }
 
-std::unique_ptr<Variant> make_variant(const std::string& name) {
+std::vector<std::string> variants_tagged(VariantTag tag) {
+  std::vector<std::string> names;
   for (const auto& e : variant_registry())
-    if (e.name == name) return e.make();
+    if (e.has(tag)) names.push_back(e.name);
+  return names;
+}
+
+const VariantEntry* find_variant(const std::string& name) {
+  for (const auto& e : variant_registry())
+    if (e.name == name) return &e;
   return nullptr;
+}
+
+std::unique_ptr<Variant> make_variant(const std::string& name) {
+  const VariantEntry* e = find_variant(name);
+  return e ? e->make() : nullptr;
 }
 
 }  // namespace attnprof

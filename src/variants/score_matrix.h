@@ -1,11 +1,13 @@
-// Shared set-up of the variants that materialise the [S, S] score matrix:
-// the softmax scale and a bool causal mask built once, outside the forward.
+// Shared set-up of the variants that materialise the [Sq, Skv] score matrix:
+// the softmax scale, the boolean mask built once outside the forward, and the
+// grouped-query expansion of k and v to the query heads.
 #pragma once
 
 #include <ATen/ATen.h>
 #include <ATen/ScalarOps.h>
 
 #include "attnprof/variant.h"
+#include "variants/torch_problem.h"
 
 namespace attnprof {
 
@@ -17,12 +19,18 @@ class ScoreMatrixVariant : public Variant {
     // Tensor * double goes through mul.Scalar, which redispatches to mul.Tensor
     // and shows two nested aten::mul rows that Python's table does not have.
     scale_tensor_ = at::native::wrapped_scalar_tensor(p.softmax_scale());
-    mask_ = p.causal ? at::ones({p.seq, p.seq}, q.options().dtype(at::kBool)).triu(1) : at::Tensor();
+    mask_ = hidden_keys_mask(p, q.options());
+    heads_q_ = p.heads_q;
   }
 
  protected:
+  // k or v at the query heads: under grouped-query attention a copy (the
+  // repeat_interleave kernels the trace shows), the tensor itself otherwise.
+  at::Tensor at_query_heads(const at::Tensor& kv) const { return expand_kv_heads(kv, heads_q_); }
+
   at::Tensor scale_tensor_;
-  at::Tensor mask_;  // undefined when not causal
+  at::Tensor mask_;  // undefined without a causal mask
+  int64_t heads_q_ = 0;
 };
 
 }  // namespace attnprof

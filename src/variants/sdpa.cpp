@@ -94,6 +94,24 @@ std::string refusal_reason(const std::vector<std::string>& messages, const std::
   return reason;
 }
 
+// How a problem's mask reaches SDPA. PyTorch's is_causal is top-left aligned;
+// for the bottom-right (KV-cache) mask with seq_q != seq_kv this follows
+// torch.nn.attention.bias.causal_lower_right: the flash and efficient kernels
+// are called directly with their own lower-right causal mode, every other
+// backend gets the mask materialised as a boolean tensor.
+enum class MaskRoute {
+  none,              // nothing hidden (no mask, or one query that sees every key)
+  is_causal,         // square, or top-left aligned
+  flash_op,          // aten::_scaled_dot_product_flash_attention(is_causal=True): lower-right
+  efficient_op,      // aten::_efficient_attention_forward(custom_mask_type=2): lower-right
+  materialised,      // attn_mask = the boolean [Sq, Skv] mask
+};
+
+bool hides_nothing(const Problem& p) {
+  const Mask m = p.effective_mask();
+  return m == Mask::none || (m == Mask::causal_bottom_right && p.seq_q <= 1);
+}
+
 class Sdpa : public Variant {
  public:
   Sdpa(std::string name, std::optional<at::SDPBackend> backend, std::string header_word, std::string description)
@@ -104,16 +122,17 @@ class Sdpa : public Variant {
   std::string description() const override { return description_; }
 
   Support supports(const Problem& p) const override {
-    if (!backend_ || *backend_ == at::SDPBackend::math) return Support::yes();
+    if (backend_ == at::SDPBackend::math) return Support::yes();
     WarningCollector warnings;
     try {
       // Uninitialised tensors of the real shape: the backend checks look at
       // sizes, strides, dtype and device only.
       const auto opt = tensor_options(p);
-      const std::vector<int64_t> shape = {p.batch, p.heads, p.seq, p.head_dim};
-      const at::Tensor q = at::empty(shape, opt), k = at::empty(shape, opt), v = at::empty(shape, opt);
-      ScopedSdpBackend pin(backend_);
-      const int64_t choice = at::_fused_sdp_choice(q, k, v, std::nullopt, 0.0, p.causal);
+      const at::Tensor q = at::empty({p.batch, p.heads_q, p.seq_q, p.head_dim}, opt);
+      const at::Tensor k = at::empty({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, opt), v = at::empty_like(k);
+      const MaskRoute route = route_for(p, q, k, v);
+      if (!backend_) return Support::yes();
+      const int64_t choice = choice_for(p, route, q, k, v);
       if (choice == static_cast<int64_t>(*backend_)) return Support::yes();
       const std::string why = refusal_reason(warnings.messages, header_word_);
       return Support::no(!why.empty() ? why
@@ -129,32 +148,109 @@ class Sdpa : public Variant {
   }
 
   void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
-    causal_ = p.causal;
-    if (!backend_) {
-      chosen_ = backend_name(at::_fused_sdp_choice(q, k, v, std::nullopt, 0.0, p.causal));
-    }
+    enable_gqa_ = p.heads_kv != p.heads_q;
+    scale_ = p.softmax_scale();
+    route_ = route_for(p, q, k, v);
+    if (route_ == MaskRoute::materialised) allowed_ = hidden_keys_mask(p, q.options()).logical_not();
+    if (!backend_)
+      chosen_ = route_ == MaskRoute::flash_op       ? "flash"
+                : route_ == MaskRoute::efficient_op ? "efficient"
+                                                    : backend_name(choice_for(p, route_, q, k, v));
   }
 
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
     ScopedSdpBackend pin(backend_);
-    return at::scaled_dot_product_attention(q, k, v, std::nullopt, 0.0, causal_);
+    switch (route_) {
+      case MaskRoute::flash_op:
+        return std::get<0>(at::_scaled_dot_product_flash_attention(q, k, v, 0.0, /*is_causal=*/true, false, scale_));
+      case MaskRoute::efficient_op: {
+        const auto out = at::_efficient_attention_forward(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), std::nullopt, std::nullopt, std::nullopt,
+            std::nullopt, std::nullopt, 0.0, /*custom_mask_type: causal from bottom right*/ 2,
+            /*compute_log_sumexp=*/q.requires_grad() || k.requires_grad() || v.requires_grad(), scale_);
+        return std::get<0>(out).transpose(1, 2);
+      }
+      case MaskRoute::materialised:
+        return at::scaled_dot_product_attention(q, k, v, allowed_, 0.0, false, scale_, enable_gqa_);
+      case MaskRoute::is_causal:
+      case MaskRoute::none:
+        break;
+    }
+    return at::scaled_dot_product_attention(q, k, v, std::nullopt, 0.0, route_ == MaskRoute::is_causal, scale_,
+                                            enable_gqa_);
   }
 
-  report::MemoryFamily memory_family() const override {
-    return backend_ == at::SDPBackend::math ? report::MemoryFamily::sdpa_math_fp32 : report::MemoryFamily::fused;
+  MemoryFamily memory_family() const override {
+    return backend_ == at::SDPBackend::math ? MemoryFamily::sdpa_math_fp32 : MemoryFamily::fused;
   }
 
   std::vector<Fact> facts() const override {
-    if (backend_) return {};
-    return {{"sdpa_backend", chosen_}};
+    std::vector<Fact> f;
+    if (!backend_) f.push_back({"sdpa_backend", chosen_});
+    if (route_ == MaskRoute::flash_op)
+      f.push_back({"causal mask", "lower-right, via aten::_scaled_dot_product_flash_attention(is_causal=True), as "
+                                  "torch.nn.attention.bias.causal_lower_right dispatches it"});
+    if (route_ == MaskRoute::efficient_op)
+      f.push_back({"causal mask", "lower-right, via aten::_efficient_attention_forward(custom_mask_type=2), as "
+                                  "torch.nn.attention.bias.causal_lower_right dispatches it"});
+    if (route_ == MaskRoute::materialised)
+      f.push_back({"causal mask", "materialised as a boolean [seq_q, seq_kv] attn_mask (lower-right aligned)"});
+    return f;
   }
 
  private:
+  // The backend SDPA would pick with this route's arguments, under this
+  // variant's pin (sdpa-auto: every backend allowed).
+  int64_t choice_for(const Problem& p, MaskRoute route, const at::Tensor& q, const at::Tensor& k,
+                     const at::Tensor& v) const {
+    ScopedSdpBackend pin(backend_);
+    const bool gqa = p.heads_kv != p.heads_q;
+    switch (route) {
+      case MaskRoute::flash_op:
+      case MaskRoute::efficient_op:
+        // causal_lower_right asks can_use_* without a mask and without is_causal.
+        return at::_fused_sdp_choice(q, k, v, std::nullopt, 0.0, false, std::nullopt, gqa);
+      case MaskRoute::materialised:
+        return at::_fused_sdp_choice(q, k, v, hidden_keys_mask(p, q.options()).logical_not(), 0.0, false,
+                                     std::nullopt, gqa);
+      case MaskRoute::is_causal:
+      case MaskRoute::none:
+        break;
+    }
+    return at::_fused_sdp_choice(q, k, v, std::nullopt, 0.0, route == MaskRoute::is_causal, std::nullopt, gqa);
+  }
+
+  MaskRoute route_for(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) const {
+    if (hides_nothing(p)) return MaskRoute::none;
+    if (p.seq_q == p.seq_kv || p.effective_mask() == Mask::causal_top_left) return MaskRoute::is_causal;
+    if (!p.on_cuda()) return MaskRoute::materialised;
+    if (backend_ == at::SDPBackend::flash_attention) return MaskRoute::flash_op;
+    if (backend_ == at::SDPBackend::efficient_attention) return MaskRoute::efficient_op;
+    if (backend_) return MaskRoute::materialised;
+    // sdpa-auto: causal_lower_right's own order — flash, then efficient, then a materialised mask.
+    for (const auto [b, route] : {std::pair{at::SDPBackend::flash_attention, MaskRoute::flash_op},
+                                  std::pair{at::SDPBackend::efficient_attention, MaskRoute::efficient_op}}) {
+      ScopedSdpBackend pin(b);
+      WarningCollector quiet;
+      try {
+        if (at::_fused_sdp_choice(q, k, v, std::nullopt, 0.0, false, std::nullopt, p.heads_kv != p.heads_q) ==
+            static_cast<int64_t>(b))
+          return route;
+      } catch (const c10::Error&) {
+        // This backend cannot take the shape: try the next, as causal_lower_right does.
+      }
+    }
+    return MaskRoute::materialised;
+  }
+
   std::string name_;
   std::optional<at::SDPBackend> backend_;
   std::string header_word_;
   std::string description_;
-  bool causal_ = true;
+  bool enable_gqa_ = false;
+  double scale_ = 1.0;
+  MaskRoute route_ = MaskRoute::none;
+  at::Tensor allowed_;  // the materialised mask (true = attend), when the route needs it
   std::string chosen_;
 };
 

@@ -21,23 +21,46 @@ at::TensorOptions tensor_options(const Problem& p) {
 
 Inputs random_inputs(const Problem& p) {
   const auto opt = tensor_options(p);
-  const std::vector<int64_t> shape = {p.batch, p.heads, p.seq, p.head_dim};
-  return {at::randn(shape, opt), at::randn(shape, opt), at::randn(shape, opt)};
+  Inputs in{at::randn({p.batch, p.heads_q, p.seq_q, p.head_dim}, opt),
+            at::randn({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, opt),
+            at::randn({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, opt),
+            {}};
+  if (p.pass != Pass::fwd) {
+    in.grad_out = at::randn({p.batch, p.heads_q, p.seq_q, p.head_dim}, opt);
+    in.q.requires_grad_(true), in.k.requires_grad_(true), in.v.requires_grad_(true);
+  }
+  return in;
+}
+
+at::Tensor hidden_keys_mask(const Problem& p, const at::TensorOptions& options) {
+  const Mask m = p.effective_mask();
+  if (m == Mask::none) return {};
+  // triu(d) keeps j >= i + d: hidden are the keys past i + offset.
+  const int64_t offset = m == Mask::causal_bottom_right ? p.seq_kv - p.seq_q : 0;
+  return at::ones({p.seq_q, p.seq_kv}, options.dtype(at::kBool)).triu(offset + 1);
+}
+
+at::Tensor expand_kv_heads(const at::Tensor& kv, int64_t heads_q) {
+  const int64_t group = heads_q / kv.size(1);
+  return group == 1 ? kv : kv.repeat_interleave(group, /*dim=*/1);
 }
 
 at::Tensor reference_attention(const Problem& p, const Inputs& in) {
-  const at::Tensor q = in.q.to(at::kDouble), k = in.k.to(at::kDouble), v = in.v.to(at::kDouble);
+  const at::Tensor q = in.q.detach().to(at::kDouble);
+  const at::Tensor k = expand_kv_heads(in.k.detach().to(at::kDouble), p.heads_q);
+  const at::Tensor v = expand_kv_heads(in.v.detach().to(at::kDouble), p.heads_q);
   at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * p.softmax_scale();
-  if (p.causal) {
-    const at::Tensor mask =
-        at::ones({p.seq, p.seq}, at::TensorOptions().dtype(at::kBool).device(q.device())).triu(1);
-    scores.masked_fill_(mask, -std::numeric_limits<double>::infinity());
-  }
-  return at::matmul(at::softmax(scores, -1), v);
+  const at::Tensor mask = hidden_keys_mask(p, q.options());
+  if (!mask.defined()) return at::matmul(at::softmax(scores, -1), v);
+  scores.masked_fill_(mask, -std::numeric_limits<double>::infinity());
+  // A row that sees no key is all -inf: softmax gives NaN there; attention over
+  // nothing is defined as zeros (what the fused kernels return).
+  const at::Tensor probs = at::softmax(scores, -1).nan_to_num(0.0);
+  return at::matmul(probs, v);
 }
 
 double relative_frobenius_error(const at::Tensor& out, const at::Tensor& ref) {
-  const at::Tensor o = out.to(at::kDouble), r = ref.to(at::kDouble).to(o.device());
+  const at::Tensor o = out.detach().to(at::kDouble), r = ref.detach().to(at::kDouble).to(o.device());
   return ((o - r).norm() / r.norm()).item<double>();
 }
 

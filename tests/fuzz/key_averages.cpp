@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "attnprof/key_averages.h"
+#include "attnprof/report/key_averages_table.h"
 
 using namespace attnprof;
 

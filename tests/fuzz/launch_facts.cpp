@@ -13,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       nlohmann::json::parse(data, data + size, /*callback=*/nullptr, /*allow_exceptions=*/false);
   if (trace.is_discarded()) return 0;
   // Ask for the correlation ids the trace mentions (plus a few it may not).
-  std::vector<attnprof::ForwardStats::Launch> work;
+  std::vector<attnprof::ScopeStats::Launch> work;
   for (uint64_t id : {0ull, 1ull, 7ull, 0xffffffffffffffffull}) work.push_back({"probe", id, 1.0});
   if (const auto ev = trace.find("traceEvents"); ev != trace.end() && ev->is_array())
     for (const auto& e : *ev)

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "attnprof/report/summary.h"
-#include "attnprof/report/summary_reader.h"
+#include "attnprof/report/summary.h"
 
 using namespace attnprof;
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace attnprof::io {
 
@@ -32,6 +33,9 @@ void write_file_atomic(const std::string& target, const std::string& bytes);
 
 std::string read_file(const std::string& path);
 
+// Whether anything (file, directory, link target) exists at `path`.
+bool path_exists(const std::string& path) noexcept;
+
 // gzip framing (RFC 1952), so `gunzip` and Perfetto read it.
 std::string gzip_compress(const std::string& bytes);
 // Throws FileError for a stream that is not gzip, is truncated, or would expand
@@ -40,6 +44,27 @@ std::string gzip_compress(const std::string& bytes);
 std::string gzip_decompress(const std::string& bytes, size_t max_bytes = SIZE_MAX);
 
 void remove_quietly(const std::string& path) noexcept;
+
+// A temporary file that is removed (with a writer's own "<path>.tmp" beside
+// it) when the owner goes away, unless release() handed it on: what a failed
+// or interrupted run leaves behind is nothing.
+class TempFile {
+ public:
+  TempFile() = default;
+  explicit TempFile(std::string path) : path_(std::move(path)) {}
+  TempFile(TempFile&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
+  TempFile& operator=(TempFile&& o) noexcept;
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  ~TempFile() { remove(); }
+
+  const std::string& path() const { return path_; }
+  bool empty() const { return path_.empty(); }
+  void remove() noexcept;
+
+ private:
+  std::string path_;
+};
 
 // Bytes available to this user on the filesystem holding `path`; nullopt if unknown.
 std::optional<uint64_t> free_bytes(const std::string& path) noexcept;

@@ -26,11 +26,13 @@ std::optional<DevicePeak> lookup_peak_tflops(const std::string& device_name, DTy
 
 struct AtAGlanceOptions {
   std::optional<double> peak_tflops;  // --peak-tflops: replaces the table's peak
+  std::string baseline;  // the variant the speed-up column divides by (the registry's baseline tag)
 };
 
-// Columns: variant, status, kernels/fwd, GPU time profiled (us), GPU time event
-// median (us), CPU time (us), speedup vs naive, TFLOP/s, % of peak, peak memory,
-// math path, fused kernel, launch API, note. Missing values are "n/a";
+// Columns: variant, status, kernels/fwd (kernels/step for a backward pass),
+// GPU time profiled (us), GPU time event median (us), CPU time (us), speedup
+// vs the baseline, TFLOP/s, % of peak, peak memory, math path, fused kernel,
+// launch API, note. Missing values show as "n/a" (null in JSON, empty in CSV);
 // skipped/failed rows carry their reason in the note.
 Table at_a_glance_table(const std::vector<RunRecord>& records, const AtAGlanceOptions& opt = {});
 

@@ -1,6 +1,6 @@
 // Before/after diffs of runs: headline figures with ratios (B/A) and per-op
 // rows matched by (name, device). Pure functions over RunRecords; the CLI reads
-// the summaries (summary_reader.h) and prints or writes what comes back.
+// the summaries (summary.h) and prints or writes what comes back.
 #pragma once
 
 #include <optional>
@@ -37,6 +37,7 @@ struct Comparison {
   std::vector<std::string> notes;  // e.g. "A and B measure different problems: ..."
   std::vector<MetricDiff> headline;
   std::vector<OpDiff> ops;  // by the larger side's time, descending
+  std::string per = "fwd";  // what the per-op figures are per: "fwd" or "step" (A's pass)
 };
 
 Comparison compare_runs(const RunRecord& a, const RunRecord& b, const std::string& label_a = "A",
@@ -64,12 +65,12 @@ struct DirectoryComparison {
 // deep), sorted. Throws SummaryError when `dir` cannot be read.
 std::vector<std::string> find_summaries(const std::string& dir);
 
-// Reads every summary under both directories (summary_reader.h) and diffs the
+// Reads every summary under both directories (summary.h) and diffs the
 // pairs. Throws SummaryError naming the first unreadable or malformed file.
 DirectoryComparison compare_directories(const std::string& dir_a, const std::string& dir_b);
 
-// One long table for CSV/JSON: summary | section | name | device | metric | A | B | B/A | note.
-// Values are plain numbers (us, bytes, TFLOP/s) so spreadsheets can use them.
+// One long table for CSV/JSON: summary | section | name | device | metric | unit | A | B | B/A | note.
+// Values are plain numbers in the row's unit (us, bytes, TFLOP/s) so spreadsheets can use them.
 Table comparison_long_table(const std::vector<PairedComparison>& pairs);
 
 // What `attnprof compare` prints: per pair, the notes, headline and op tables;

@@ -13,7 +13,7 @@ namespace attnprof::report {
 
 // One KernelLaunch per entry of `work`, in that order; facts the trace lacks stay 0/empty.
 std::vector<KernelLaunch> launch_facts(const nlohmann::json& trace,
-                                       const std::vector<ForwardStats::Launch>& work);
+                                       const std::vector<ScopeStats::Launch>& work);
 
 std::string format_launch_table(const std::vector<KernelLaunch>& launches);
 

@@ -1,23 +1,46 @@
-// Writers for one run: the machine-readable summary and the headline lines
-// printed under the key-averages table. Formatting only; no measuring.
+// The machine-readable summary of one run (<stem>.summary.json), written and
+// read back from ONE field list (src/report/summary_schema.h), so the writer
+// and the reader cannot drift apart. The reader is the inverse of the writer
+// for everything compare and at-a-glance need, reads schema 1 (attnprof 0.1's
+// square-shape, forward-only summaries) too, and turns every defect in its
+// input (unreadable, truncated, malformed, wrongly typed, out of range, too
+// large) into a SummaryError whose message is one line naming the file and
+// the field.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <cstddef>
+#include <stdexcept>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "attnprof/run_record.h"
 
 namespace attnprof::report {
 
-constexpr int kSummarySchemaVersion = 1;
+// 2: problem with heads_q/heads_kv/seq_q/seq_kv/mask/pass; headline per scope;
+//    kernels as mean/min/max per call. 1: attnprof 0.1.
+constexpr int kSummarySchemaVersion = 2;
 
-nlohmann::json problem_json(const Problem& p);
-nlohmann::json op_row_json(const OpStats& s);
 nlohmann::json summary_json(const RunRecord& r);
+// The problem as the summary and the trace metadata write it.
+nlohmann::json problem_json(const Problem& p);
 
-// A few lines: forward GPU/CPU time, kernels per forward (named), TFLOP/s, memory.
-std::string headline_text(const RunRecord& r);
+class SummaryError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
-std::string format_bytes(double bytes);  // "4.40 GiB", "512.00 MiB"
+// A summary of a few hundred op rows is ~100 KiB; anything past this is not one.
+constexpr size_t kMaxSummaryBytes = size_t(16) << 20;
+// Nesting of a summary is 5 levels; deeper input is rejected before parsing.
+constexpr int kMaxSummaryDepth = 32;
+
+// `source` names the input in error messages (a path, or "summary").
+RunRecord read_summary(const nlohmann::json& j, const std::string& source = "summary");
+// The JSON text of a summary (plain, not gzip).
+RunRecord read_summary_text(const std::string& text, const std::string& source);
+// A .summary.json file, plain or gzip (detected by its magic bytes, not its name).
+RunRecord read_summary_file(const std::string& path);
 
 }  // namespace attnprof::report

@@ -1,14 +1,17 @@
 // Fused attention forward, FlashAttention-2 style: device code only.
 //
-// One block computes kBlockM query rows of one (batch, head), each warp
-// kMTiles m16 tiles of them. Its Q tile is copied to shared memory once and,
+// One block computes kBlockM query rows of one (batch, query head) against
+// the keys of its split (all keys unless the plan splits them), each warp
+// kMTiles m16 tiles of the rows. Grouped-query attention reads K/V head
+// h / group in place. Its Q tile is copied to shared memory once and,
 // where registers allow (kQInRegs), held in registers as MMA A-fragments;
 // K/V tiles of kBlockN keys stream through a kStages-deep cp.async ring.
 // Per K/V tile each warp computes S = Q·Kᵀ (mma.sync m16n8k16, fp32
-// accumulate), applies the causal/tail mask, updates the running row max and
-// row sum (online softmax, exp2 with a log2(e)-prescaled scale), and
-// accumulates O += P·V with P taken straight from the S registers.
-// O is normalised and written once; the log-sum-exp is kept.
+// accumulate), masks it (masking.cuh), updates the online softmax
+// (online_softmax.cuh) and accumulates O += P·V with P taken straight from
+// the S registers. O is normalised and written once, to the output or (split
+// keys) to the fp32 partials that flash_combine_kernel merges; the log-sum-exp
+// is kept.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -20,38 +23,11 @@
 #include "kernels/common/sm80_primitives.cuh"
 #include "kernels/flash_attention/flash_kernel_traits.h"
 #include "kernels/flash_attention/flash_params.h"
+#include "kernels/flash_attention/masking.cuh"
+#include "kernels/flash_attention/online_softmax.cuh"
+#include "kernels/flash_attention/tile_ops.cuh"
 
 namespace attnprof::flash {
-
-namespace detail {
-
-using namespace kernels;  // cp.async, ldmatrix, mma.sync, exp2, pack2
-
-// Copies rows [row0, row0 + kRows) of a [seq][kHeadDim] row-major matrix into a
-// swizzled shared tile; rows at or past `seq` become zeros. The row stride is
-// the compile-time head dim (the boundary requires contiguous tensors), so
-// every copy of a thread is one base pointer plus an immediate offset.
-template <typename Traits, int kRows>
-__device__ __forceinline__ void load_tile(uint32_t smem_tile, const typename Traits::Element* g,
-                                          int row0, int seq, int tid) {
-  constexpr int kCh = Traits::kChunksPerRow;
-  constexpr int kRowsPerPass = Traits::kNThreads / kCh;
-  static_assert(Traits::kNThreads % kCh == 0 && kRowsPerPass % 8 == 0,
-                "a thread's rows must share one swizzle key (row & 7)");
-  static_assert(kRows % kRowsPerPass == 0, "whole passes per tile");
-  const int r = tid / kCh;
-  const int c = tid % kCh;
-  const auto* src = g + static_cast<int64_t>(row0 + r) * Traits::kHeadDim + c * Traits::kChunkElems;
-  const uint32_t dst = smem_tile + Traits::smem_offset(r, c) * 2;
-#pragma unroll
-  for (int i = 0; i < kRows / kRowsPerPass; ++i) {
-    const bool valid = row0 + r + i * kRowsPerPass < seq;
-    cp_async_16(dst + i * kRowsPerPass * Traits::kHeadDim * 2,
-                valid ? src + i * kRowsPerPass * Traits::kHeadDim : g, valid);
-  }
-}
-
-}  // namespace detail
 
 template <typename Traits, bool kCausal>
 __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
@@ -65,30 +41,23 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   constexpr int kWarpRows = Traits::kWarpRows;
   constexpr int kStages = Traits::kStages;
   constexpr bool kQInRegs = Traits::kQInRegs;
-  constexpr bool kLazyRescale = Traits::kLazyRescale;
-  constexpr int kDSteps = kD / 16;    // k16 steps of Q·Kᵀ
-  constexpr int kSTiles = kBN / 8;    // n8 tiles of S
-  constexpr int kKvSteps = kBN / 16;  // k16 steps of P·V
-  constexpr int kOTiles = kD / 8;     // n8 tiles of O
-  constexpr int kTileBytes = Traits::kSmemKVElems * 2;
-  constexpr uint32_t kRowBytes = Traits::kRowBytes;
+  constexpr int kDSteps = kD / 16;  // k16 steps of Q·Kᵀ
+  constexpr int kSTiles = kBN / 8;  // n8 tiles of S
+  constexpr int kOTiles = kD / 8;   // n8 tiles of O
+  constexpr int kTileBytes = Traits::kSmemKVTileBytes;
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  // The ldmatrix addressing XORs swizzle bits into full shared addresses, which
-  // needs every tile to start on a row boundary: round the base up (the launch
-  // asks for kRowBytes spare bytes) instead of trusting where it lands.
-  const uint32_t raw_addr = smem_addr(smem_raw);
-  const uint32_t sQ_addr = (raw_addr + kRowBytes - 1) & ~uint32_t(kRowBytes - 1);
-  Element* sQ = reinterpret_cast<Element*>(smem_raw + (sQ_addr - raw_addr));
-  const uint32_t sK_addr = sQ_addr + Traits::kSmemQElems * 2;
-  const uint32_t sV_addr = sK_addr + kStages * kTileBytes;
+  const SmemTiles<Traits> smem(smem_raw);
+  Element* sQ = reinterpret_cast<Element*>(smem.q_ptr);
+  const uint32_t sQ_addr = smem.q, sK_addr = smem.k, sV_addr = smem.v;
 
   const int tid = threadIdx.x;
   const int warp = tid / 32;
   const int lane = tid % 32;
   const int bh = blockIdx.x;
-  const int b = bh / p.heads;
-  const int h = bh % p.heads;
+  const int b = bh / p.heads_q;
+  const int h = bh % p.heads_q;
+  const int h_kv = h / p.group;
   // Blocks launch in blockIdx order; under causal masking the last query block
   // has the most key blocks, so it goes first and the short ones fill the tail.
   const int m_block = gridDim.y - 1 - blockIdx.y;
@@ -96,226 +65,111 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   const int warp_row0 = warp * kWarpRows;  // first row of this warp inside the block
 
   const Element* q = static_cast<const Element*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-  const Element* k = static_cast<const Element*>(p.k) + b * p.k_batch_stride + h * p.k_head_stride;
-  const Element* v = static_cast<const Element*>(p.v) + b * p.v_batch_stride + h * p.v_head_stride;
+  const Element* k = static_cast<const Element*>(p.k) + b * p.k_batch_stride + h_kv * p.k_head_stride;
+  const Element* v = static_cast<const Element*>(p.v) + b * p.v_batch_stride + h_kv * p.v_head_stride;
+  const KeyMask<kCausal> mask{p};
 
-  int n_blocks = (p.seqlen_k + kBN - 1) / kBN;
-  if constexpr (kCausal) n_blocks = min(n_blocks, (m0 + kBM + kBN - 1) / kBN);
+  // Key tiles [n_begin, n_end): this block's split, and under causal masking
+  // none past the diagonal of its last row (possibly none at all: rows that
+  // see no key when seqlen_q > seqlen_k).
+  // keys_per_split is a multiple of kBN (the planner's tile), except for a
+  // development tile with another BLOCK_N (unsplit): round up to cover every key.
+  const int tiles_per_split = (p.plan.keys_per_split + kBN - 1) / kBN;
+  const int n_begin = blockIdx.z * tiles_per_split;
+  int n_end = min((p.seqlen_k + kBN - 1) / kBN, n_begin + tiles_per_split);
+  if constexpr (kCausal) n_end = min(n_end, max(0, m0 + kBM + mask.diagonal() + kBN - 1) / kBN);
 
-  // Prologue: stage 0 (with Q) and stages 1..kStages-2 in flight. One commit
-  // group per stage, empty groups included, so wait_group<kStages-2> always
-  // means "the tile for this iteration has landed".
+  // Key tile n lives in ring stage n % kStages. Prologue: the first tile (with
+  // Q) and the next kStages-2 in flight. One commit group per tile, empty
+  // groups included, so wait_group<kStages-2> always means "the tile for this
+  // iteration has landed".
   load_tile<Traits, kBM>(sQ_addr, q, m0, p.seqlen_q, tid);
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < n_blocks) {
-      load_tile<Traits, kBN>(sK_addr + s * kTileBytes, k, s * kBN, p.seqlen_k, tid);
-      load_tile<Traits, kBN>(sV_addr + s * kTileBytes, v, s * kBN, p.seqlen_k, tid);
+    const int n = n_begin + s;
+    if (n < n_end) {
+      load_kv_tile(smem, k, v, n, p.seqlen_k, tid);
     }
     cp_async_commit();
   }
 
   // Row state: for each of its m16 tiles a thread holds rows g and g+8 (g = lane/4).
   const int row_in_tile = lane / 4;
-  const int row0 = m0 + warp_row0 + row_in_tile;  // + 16·mt + 8·i
-  float row_max[kMT][2];  // running max of raw scores
-  float row_sum[kMT][2];  // this thread's partial sums
+  const int row0 = m0 + warp_row0 + row_in_tile;  // + 16·mt + 8·half
+  auto query_row = [&](int mt, int half) { return row0 + mt * 16 + 8 * half; };
+  OnlineSoftmax<kMT, Traits::kRescaleSlack> softmax;
   float acc_o[kMT][kOTiles][4];
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt) {
-    row_max[mt][0] = row_max[mt][1] = -INFINITY;
-    row_sum[mt][0] = row_sum[mt][1] = 0.f;
-#pragma unroll
-    for (int t = 0; t < kOTiles; ++t)
-      acc_o[mt][t][0] = acc_o[mt][t][1] = acc_o[mt][t][2] = acc_o[mt][t][3] = 0.f;
-  }
-  uint32_t q_frag[kQInRegs ? kMT : 1][kQInRegs ? kDSteps : 1][4];
+  softmax.init(acc_o);
 
-  // ldmatrix lane addressing. In all three tiles a lane's row is ≡ lane (mod 8),
-  // so its swizzle key is lane & 7, and the swizzled chunk of an even chunk pair
-  // c0 + hi is (c0 + hi) ^ key = c0 ^ (hi ^ key): a per-lane byte offset (row
-  // and 16·(hi ^ key)) XORed with the compile-time 16·c0. The XOR only touches
-  // bits below the row size, so whole rows (stages, m tiles, n tiles) can be
-  // added before or after it: the tile steps become ldmatrix immediates.
-  const int swz = lane & 7;
-  // Q (A operand, x4 = rows 0-7/8-15 × k 0-7/8-15): row lane&15, chunk +lane/16.
-  const uint32_t q_lane_off =
-      ((warp_row0 + (lane & 15)) * kD + (((lane >> 4) ^ swz) * 8)) * 2;
-  // K (B operand, non-transposed): key (lane&7) + 8·(lane/16), chunk +(lane/8)&1.
-  const uint32_t k_lane_off =
-      (((lane & 7) + ((lane >> 4) << 3)) * kD + ((((lane >> 3) & 1) ^ swz) * 8)) * 2;
-  // V (B operand, transposed): key lane&15, chunk +lane/16.
-  const uint32_t v_lane_off = ((lane & 15) * kD + (((lane >> 4) ^ swz) * 8)) * 2;
-  const uint32_t q_off = sQ_addr + q_lane_off;
-  auto q_addr = [&](int mt, int ks) { return (q_off ^ (ks * 32u)) + mt * 16 * kRowBytes; };
+  const uint32_t q_off = sQ_addr + LaneOffsets<Traits>::q(lane, warp_row0);
+  const uint32_t k_lane_off = LaneOffsets<Traits>::k(lane);
+  const uint32_t v_lane_off = LaneOffsets<Traits>::v(lane);
+  // Q's A fragments, loaded once where kQInRegs (after the first tile lands).
+  uint32_t q_regs[kQInRegs ? kMT : 1][kQInRegs ? kDSteps : 1][4];
 
   const float scale_log2 = p.scale_log2;
 
-  for (int j = 0; j < n_blocks; ++j) {
+  for (int n = n_begin; n < n_end; ++n) {
     cp_async_wait<kStages - 2>();
-    __syncthreads();  // tile j visible to all; every warp is done with tile j-1
+    __syncthreads();  // tile n visible to all; every warp is done with tile n-1
 
-    // Refill the stage that held tile j-1 with tile j + kStages - 1.
+    // Refill the stage that held tile n-1 with tile n + kStages - 1.
     {
-      const int jn = j + kStages - 1;
-      if (jn < n_blocks) {
-        const int st = jn % kStages;
-        load_tile<Traits, kBN>(sK_addr + st * kTileBytes, k, jn * kBN, p.seqlen_k, tid);
-        load_tile<Traits, kBN>(sV_addr + st * kTileBytes, v, jn * kBN, p.seqlen_k, tid);
+      const int nn = n + kStages - 1;
+      if (nn < n_end) {
+        load_kv_tile(smem, k, v, nn, p.seqlen_k, tid);
       }
       cp_async_commit();
     }
 
     if constexpr (kQInRegs) {
-      if (j == 0) {
+      if (n == n_begin) {
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-          for (int ks = 0; ks < kDSteps; ++ks) ldmatrix_x4(q_frag[mt][ks], q_addr(mt, ks));
+          for (int ks = 0; ks < kDSteps; ++ks)
+            ldmatrix_x4(q_regs[mt][ks], q_frag_addr<Traits>(q_off, mt, ks));
       }
     }
 
-    const int stage = j % kStages;
+    const int stage = n % kStages;
     const uint32_t k_off = sK_addr + stage * kTileBytes + k_lane_off;
     const uint32_t v_off = sV_addr + stage * kTileBytes + v_lane_off;
-
-    // S = Q·Kᵀ for this warp's rows × kBN keys; each K fragment feeds kMT row tiles.
+    const int n0 = n * kBN;
     float acc_s[kMT][kSTiles][4];
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int t = 0; t < kSTiles; ++t)
-        acc_s[mt][t][0] = acc_s[mt][t][1] = acc_s[mt][t][2] = acc_s[mt][t][3] = 0.f;
-#pragma unroll
-    for (int ks = 0; ks < kDSteps; ++ks) {
-      uint32_t qa_smem[kQInRegs ? 1 : kMT][4];
-      if constexpr (!kQInRegs) {
-#pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) ldmatrix_x4(qa_smem[mt], q_addr(mt, ks));
-      }
-#pragma unroll
-      for (int t = 0; t < kSTiles; t += 2) {
-        uint32_t kb[4];
-        ldmatrix_x4(kb, (k_off ^ (ks * 32u)) + t * 8 * kRowBytes);
-#pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) {
-          if constexpr (kQInRegs) {
-            mma_16816<Element>(acc_s[mt][t], q_frag[mt][ks], kb[0], kb[1]);
-            mma_16816<Element>(acc_s[mt][t + 1], q_frag[mt][ks], kb[2], kb[3]);
-          } else {
-            mma_16816<Element>(acc_s[mt][t], qa_smem[mt], kb[0], kb[1]);
-            mma_16816<Element>(acc_s[mt][t + 1], qa_smem[mt], kb[2], kb[3]);
-          }
-        }
-      }
-    }
-
-    // Mask keys past the end and, under causal, keys after the query. Only the
-    // last key block and the blocks crossing the diagonal need it.
-    const int n0 = j * kBN;
-    const bool tail = n0 + kBN > p.seqlen_k;
-    const bool diag = kCausal && n0 + kBN - 1 > m0;
-    if (tail || diag) {
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-        for (int t = 0; t < kSTiles; ++t)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int col = n0 + t * 8 + (lane % 4) * 2 + (e & 1);
-            const int row = row0 + mt * 16 + (e >= 2 ? 8 : 0);
-            if (col >= p.seqlen_k || (kCausal && col > row)) acc_s[mt][t][e] = -INFINITY;
-          }
-    }
-
-    // Online softmax: new row max, rescale the old sum and O, P = exp2(S·c − max·c).
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) {
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        float mx = row_max[mt][i];
-#pragma unroll
-        for (int t = 0; t < kSTiles; ++t)
-          mx = fmaxf(mx, fmaxf(acc_s[mt][t][2 * i], acc_s[mt][t][2 * i + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        // Moves the max the row's exponents are taken against to new_max and
-        // rescales the sum and O to match. A row with nothing visible yet keeps
-        // max −inf; subtracting 0 instead keeps exp2(−inf − (−inf)) from making NaN.
-        auto move_max = [&](float new_max) {
-          const float new_scaled = new_max == -INFINITY ? 0.f : new_max * scale_log2;
-          const float alpha = exp2_approx(row_max[mt][i] * scale_log2 - new_scaled);
-          row_sum[mt][i] *= alpha;
-#pragma unroll
-          for (int t = 0; t < kOTiles; ++t) {
-            acc_o[mt][t][2 * i] *= alpha;
-            acc_o[mt][t][2 * i + 1] *= alpha;
-          }
-          row_max[mt][i] = new_max;
-        };
-        if constexpr (!kLazyRescale) {
-          move_max(mx);
-        } else {
-          // That max need not be the true one, only one that keeps every
-          // exp2 <= 2^kRescaleSlack: the sum and O are normalised by the same
-          // stale max, so the result is exact. Moving it costs kOTiles·2
-          // multiplies per row, FP32 work that competes with the exponentials
-          // for issue slots, and past the first key blocks the max rarely grows
-          // by more than the slack. The branch is warp-uniform (no divergence):
-          // taken when any row of the group grew.
-          const bool grow = mx * scale_log2 > row_max[mt][i] * scale_log2 + Traits::kRescaleSlack;
-          if (__any_sync(0xffffffffu, grow)) move_max(grow ? mx : row_max[mt][i]);
-        }
-        const float m_scaled = row_max[mt][i] == -INFINITY ? 0.f : row_max[mt][i] * scale_log2;
-#pragma unroll
-        for (int t = 0; t < kSTiles; ++t) {
-          acc_s[mt][t][2 * i] = exp2_approx(fmaf(acc_s[mt][t][2 * i], scale_log2, -m_scaled));
-          acc_s[mt][t][2 * i + 1] = exp2_approx(fmaf(acc_s[mt][t][2 * i + 1], scale_log2, -m_scaled));
-          row_sum[mt][i] += acc_s[mt][t][2 * i] + acc_s[mt][t][2 * i + 1];
-        }
-      }
-    }
-
-    // O += P·V; the S accumulator layout is the A-fragment layout, so P stays in
-    // registers; each V fragment feeds kMT row tiles.
-#pragma unroll
-    for (int kk = 0; kk < kKvSteps; ++kk) {
-      uint32_t pa[kMT][4];
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        pa[mt][0] = pack2<Element>(acc_s[mt][2 * kk][0], acc_s[mt][2 * kk][1]);
-        pa[mt][1] = pack2<Element>(acc_s[mt][2 * kk][2], acc_s[mt][2 * kk][3]);
-        pa[mt][2] = pack2<Element>(acc_s[mt][2 * kk + 1][0], acc_s[mt][2 * kk + 1][1]);
-        pa[mt][3] = pack2<Element>(acc_s[mt][2 * kk + 1][2], acc_s[mt][2 * kk + 1][3]);
-      }
-#pragma unroll
-      for (int t = 0; t < kOTiles; t += 2) {
-        uint32_t vb[4];
-        ldmatrix_x4_trans(vb, (v_off ^ (t * 16u)) + kk * 16 * kRowBytes);
-#pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) {
-          mma_16816<Element>(acc_o[mt][t], pa[mt], vb[0], vb[1]);
-          mma_16816<Element>(acc_o[mt][t + 1], pa[mt], vb[2], vb[3]);
-        }
-      }
-    }
+    gemm_qk<Traits>(acc_s, q_regs, q_off, k_off);
+    if (mask.tile_needs_mask(n0, kBN, m0)) mask.apply(acc_s, n0, lane, query_row);
+    softmax.update(acc_s, acc_o, scale_log2);
+    gemm_pv<Traits>(acc_o, acc_s, v_off);
   }
   cp_async_wait<0>();
 
-  // Epilogue: finish the row sums across the 4 lanes of a row, normalise, stage
-  // the warp's rows through its own rows of the Q tile (only this warp ever read
-  // them), then write them with 16-byte stores.
   float inv_sum[kMT][2];
+  softmax.finish(inv_sum);
+  if (p.plan.num_splits > 1) {
+    // Split keys: this split's O (normalised by its own sum) and lse, in fp32
+    // straight from the accumulators; flash_combine_kernel merges the splits.
+    const int64_t split_row0 =
+        blockIdx.z * (static_cast<int64_t>(p.batch) * p.heads_q * p.seqlen_q) +
+        static_cast<int64_t>(bh) * p.seqlen_q;
 #pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
+    for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      float s = row_sum[mt][i];
-      s += __shfl_xor_sync(0xffffffffu, s, 1);
-      s += __shfl_xor_sync(0xffffffffu, s, 2);
-      row_sum[mt][i] = s;
-      inv_sum[mt][i] = s > 0.f ? 1.f / s : 0.f;
-    }
+      for (int i = 0; i < 2; ++i) {
+        const int grow = query_row(mt, i);
+        if (grow >= p.seqlen_q) continue;
+        float* dst = p.o_accum + (split_row0 + grow) * kD + (lane % 4) * 2;
+#pragma unroll
+        for (int t = 0; t < kOTiles; ++t)
+          *reinterpret_cast<float2*>(dst + t * 8) =
+              make_float2(acc_o[mt][t][2 * i] * inv_sum[mt][i], acc_o[mt][t][2 * i + 1] * inv_sum[mt][i]);
+        if (lane % 4 == 0) p.lse_accum[split_row0 + grow] = softmax.lse(mt, i, p.scale);
+      }
+    return;
+  }
+
+  // Epilogue: normalise, stage the warp's rows through its own rows of the Q
+  // tile (only this warp ever read them), then write them with 16-byte stores.
   __syncwarp();  // Q fragments read from smem by every lane before the overwrite
   uint32_t* sQ32 = reinterpret_cast<uint32_t*>(sQ);
 #pragma unroll
@@ -325,7 +179,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         const int r = warp_row0 + mt * 16 + row_in_tile + 8 * i;
-        const int off = Traits::smem_offset(r, t) + (lane % 4) * 2;
+        const int off = Traits::smem_offset(r, t) + (lane % 4) * 2;  // element pair of the n8 tile
         sQ32[off / 2] = pack2<Element>(acc_o[mt][t][2 * i] * inv_sum[mt][i],
                                        acc_o[mt][t][2 * i + 1] * inv_sum[mt][i]);
       }
@@ -341,23 +195,19 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
     const int grow = m0 + r;
     if (grow < p.seqlen_q) {
       const uint4 val = *reinterpret_cast<const uint4*>(sQ + Traits::smem_offset(r, c));
-      *reinterpret_cast<uint4*>(o + static_cast<int64_t>(grow) * kD + c * 8) = val;
+      *reinterpret_cast<uint4*>(o + static_cast<int64_t>(grow) * kD + c * Traits::kChunkElems) = val;
     }
   }
 
-  // lse = max·scale + ln(sum) per row; a row that saw no key (impossible with
-  // seqlen_k >= 1 and top-left causal masking) gets −inf.
+  // lse per row; a row that saw no key (causal, seqlen_q > seqlen_k) gets −inf
+  // and zeros above.
   if (lane % 4 == 0) {
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        const int grow = row0 + mt * 16 + 8 * i;
-        if (grow < p.seqlen_q) {
-          const float lse =
-              row_sum[mt][i] > 0.f ? row_max[mt][i] * p.scale + logf(row_sum[mt][i]) : -INFINITY;
-          p.lse[static_cast<int64_t>(bh) * p.seqlen_q + grow] = lse;
-        }
+        const int grow = query_row(mt, i);
+        if (grow < p.seqlen_q) p.lse[static_cast<int64_t>(bh) * p.seqlen_q + grow] = softmax.lse(mt, i, p.scale);
       }
   }
 }

@@ -1,75 +1,48 @@
-// Compile-time shape of the fused-attention forward kernel, one specialisation
-// per head dim. Each warp owns kMTiles m16 MMA tiles of query rows, so
-// kBlockM = 16 · kMTiles · kNWarps; every K/V fragment a warp loads from shared
-// memory feeds kMTiles MMAs (2 halves the shared-memory traffic per MMA).
-// K/V tiles of kBlockN keys stream through kStages buffers filled by cp.async.
+// Compile-time shape of the fused-attention forward kernel.
+//
+// A tile configuration is a plain struct of numbers (FwdTileD64, FwdTileD128,
+// and the alternatives scripts/kernel_dev.py times); FwdKernelTraits derives
+// everything else from it and the element type. Each warp owns kMTiles m16
+// MMA tiles of query rows, so kBlockM = 16 · kMTiles · kNWarps; every K/V
+// fragment a warp loads from shared memory feeds kMTiles MMAs (2 halves the
+// shared-memory traffic per MMA). K/V tiles of kBlockN keys stream through
+// kStages buffers filled by cp.async.
+//
+// Host code (the planner, describe_fwd) reads the tile structs too, so this
+// header needs no CUDA header.
 #pragma once
 
 #include <cstdint>
 
+#if defined(__CUDACC__)
+#define ATTNPROF_HOST_DEVICE __host__ __device__
+#else
+#define ATTNPROF_HOST_DEVICE
+#endif
+
 namespace attnprof::flash {
 
-template <int kHeadDim_, int kBlockN_, int kNWarps_, int kMTiles_, int kStages_,
-          int kMinBlocksPerSm_, int kRescaleSlack_, typename Element_>
-struct FwdKernelTraits {
-  using Element = Element_;  // __nv_bfloat16 or __half
-  static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kBlockN = kBlockN_;
-  static constexpr int kNWarps = kNWarps_;
-  static constexpr int kNThreads = kNWarps * 32;
-  static constexpr int kMTiles = kMTiles_;
-  static constexpr int kWarpRows = 16 * kMTiles;
-  static constexpr int kBlockM = kWarpRows * kNWarps;
-  // Q fragments stay in registers when they take <= 32 of them; otherwise (d128
-  // with 2 row tiles: 64 registers) they are re-read from shared memory per k-step.
-  static constexpr bool kQInRegs = kMTiles * kHeadDim <= 128;
-  static constexpr int kStages = kStages_;
-  // Online-softmax rescale policy: < 0 rescales O whenever a row max grows;
-  // >= 0 keeps a stale max until the new one exceeds it by more than this many
-  // powers of two (exp2 values stay <= 2^slack; see the kernel).
-  static constexpr bool kLazyRescale = kRescaleSlack_ >= 0;
-  static constexpr float kRescaleSlack = static_cast<float>(kRescaleSlack_);
-  static constexpr int kMinBlocksPerSm = kMinBlocksPerSm_;
-
-  // Shared memory rows are head_dim elements; a 16-byte chunk is 8 elements.
-  static constexpr int kChunkElems = 16 / sizeof(Element);
-  static constexpr int kChunksPerRow = kHeadDim / kChunkElems;
-
-  static constexpr int kSmemQElems = kBlockM * kHeadDim;
-  static constexpr int kSmemKVElems = kBlockN * kHeadDim;  // one K or one V tile
-  static constexpr int kRowBytes = kHeadDim * static_cast<int>(sizeof(Element));
-  // Tiles start on row boundaries so swizzled addresses can be formed by XOR on
-  // the full shared address; the kRowBytes spare bytes allow rounding the base up.
-  static constexpr int kSmemBytes =
-      (kSmemQElems + 2 * kStages * kSmemKVElems) * static_cast<int>(sizeof(Element)) + kRowBytes;
-
-  static_assert(sizeof(Element) == 2, "mma.sync m16n8k16 path: bf16/fp16 inputs only");
-  static_assert(kHeadDim % 64 == 0,
-                "the XOR swizzle permutes 8 chunks of 16 B: a row must hold >= 8 of them");
-  static_assert(kBlockN % 16 == 0, "P·V consumes keys in k16 steps");
-  static_assert(kMTiles == 1 || kMTiles == 2, "1 or 2 m16 row tiles per warp");
-  static_assert(kStages >= 2, "cp.async needs at least double buffering");
-  static_assert((kBlockM * kChunksPerRow) % kNThreads == 0, "Q tile copy: whole chunks per thread");
-  static_assert((kBlockN * kChunksPerRow) % kNThreads == 0, "K/V tile copy: whole chunks per thread");
-  static_assert(kSmemBytes <= 227 * 1024, "over the per-block shared memory limit of sm_80/sm_90");
-
-  // Element offset of chunk `chunk` of row `row` in a [rows][kHeadDim] tile.
-  // Chunks are XOR-swizzled with (row & 7): the 8 row addresses of one ldmatrix
-  // 8x8 matrix then fall in 8 different 16-byte bank groups (no conflicts),
-  // where a plain layout with 128/256-byte rows would be an 8-way conflict.
-  __host__ __device__ static constexpr int smem_offset(int row, int chunk) {
-    return row * kHeadDim + ((chunk ^ (row & 7)) * kChunkElems);
-  }
-};
-
-// Per-head-dim configurations: FwdKernelTraits<d, BLOCK_N, warps, m16 tiles per
-// warp, stages, min blocks per SM, rescale slack>. The ATTNPROF_FLASH_D*_ macros
-// exist only so scripts/kernel_dev.py can time alternatives without editing this
-// file. Measured on the H200, bf16 (scripts/kernel_dev.py, 2026-11-30):
+// The configurations the operator runs, measured on the H200, bf16
+// (scripts/kernel_dev.py, 2026-11-30):
 // d=64: 4 warps x 2 row tiles (BLOCK_M 128), BLOCK_N 64, 3 stages, 2 blocks/SM
 //   (~240 regs): 74 us causal / 117 us full at 8x16x1024x64; 1 row tile per warp
 //   (BLOCK_M 64) took 78 / 134 us; 8 warps x 1 tile took 100 / 160 us. A rescale
 //   slack of 8 made it 3-6% slower (16 key blocks: the max still moves often).
+struct FwdTileD64 {
+  static constexpr const char* kName = "d64";
+  static constexpr int kHeadDim = 64;
+  static constexpr int kBlockN = 64;
+  static constexpr int kNWarps = 4;
+  static constexpr int kMTiles = 2;
+  static constexpr int kStages = 3;
+  static constexpr int kMinBlocksPerSm = 2;
+  static constexpr int kBlocksPerSm = 2;  // resident blocks per SM, for the split planner
+  // Online-softmax rescale policy: < 0 rescales O whenever a row max grows;
+  // >= 0 keeps a stale max until the new one exceeds it by more than this many
+  // powers of two (online_softmax.cuh).
+  static constexpr int kRescaleSlack = -1;
+};
+
 // d=128: 4 warps x 2 row tiles (BLOCK_M 128), BLOCK_N 48, 2 stages (80 KB smem,
 //   2 blocks/SM, 253-255 regs, no spills), slack 8: 336-338 causal / 340-353 full
 //   TFLOP/s at 4x16x4096x128 and 362-367 / 362-365 at 1x16x16384x128.
@@ -79,60 +52,201 @@ struct FwdKernelTraits {
 //   is worth 4-6% full at BLOCK_N 48 (slack 0: rescale on every max increase, 2-3%).
 //   Larger key tiles cut the Q re-reads from shared memory (Q takes 64 registers
 //   at d128 x 2 tiles, so it is not held) and the barriers per FLOP.
-#ifndef ATTNPROF_FLASH_D64_BLOCK_N
-#define ATTNPROF_FLASH_D64_BLOCK_N 64
-#endif
-#ifndef ATTNPROF_FLASH_D64_WARPS
-#define ATTNPROF_FLASH_D64_WARPS 4
-#endif
-#ifndef ATTNPROF_FLASH_D64_MTILES
-#define ATTNPROF_FLASH_D64_MTILES 2
-#endif
-#ifndef ATTNPROF_FLASH_D64_MIN_BLOCKS
-#define ATTNPROF_FLASH_D64_MIN_BLOCKS 2
-#endif
-#ifndef ATTNPROF_FLASH_D128_BLOCK_N
-#define ATTNPROF_FLASH_D128_BLOCK_N 48
-#endif
-#ifndef ATTNPROF_FLASH_D128_WARPS
-#define ATTNPROF_FLASH_D128_WARPS 4
-#endif
-#ifndef ATTNPROF_FLASH_D128_MTILES
-#define ATTNPROF_FLASH_D128_MTILES 2
-#endif
-#ifndef ATTNPROF_FLASH_D128_MIN_BLOCKS
-#define ATTNPROF_FLASH_D128_MIN_BLOCKS 1
-#endif
-#ifndef ATTNPROF_FLASH_D64_RESCALE_SLACK
-#define ATTNPROF_FLASH_D64_RESCALE_SLACK -1
-#endif
-#ifndef ATTNPROF_FLASH_D128_RESCALE_SLACK
-#define ATTNPROF_FLASH_D128_RESCALE_SLACK 8
-#endif
-#ifndef ATTNPROF_FLASH_D128_STAGES
-#define ATTNPROF_FLASH_D128_STAGES 2
-#endif
-#ifndef ATTNPROF_FLASH_D64_STAGES
-#define ATTNPROF_FLASH_D64_STAGES 3
-#endif
-
-template <int kHeadDim, typename Element>
-struct FwdConfig;
-
-template <typename Element>
-struct FwdConfig<64, Element> {
-  using Traits = FwdKernelTraits<64, ATTNPROF_FLASH_D64_BLOCK_N, ATTNPROF_FLASH_D64_WARPS,
-                                 ATTNPROF_FLASH_D64_MTILES, ATTNPROF_FLASH_D64_STAGES,
-                                 ATTNPROF_FLASH_D64_MIN_BLOCKS, ATTNPROF_FLASH_D64_RESCALE_SLACK,
-                                 Element>;
+struct FwdTileD128 {
+  static constexpr const char* kName = "d128";
+  static constexpr int kHeadDim = 128;
+  static constexpr int kBlockN = 48;
+  static constexpr int kNWarps = 4;
+  static constexpr int kMTiles = 2;
+  static constexpr int kStages = 2;
+  // 1 or 2 give ptxas the same cap (65536 registers / 256 threads > 255), and
+  // 2 blocks fit in shared memory (80 KB each).
+  static constexpr int kMinBlocksPerSm = 1;
+  static constexpr int kBlocksPerSm = 2;
+  static constexpr int kRescaleSlack = 8;
 };
 
-template <typename Element>
-struct FwdConfig<128, Element> {
-  using Traits = FwdKernelTraits<128, ATTNPROF_FLASH_D128_BLOCK_N, ATTNPROF_FLASH_D128_WARPS,
-                                 ATTNPROF_FLASH_D128_MTILES, ATTNPROF_FLASH_D128_STAGES,
-                                 ATTNPROF_FLASH_D128_MIN_BLOCKS, ATTNPROF_FLASH_D128_RESCALE_SLACK,
-                                 Element>;
+// Alternatives kept for scripts/kernel_dev.py --variants (the measurements
+// above); never dispatched by the operator.
+// BLOCK_M 64.
+struct FwdTileD64OneRowTile : FwdTileD64 {
+  static constexpr const char* kName = "d64m1";
+  static constexpr int kMTiles = 1;
+  static constexpr int kMinBlocksPerSm = 3;
+  static constexpr int kBlocksPerSm = 3;
+};
+struct FwdTileD64Slack8 : FwdTileD64 {
+  static constexpr const char* kName = "d64s8";
+  static constexpr int kRescaleSlack = 8;
+};
+// custom-flash d128 as first written.
+struct FwdTileD128First : FwdTileD128 {
+  static constexpr const char* kName = "d128first";
+  static constexpr int kBlockN = 32;
+  static constexpr int kStages = 3;
+  static constexpr int kRescaleSlack = -1;
+};
+struct FwdTileD128Eager : FwdTileD128 {
+  static constexpr const char* kName = "d128eager";
+  static constexpr int kRescaleSlack = -1;
+};
+struct FwdTileD128Slack0 : FwdTileD128 {
+  static constexpr const char* kName = "d128slack0";
+  static constexpr int kRescaleSlack = 0;
+};
+struct FwdTileD128N64 : FwdTileD128 {
+  static constexpr const char* kName = "d128n64";
+  static constexpr int kBlockN = 64;
+};
+struct FwdTileD128N32 : FwdTileD128 {
+  static constexpr const char* kName = "d128n32";
+  static constexpr int kBlockN = 32;
+};
+struct FwdTileD128Stages3 : FwdTileD128 {
+  static constexpr const char* kName = "d128s3";
+  static constexpr int kStages = 3;
+};
+
+// The tile the operator dispatches for a head dim.
+template <int kHeadDim>
+struct DefaultFwdTile;
+template <>
+struct DefaultFwdTile<64> {
+  using Tile = FwdTileD64;
+};
+template <>
+struct DefaultFwdTile<128> {
+  using Tile = FwdTileD128;
+};
+
+// Split-KV decode (flash_fwd_splitkv_kernel): one m16 tile of packed query
+// rows (the heads of a KV group × their queries) per block; each of kNWarps
+// warps takes kBlockN / kNWarps keys of every K/V tile, runs its own online
+// softmax, and the warps merge through shared memory at the end. The work is
+// reading K and V: per tile, 2 · kBlockN · head_dim · 2 bytes against 16 rows
+// of MMAs, so the ring is sized for bytes in flight rather than for reuse:
+// (kStages − 1) tiles per block, 2 blocks per SM (d128: 3 × 32 KB + 4 KB of
+// shared memory per block).
+struct DecodeTileD64 {
+  static constexpr const char* kName = "decode_d64";
+  static constexpr int kHeadDim = 64;
+  static constexpr int kBlockN = 64;
+  static constexpr int kNWarps = 4;
+  static constexpr int kStages = 4;
+  static constexpr int kMinBlocksPerSm = 2;
+  static constexpr int kBlocksPerSm = 2;
+  static constexpr int kRescaleSlack = -1;
+};
+struct DecodeTileD128 {
+  static constexpr const char* kName = "decode_d128";
+  static constexpr int kHeadDim = 128;
+  static constexpr int kBlockN = 64;
+  static constexpr int kNWarps = 4;
+  static constexpr int kStages = 3;
+  static constexpr int kMinBlocksPerSm = 2;
+  static constexpr int kBlocksPerSm = 2;
+  static constexpr int kRescaleSlack = -1;
+};
+
+template <int kHeadDim>
+struct DefaultDecodeTile;
+template <>
+struct DefaultDecodeTile<64> {
+  using Tile = DecodeTileD64;
+};
+template <>
+struct DefaultDecodeTile<128> {
+  using Tile = DecodeTileD128;
+};
+
+// Shared-memory geometry of the kernels: rows of head_dim 16-bit elements
+// moved and swizzled in 16-byte chunks.
+template <int kHeadDim_, int kElemBytes_>
+struct SmemRowGeometry {
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kElemBytes = kElemBytes_;
+  static constexpr int kChunkBytes = 16;  // one cp.async / one ldmatrix row
+  static constexpr int kChunkElems = kChunkBytes / kElemBytes;
+  static constexpr int kChunksPerRow = kHeadDim / kChunkElems;
+  static constexpr int kRowBytes = kHeadDim * kElemBytes;
+  // One k16 step of an MMA along head_dim: 16 elements, two chunks.
+  static constexpr int kKStepBytes = 16 * kElemBytes;
+
+  static_assert(kHeadDim % 64 == 0,
+                "the XOR swizzle permutes 8 chunks of 16 B: a row must hold >= 8 of them");
+
+  // Element offset of chunk `chunk` of row `row` in a [rows][kHeadDim] tile.
+  // Chunks are XOR-swizzled with (row & 7): the 8 row addresses of one ldmatrix
+  // 8x8 matrix then fall in 8 different 16-byte bank groups (no conflicts),
+  // where a plain layout with 128/256-byte rows would be an 8-way conflict.
+  ATTNPROF_HOST_DEVICE static constexpr int smem_offset(int row, int chunk) {
+    return row * kHeadDim + ((chunk ^ (row & 7)) * kChunkElems);
+  }
+};
+
+// What both kernels derive from a tile: threads, the block's Q tile of
+// kBlockM_ rows and the K/V ring of kStages tiles of kBlockN keys, in bytes.
+template <typename Tile_, typename Element_, int kBlockM_>
+struct KernelTraitsBase : SmemRowGeometry<Tile_::kHeadDim, static_cast<int>(sizeof(Element_))> {
+  using Tile = Tile_;
+  using Element = Element_;  // __nv_bfloat16 or __half
+  using Geometry = SmemRowGeometry<Tile::kHeadDim, static_cast<int>(sizeof(Element))>;
+  using Geometry::kElemBytes;
+  using Geometry::kRowBytes;
+  static constexpr int kBlockM = kBlockM_;
+  static constexpr int kBlockN = Tile::kBlockN;
+  static constexpr int kNWarps = Tile::kNWarps;
+  static constexpr int kNThreads = kNWarps * 32;
+  static constexpr int kStages = Tile::kStages;
+  static constexpr int kRescaleSlack = Tile::kRescaleSlack;
+  static constexpr int kMinBlocksPerSm = Tile::kMinBlocksPerSm;
+
+  static constexpr int kSmemQBytes = kBlockM * kRowBytes;
+  static constexpr int kSmemKVTileBytes = kBlockN * kRowBytes;  // one K or one V tile
+  static constexpr int kSmemRingBytes = 2 * kStages * kSmemKVTileBytes;
+  // Tiles start on row boundaries so swizzled addresses can be formed by XOR on
+  // the full shared address; the kRowBytes spare bytes allow rounding the base up.
+  static constexpr int kSmemBytes = kSmemQBytes + kSmemRingBytes + kRowBytes;
+
+  static_assert(kElemBytes == 2, "mma.sync m16n8k16 path: bf16/fp16 inputs only");
+  static_assert(kBlockN % 16 == 0, "P·V consumes keys in k16 steps");
+  static_assert(kStages >= 2, "cp.async needs at least double buffering");
+  static_assert((kBlockM * Geometry::kChunksPerRow) % kNThreads == 0,
+                "Q tile copy: whole chunks per thread");
+  static_assert((kBlockN * Geometry::kChunksPerRow) % kNThreads == 0,
+                "K/V tile copy: whole chunks per thread");
+  static_assert(kSmemBytes * Tile::kBlocksPerSm <= 227 * 1024,
+                "over the shared memory of the resident blocks (227 KB per SM on sm_80/sm_90)");
+};
+
+template <typename Tile_, typename Element_>
+struct FwdKernelTraits
+    : KernelTraitsBase<Tile_, Element_, 16 * Tile_::kMTiles * Tile_::kNWarps> {
+  using Base = KernelTraitsBase<Tile_, Element_, 16 * Tile_::kMTiles * Tile_::kNWarps>;
+  using Base::kHeadDim;
+  static constexpr int kMTiles = Base::Tile::kMTiles;
+  static constexpr int kWarpRows = 16 * kMTiles;
+  // Q fragments stay in registers when they take <= 32 of them; otherwise (d128
+  // with 2 row tiles: 64 registers) they are re-read from shared memory per k-step.
+  static constexpr bool kQInRegs = kMTiles * kHeadDim <= 128;
+
+  static_assert(kMTiles == 1 || kMTiles == 2, "1 or 2 m16 row tiles per warp");
+};
+
+template <typename Tile_, typename Element_>
+struct DecodeKernelTraits : KernelTraitsBase<Tile_, Element_, 16> {
+  using Base = KernelTraitsBase<Tile_, Element_, 16>;
+  using Base::kHeadDim;
+  static constexpr int kMTiles = 1;  // one m16 tile of packed query rows
+  static constexpr int kWarpKeys = Base::kBlockN / Base::kNWarps;  // keys of each K/V tile per warp
+  static constexpr bool kQInRegs = true;  // 16 rows: head_dim / 4 registers per thread
+  // After the last tile the ring holds the warps' partial O (fp32) and their
+  // row max and sum for the merge.
+  static constexpr int kSmemMergeBytes =
+      (Base::kNWarps * Base::kBlockM * kHeadDim + 2 * Base::kNWarps * Base::kBlockM) * 4;
+
+  static_assert(kWarpKeys == 16, "each warp's P·V is one k16 step");
+  static_assert(kSmemMergeBytes <= Base::kSmemRingBytes, "the merge reuses the K/V ring");
 };
 
 }  // namespace attnprof::flash

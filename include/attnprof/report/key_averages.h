@@ -1,6 +1,7 @@
-// Re-implementation of Python's `prof.key_averages()` and `.table()`
-// (torch/autograd/profiler.py, profiler_util.py, torch 2.11) as pure functions
-// over TraceEvent. Times are nanoseconds inside and microseconds when shown.
+// Re-implementation of Python's `prof.key_averages()` (torch/autograd/
+// profiler.py, profiler_util.py, torch 2.11) as pure functions over
+// TraceEvent: events in, aggregates out. Printing them as Python's `.table()`
+// does is report/key_averages_table.h. Times are nanoseconds.
 #pragma once
 
 #include <cstdint>
@@ -71,24 +72,5 @@ const char* sort_key_name(SortKey k);
 
 // Stable, descending, like Python's sorted(..., reverse=True).
 std::vector<OpStats> sort_rows(std::vector<OpStats> rows, SortKey key);
-
-struct TableTotals {
-  int64_t self_cpu_time_total_ns = 0;
-  int64_t self_device_time_total_ns = 0;  // user annotations on the device excluded
-};
-TableTotals table_totals(const std::vector<OpStats>& rows);
-
-struct TableOptions {
-  SortKey sort_by = SortKey::CpuTimeTotal;
-  int row_limit = 15;             // <= 0 means all rows
-  int max_name_column_width = 55;
-  std::string device_label = "CUDA";
-};
-
-// The text of Python's `key_averages().table(sort_by=..., row_limit=...)`.
-std::string format_key_averages_table(const std::vector<OpStats>& rows, const TableOptions& opt);
-
-// Python's _format_time: "12.345us", "1.234ms", "1.234s".
-std::string format_time_us(double us);
 
 }  // namespace attnprof

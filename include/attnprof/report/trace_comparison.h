@@ -1,0 +1,37 @@
+// The comparison files of a multi-variant run (`--variant a,b,...`) and of
+// `compare DIR_A DIR_B`: the merged Perfetto trace and the one-forward-per-run
+// picture, both made from the runs' own Kineto traces.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "attnprof/report/merged_trace.h"
+
+namespace attnprof::report {
+
+struct RunTraceFile {
+  std::string variant;   // "sdpa-flash"
+  std::string run;       // "" for one run; "A" / "B" under compare
+  std::string headline;  // "96 µs/forward", formatted by the caller; may be empty
+  std::string path;      // DIR/<variant>/<stem>.json.gz
+  std::string scope = std::string(kForwardScope);  // attn_bwd for a backward-only pass
+};
+
+struct ComparisonFiles {
+  std::string trace_path;     // out_dir/compare/<stem>.trace.json.gz
+  std::string timeline_path;  // out_dir/compare/<stem>.timeline.svg
+  // One line each, for the CLI to print: runs left out (unreadable trace, no
+  // attn_fwd scope) and runs trimmed (steps past MergeOptions::max_steps).
+  std::vector<std::string> notes;
+};
+
+// Reads each run's trace once and writes both files (each atomically: complete
+// or absent). A run whose trace cannot be read or has no forward is left out
+// with a note. Throws TraceError when no run is left, io::FileError when a
+// file cannot be written.
+ComparisonFiles write_trace_comparison(const std::vector<RunTraceFile>& runs, const std::string& out_dir,
+                                       const std::string& stem, const std::string& title,
+                                       const MergeOptions& options = {});
+
+}  // namespace attnprof::report

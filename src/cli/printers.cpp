@@ -1,0 +1,57 @@
+#include "cli/printers.h"
+
+#include <fmt/format.h>
+
+#include "attnprof/report/headline.h"
+#include "attnprof/report/launch_facts.h"
+#include "attnprof/report/run_files.h"
+
+namespace attnprof::cli {
+
+std::string run_text(const RunRecord& r, const TableOptions& table, bool kernels, const std::string& out_dir) {
+  std::string out = "\n" + report::run_table_text(r, table) + "\n" + report::headline_text(r);
+  if (kernels && !r.launches.empty()) out += "\n" + report::format_launch_table(r.launches);
+  out += fmt::format("  files: {}/{{{}, {}, {}}}\n", out_dir, r.trace_file, r.table_file, r.summary_file);
+  return out;
+}
+
+std::string progress_line(size_t index, size_t count, const std::string& variant, const Problem& p) {
+  return fmt::format("[{}/{}] {} ({} {} on {})", index + 1, count, variant, p.shape_string(), p.config_string(),
+                     p.device);
+}
+
+namespace {
+const char* unit_word(const Problem& p) {
+  switch (p.pass) {
+    case Pass::fwd: return "forward";
+    case Pass::bwd: return "backward";
+    case Pass::fwd_bwd: return "fwd+bwd step";
+  }
+  return "step";
+}
+}  // namespace
+
+std::string unit_headline(const RunRecord& r) {
+  const double us = r.cost_us();
+  const std::string t = us < 100     ? fmt::format("{:.1f} µs", us)
+                        : us < 10000 ? fmt::format("{:.0f} µs", us)
+                                     : fmt::format("{:.1f} ms", us / 1000.0);
+  return t + "/" + unit_word(r.problem);
+}
+
+std::string unit_scope(const Problem& p) { return p.pass == Pass::bwd ? kBackwardScope : kForwardScope; }
+
+std::string comparison_title(const std::vector<RunRecord>& records) {
+  if (records.empty()) return "attnprof";
+  const Problem& p = records.front().problem;
+  std::string device = p.device;
+  for (const RunRecord& r : records)
+    if (!r.env.device_name.empty()) {
+      device += " (" + r.env.device_name + ")";
+      break;
+    }
+  const char* unit = p.pass == Pass::bwd ? "backward" : "forward";
+  return fmt::format("attnprof: one {} per variant, {} {} on {}", unit, p.shape_string(), p.config_string(), device);
+}
+
+}  // namespace attnprof::cli

@@ -1,0 +1,26 @@
+// What the commands print, built from records: formatting only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "attnprof/report/key_averages_table.h"
+#include "attnprof/run_record.h"
+
+namespace attnprof::cli {
+
+// A finished run: its key-averages table, the headline, the launch table with
+// --kernels, and the files it wrote.
+std::string run_text(const RunRecord& r, const TableOptions& table, bool kernels, const std::string& out_dir);
+
+// "[2/9] inplace (8x16x1024x64 bf16 causal on cuda:0)"
+std::string progress_line(size_t index, size_t count, const std::string& variant, const Problem& p);
+
+// "96 µs/forward", "1.2 ms/backward": a run's cost per measured unit.
+std::string unit_headline(const RunRecord& r);
+// The scope one measured unit runs in: attn_bwd for a backward-only pass, else attn_fwd.
+std::string unit_scope(const Problem& p);
+// "attnprof: one forward per variant, 8x16x1024x64 bf16 causal on cuda:0 (NVIDIA H200)"
+std::string comparison_title(const std::vector<RunRecord>& records);
+
+}  // namespace attnprof::cli

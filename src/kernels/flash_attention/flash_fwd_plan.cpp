@@ -1,0 +1,146 @@
+// Host side of the forward's plan (flash_fwd_plan.h).
+#include "kernels/flash_attention/flash_fwd_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "kernels/flash_attention/flash_kernel_traits.h"
+
+namespace attnprof::flash {
+namespace {
+
+// Geometry the planner needs from a tile configuration.
+struct TileFacts {
+  int block_m = 0, block_n = 0, blocks_per_sm = 0;
+};
+
+template <typename Tile>
+TileFacts prefill_facts() {
+  using T = FwdKernelTraits<Tile, short>;  // a 16-bit element: all the geometry needs
+  return {T::kBlockM, T::kBlockN, Tile::kBlocksPerSm};
+}
+template <typename Tile>
+TileFacts decode_facts() {
+  using T = DecodeKernelTraits<Tile, short>;
+  return {T::kBlockM, T::kBlockN, Tile::kBlocksPerSm};
+}
+
+TileFacts tile_facts(FwdPath path, int64_t head_dim) {
+  const bool d64 = head_dim == 64;
+  if (path == FwdPath::kDecode)
+    return d64 ? decode_facts<DefaultDecodeTile<64>::Tile>() : decode_facts<DefaultDecodeTile<128>::Tile>();
+  return d64 ? prefill_facts<DefaultFwdTile<64>::Tile>() : prefill_facts<DefaultFwdTile<128>::Tile>();
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Splits of the keys for `blocks` blocks of `n_tiles` key tiles each on
+// `slots` resident-block slots. A grid that fills ~0.8 of a wave keeps its
+// keys whole (a split costs a combine pass); otherwise the fewest splits whose
+// wave efficiency (blocks / slots over the waves it takes) is >= 85% of the
+// best, with at least kMinTilesPerSplit tiles each (the ring's prologue and
+// the merge are per block).
+int choose_splits(int64_t blocks, int64_t slots, int64_t n_tiles) {
+  constexpr int kMaxSplits = 128;
+  constexpr int64_t kMinTilesPerSplit = 4;
+  if (blocks * 5 >= slots * 4) return 1;
+  const int max_splits =
+      static_cast<int>(std::clamp<int64_t>(n_tiles / kMinTilesPerSplit, 1, kMaxSplits));
+  auto efficiency = [&](int s) {
+    const double waves = static_cast<double>(blocks * s) / static_cast<double>(slots);
+    return waves / std::ceil(waves);
+  };
+  double best = 0;
+  for (int s = 1; s <= max_splits; ++s) best = std::max(best, efficiency(s));
+  for (int s = 1; s <= max_splits; ++s)
+    if (efficiency(s) >= 0.85 * best) return s;
+  return 1;
+}
+
+template <typename Tile>
+std::string describe_prefill_tile() {
+  using T = FwdKernelTraits<Tile, short>;
+  std::string s = "BLOCK_M " + std::to_string(T::kBlockM) + " (" + std::to_string(T::kNWarps) +
+                  " warps x " + std::to_string(T::kMTiles) + " m16 tiles), BLOCK_N " +
+                  std::to_string(T::kBlockN) + ", " + std::to_string(T::kStages) +
+                  "-stage cp.async K/V ring, " + std::to_string(T::kSmemBytes / 1024) +
+                  " KB shared memory, Q " +
+                  (T::kQInRegs ? "held in registers" : "re-read from shared memory") + ", ";
+  s += T::kRescaleSlack < 0 ? std::string("O rescaled whenever a row max grows")
+                            : "stale-max rescale (slack 2^" + std::to_string(T::kRescaleSlack) + ")";
+  return s;
+}
+
+template <typename Tile>
+std::string describe_decode_tile() {
+  using T = DecodeKernelTraits<Tile, short>;
+  return "BLOCK_N " + std::to_string(T::kBlockN) + " (" + std::to_string(T::kNWarps) + " warps x " +
+         std::to_string(T::kWarpKeys) + " keys, merged in shared memory), " +
+         std::to_string(T::kStages) + "-stage cp.async K/V ring, " +
+         std::to_string(T::kSmemBytes / 1024) + " KB shared memory";
+}
+
+std::string count(int n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+}  // namespace
+
+FwdPlan plan_fwd(const FwdShape& s, int num_sms, const FwdPlanRequest& request) {
+  FwdPlan plan;
+  const int64_t group = s.heads_kv > 0 ? s.heads_q / s.heads_kv : 1;
+  const TileFacts prefill = tile_facts(FwdPath::kPrefill, s.head_dim);
+  const TileFacts decode = tile_facts(FwdPath::kDecode, s.head_dim);
+  const int64_t prefill_blocks_per_group = group * ceil_div(s.seqlen_q, prefill.block_m);
+  const int64_t decode_tiles = ceil_div(group * s.seqlen_q, decode.block_m);
+  constexpr int64_t kMaxRowTiles = 65535;  // grid.z of the decode kernel
+  plan.path = request.force_path ? request.path
+              : decode_tiles <= kDecodeTilesPerPrefillBlock * prefill_blocks_per_group &&
+                        decode_tiles <= kMaxRowTiles
+                  ? FwdPath::kDecode
+                  : FwdPath::kPrefill;
+  const TileFacts tile = plan.path == FwdPath::kDecode ? decode : prefill;
+  int64_t blocks = 0;
+  if (plan.path == FwdPath::kDecode) {
+    plan.group = static_cast<int>(group);
+    plan.seqlen_q = static_cast<int>(s.seqlen_q);
+    plan.row_tiles = static_cast<int>(std::min(decode_tiles, kMaxRowTiles + 1));  // the boundary rejects > limit
+    blocks = s.batch * s.heads_kv * plan.row_tiles;
+  } else {
+    blocks = s.batch * s.heads_q * ceil_div(s.seqlen_q, tile.block_m);
+  }
+  const int64_t n_tiles = std::max<int64_t>(1, ceil_div(s.seqlen_k, tile.block_n));
+  const int64_t slots = static_cast<int64_t>(std::max(num_sms, 1)) * tile.blocks_per_sm;
+  int splits = request.num_splits > 0 ? request.num_splits : choose_splits(blocks, slots, n_tiles);
+  splits = static_cast<int>(std::clamp<int64_t>(splits, 1, n_tiles));
+  const int64_t tiles_per_split = ceil_div(n_tiles, splits);
+  plan.num_splits = static_cast<int>(ceil_div(n_tiles, tiles_per_split));  // no empty split
+  plan.keys_per_split = static_cast<int>(tiles_per_split * tile.block_n);
+  return plan;
+}
+
+std::string describe_fwd(int head_dim, bool is_bf16, const FwdPlan& plan) {
+  if (head_dim != 64 && head_dim != 128) return "no kernel for head_dim " + std::to_string(head_dim);
+  const std::string instance =
+      std::string("<") + (is_bf16 ? "bf16" : "fp16") + ", d" + std::to_string(head_dim) + ">";
+  const std::string splits =
+      plan.num_splits > 1
+          ? ", keys in " + count(plan.num_splits, "split", "splits") + " of " +
+                std::to_string(plan.keys_per_split) + " merged by attnprof::flash::flash_combine_kernel" +
+                instance
+          : std::string();
+  if (plan.path == FwdPath::kDecode) {
+    return "split-KV decode, attnprof::flash::flash_fwd_splitkv_kernel" + instance + ": " +
+           count(plan.group, "query head", "query heads") + " x " +
+           count(plan.seqlen_q, "query", "queries") +
+           " per KV group packed in " + count(plan.row_tiles, "m16 tile", "m16 tiles") + splits + "; " +
+           (head_dim == 64 ? describe_decode_tile<DefaultDecodeTile<64>::Tile>()
+                           : describe_decode_tile<DefaultDecodeTile<128>::Tile>());
+  }
+  return "prefill, attnprof::flash::flash_fwd_kernel" + instance + splits + "; " +
+         (head_dim == 64 ? describe_prefill_tile<DefaultFwdTile<64>::Tile>()
+                         : describe_prefill_tile<DefaultFwdTile<128>::Tile>());
+}
+
+}  // namespace attnprof::flash

@@ -1,0 +1,51 @@
+// Which scores of an S tile a query may see: keys past the end of the
+// sequence (the tail tile) are masked, and under causal masking keys after
+// the query's diagonal, bottom-right aligned: key j is visible to query i iff
+// j <= i + (seqlen_k − seqlen_q). Masked scores become −inf, so the online
+// softmax gives them 0; a row with no visible key keeps max −inf and sum 0.
+#pragma once
+
+#include <cmath>
+
+#include "kernels/flash_attention/flash_params.h"
+
+namespace attnprof::flash {
+
+// Reads the sizes from the kernel's parameters (constant bank), so the mask
+// holds no registers of its own.
+template <bool kCausal>
+struct KeyMask {
+  const FwdParams& p;
+
+  // Key j is visible to query i iff j <= i + diagonal().
+  __device__ __forceinline__ int diagonal() const { return p.seqlen_k - p.seqlen_q; }
+
+  // Whether any score of the tile of keys [n0, n0 + block_n) for query rows
+  // from `first_row` on is masked; the other tiles skip the per-element test.
+  __device__ __forceinline__ bool tile_needs_mask(int n0, int block_n, int first_row) const {
+    const bool tail = n0 + block_n > p.seqlen_k;
+    const bool diag = kCausal && n0 + block_n - 1 > first_row + diagonal();
+    return tail || diag;
+  }
+
+  // Sets the masked scores of this thread's m16n8 accumulators to −inf. In that
+  // layout a thread holds columns 2·(lane % 4) + {0, 1} of each n8 tile, rows
+  // g (elements 0, 1) and g + 8 (elements 2, 3); row_of(mt, half) is the query
+  // index of row g + 8·half of m16 tile mt.
+  template <int kMTiles, int kSTiles, typename RowOf>
+  __device__ __forceinline__ void apply(float (&s)[kMTiles][kSTiles][4], int n0, int lane,
+                                        RowOf row_of) const {
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+      for (int t = 0; t < kSTiles; ++t)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int col = n0 + t * 8 + (lane % 4) * 2 + (e & 1);
+          const int row = row_of(mt, e >= 2 ? 1 : 0);
+          if (col >= p.seqlen_k || (kCausal && col > row + diagonal())) s[mt][t][e] = -INFINITY;
+        }
+  }
+};
+
+}  // namespace attnprof::flash

@@ -1,0 +1,79 @@
+#include "profiler/pass_step.h"
+
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
+#include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include "profiler/nvtx_range.h"
+
+namespace attnprof {
+namespace {
+
+template <class F>
+void in_scope(bool scoped, const char* name, F&& body) {
+  if (!scoped) {
+    body();
+    return;
+  }
+  NvtxRange range(name);
+  RECORD_USER_SCOPE(name);
+  body();
+}
+
+void drop_grads(const Inputs& in) {
+  for (const at::Tensor* t : {&in.q, &in.k, &in.v})
+    if (t->grad().defined()) t->mutable_grad().reset();
+}
+
+at::Tensor recorded_forward(Variant& variant, const Inputs& in) {
+  c10::AutoGradMode grad(true);
+  return variant.forward(in.q, in.k, in.v);
+}
+
+}  // namespace
+
+void run_pass_step(Variant& variant, const Problem& p, const Inputs& in, bool scoped) {
+  switch (p.pass) {
+    case Pass::fwd:
+      in_scope(scoped, kForwardScope, [&] {
+        c10::NoGradGuard no_grad;
+        at::Tensor out = variant.forward(in.q, in.k, in.v);
+      });
+      return;
+    case Pass::bwd: {
+      at::Tensor out = recorded_forward(variant, in);
+      drop_grads(in);
+      in_scope(scoped, kBackwardScope, [&] { out.backward(in.grad_out); });
+      return;
+    }
+    case Pass::fwd_bwd: {
+      at::Tensor out;
+      in_scope(scoped, kForwardScope, [&] { out = recorded_forward(variant, in); });
+      drop_grads(in);
+      in_scope(scoped, kBackwardScope, [&] { out.backward(in.grad_out); });
+      return;
+    }
+  }
+}
+
+RetainedForward::RetainedForward(Variant& variant, const Inputs& in)
+    : in_(&in), out_(recorded_forward(variant, in)) {}
+
+void RetainedForward::backward() const {
+  (void)torch::autograd::grad({out_}, {in_->q, in_->k, in_->v}, {in_->grad_out}, /*retain_graph=*/true);
+}
+
+bool pass_outputs_finite(Variant& variant, const Problem& p, const Inputs& in) {
+  if (p.pass == Pass::fwd) {
+    c10::NoGradGuard no_grad;
+    return at::isfinite(variant.forward(in.q, in.k, in.v)).all().item<bool>();
+  }
+  const at::Tensor out = recorded_forward(variant, in);
+  const auto grads = torch::autograd::grad({out}, {in.q, in.k, in.v}, {in.grad_out});
+  bool finite = at::isfinite(out.detach()).all().item<bool>();
+  for (const at::Tensor& g : grads) finite = finite && g.defined() && at::isfinite(g).all().item<bool>();
+  return finite;
+}
+
+}  // namespace attnprof

@@ -1,0 +1,66 @@
+// The measuring half of a run: warm-up, the profiler schedule, unprofiled
+// timing. No printing and no file formats here; run_variant (session.cpp)
+// turns what comes out into a RunRecord for the writers.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attnprof/events.h"
+#include "attnprof/problem.h"
+#include "attnprof/progress.h"
+#include "attnprof/run_record.h"
+#include "attnprof/variant.h"
+#include "variants/torch_problem.h"
+
+namespace attnprof {
+
+// Wall-clock stopwatch for phase breakdowns.
+class PhaseClock {
+ public:
+  PhaseClock();
+  // Milliseconds since the previous lap (or construction), appended as `name`.
+  void lap(const std::string& name, std::vector<std::pair<std::string, double>>& phases);
+
+ private:
+  int64_t last_ns_;
+};
+
+struct RunnerOptions {
+  Schedule schedule;
+  // Where Kineto writes its Chrome trace (plain JSON); empty = no trace.
+  std::string trace_path;
+  // Added to the trace's top level as "attnprof" (a JSON object as text).
+  std::string trace_metadata_json;
+  ProgressCallback progress;  // may be empty
+};
+
+struct ProfiledRun {
+  std::vector<TraceEvent> events;
+  std::optional<double> peak_memory_bytes;
+  bool trace_saved = false;
+  // What Kineto wrote to stderr while saving the trace (it reports a failed
+  // write only there), held back so the caller decides what the user sees.
+  std::string trace_save_messages;
+  std::vector<std::pair<std::string, double>> phases_ms;  // wall time of each stage
+};
+
+// The name of profiled step n: "ProfilerStep#n", folded to "ProfilerStep*" in tables.
+inline constexpr const char* kStepScopePrefix = "ProfilerStep#";
+
+// Runs `variant` (already prepared) on `in`: untraced warm-up steps, a
+// peak-memory probe on CUDA, then wait/warmup/active steps under the Kineto
+// profiler, each a ProfilerStep#N scope ending with the device idle.
+ProfiledRun profile_pass(Variant& variant, const Problem& p, const Inputs& in, const RunnerOptions& opt);
+
+// Step time without the profiler: `total_iters` back-to-back steps after the
+// warm-up, in up to 10 repetitions timed with CUDA events (steady clock on
+// CPU). A backward pass times the backward alone, through a kept forward
+// graph. When q, k, v fit in the L2 cache, several input sets are rotated so
+// the cache is not what gets measured. nullopt when total_iters <= 0.
+std::optional<EventTiming> time_pass(Variant& variant, const Problem& p, const Inputs& in, int total_iters,
+                                     const ProgressCallback& progress = {});
+
+}  // namespace attnprof

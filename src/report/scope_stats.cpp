@@ -1,0 +1,88 @@
+#include "attnprof/report/scope_stats.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace attnprof {
+
+namespace {
+// Device work owned by the ops of the subtree at `root`, in execution order.
+std::vector<int> subtree_kernels(const std::vector<FunctionEvent>& fes, int root) {
+  std::vector<int> work, stack = {root};
+  while (!stack.empty()) {
+    const int i = stack.back();
+    stack.pop_back();
+    for (int k : fes[i].kernels)
+      if (is_device_work(fes[k].event)) work.push_back(k);
+    for (int c : fes[i].children) stack.push_back(c);
+  }
+  std::sort(work.begin(), work.end());  // fes is sorted by start time
+  return work;
+}
+
+struct PerCall {
+  std::vector<double> count, time_us;  // one entry per call
+};
+}  // namespace
+
+ScopeStats scope_stats(const std::vector<FunctionEvent>& fes, const std::string& scope) {
+  ScopeStats st;
+  st.scope = scope;
+  double cpu_ns = 0, device_ns = 0;
+  int64_t device_work = 0;
+  std::vector<std::string> order;  // kernel names by first launch
+  std::vector<PerCall> per_name;
+  std::vector<double> call_device_us;
+  for (int i = 0; i < static_cast<int>(fes.size()); ++i) {
+    const FunctionEvent& f = fes[i];
+    if (f.key != scope || f.event.device != EventDevice::Cpu || f.event.is_async) continue;
+    const size_t call = static_cast<size_t>(st.calls++);
+    cpu_ns += double(f.cpu_time_total_ns);
+    device_ns += double(f.device_time_total_ns);
+    call_device_us.push_back(double(f.device_time_total_ns) / 1000.0);
+    for (PerCall& pc : per_name) pc.count.push_back(0.0), pc.time_us.push_back(0.0);
+    const std::vector<int> work = subtree_kernels(fes, i);
+    device_work += static_cast<int64_t>(work.size());
+    for (int k : work) {
+      const TraceEvent& d = fes[k].event;
+      const double us = double(duration_ns(d)) / 1000.0;
+      if (call == 0) st.first_call.push_back({d.name, d.correlation_id, us});
+      auto it = std::find(order.begin(), order.end(), d.name);
+      if (it == order.end()) {
+        order.push_back(d.name);
+        per_name.push_back({std::vector<double>(call + 1, 0.0), std::vector<double>(call + 1, 0.0)});
+        it = order.end() - 1;
+      }
+      PerCall& pc = per_name[static_cast<size_t>(it - order.begin())];
+      pc.count[call] += 1.0;
+      pc.time_us[call] += us;
+    }
+  }
+  if (st.calls == 0) return st;
+  const double n = double(st.calls);
+  st.cpu_time_avg_us = cpu_ns / 1000.0 / n;
+  st.device_time_avg_us = device_ns / 1000.0 / n;
+  st.device_time_min_us = *std::min_element(call_device_us.begin(), call_device_us.end());
+  st.device_time_max_us = *std::max_element(call_device_us.begin(), call_device_us.end());
+  st.kernels_per_call = double(device_work) / n;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const PerCall& pc = per_name[k];
+    KernelStats ks;
+    ks.name = order[k];
+    double count = 0, time = 0;
+    for (size_t c = 0; c < pc.time_us.size(); ++c) count += pc.count[c], time += pc.time_us[c];
+    ks.count_per_call = count / n;
+    ks.time_avg_us = time / n;
+    ks.time_min_us = *std::min_element(pc.time_us.begin(), pc.time_us.end());
+    ks.time_max_us = *std::max_element(pc.time_us.begin(), pc.time_us.end());
+    st.kernels.push_back(std::move(ks));
+  }
+  return st;
+}
+
+std::optional<double> achieved_tflops(double flops, double time_us) {
+  if (!(time_us > 0.0)) return std::nullopt;
+  return flops / (time_us * 1e-6) / 1e12;
+}
+
+}  // namespace attnprof

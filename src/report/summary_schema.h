@@ -1,0 +1,166 @@
+// The summary's field list: one function per block, written once and walked
+// by two visitors, the writer (summary.cpp: RunRecord -> JSON) and the reader
+// (summary_read.cpp: JSON -> RunRecord, every field validated). `R` is
+// `const RunRecord` for the writer and `RunRecord` for the reader.
+//
+// A visitor V provides, for a field `key` of the current object:
+//   v.integer(key, int_ref, lo, hi)          v.number(key, double_ref, lo, hi)
+//   v.optional_number(key, optional_ref, lo, hi)  (null when absent)
+//   v.ns_as_us(key, int64_ns_ref)            microseconds in JSON, ns inside
+//   v.string(key, ref)   v.boolean(key, ref)
+//   v.enumeration(key, ref, name_fn, parse_fn, "the valid names")
+//   v.object(key, fn)    v.optional_object(key, optional_ref, fn(elem))
+//   v.array(key, vector_ref, fn(elem))       v.string_list(key, ref)
+//   v.string_map(key, vector_of_pairs_ref)   v.int_triple(key, int[3] ref, lo, hi)
+//   v.derived(key, fn)   written from the record, ignored by the reader
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+#include "attnprof/report/summary.h"
+#include "attnprof/run_record.h"
+
+namespace attnprof::report::schema {
+
+constexpr int64_t kMaxDim = int64_t(1) << 40;
+constexpr int64_t kMaxCount = int64_t(1) << 50;
+constexpr double kMaxUs = 1e15;
+constexpr int kMaxInt = std::numeric_limits<int>::max();
+
+template <class V, class P>
+void problem_fields(V& v, P& p) {
+  v.integer("batch", p.batch, 1, kMaxDim);
+  v.integer("heads_q", p.heads_q, 1, kMaxDim);
+  v.integer("heads_kv", p.heads_kv, 1, kMaxDim);
+  v.integer("seq_q", p.seq_q, 1, kMaxDim);
+  v.integer("seq_kv", p.seq_kv, 1, kMaxDim);
+  v.integer("head_dim", p.head_dim, 1, kMaxDim);
+  v.enumeration("dtype", p.dtype, dtype_name, parse_dtype, "bf16, fp16 or fp32");
+  v.enumeration("mask", p.mask, mask_name, parse_mask, "full, causal or causal-top-left");
+  v.enumeration("pass", p.pass, pass_name, parse_pass, "fwd, bwd or fwd+bwd");
+  v.string("device", p.device);
+  v.integer("seed", p.seed, int64_t{0}, std::numeric_limits<int64_t>::max());
+  v.derived("flops", [&] { return p.flops(); });
+}
+
+template <class V, class K>
+void kernel_fields(V& v, K& k) {
+  v.string("name", k.name);
+  v.number("count_per_call", k.count_per_call, 0.0, double(kMaxCount));
+  v.number("time_avg_us", k.time_avg_us, 0.0, kMaxUs);
+  v.number("time_min_us", k.time_min_us, 0.0, kMaxUs);
+  v.number("time_max_us", k.time_max_us, 0.0, kMaxUs);
+}
+
+template <class V, class S>
+void scope_fields(V& v, S& s) {
+  v.string("scope", s.scope);
+  v.integer("calls", s.calls, int64_t{0}, kMaxCount);
+  v.number("cpu_time_avg_us", s.cpu_time_avg_us, 0.0, kMaxUs);
+  v.number("cuda_time_avg_us", s.device_time_avg_us, 0.0, kMaxUs);
+  v.number("cuda_time_min_us", s.device_time_min_us, 0.0, kMaxUs);
+  v.number("cuda_time_max_us", s.device_time_max_us, 0.0, kMaxUs);
+  v.number("kernels_per_call", s.kernels_per_call, 0.0, double(kMaxCount));
+  v.array("kernels", s.kernels, [&](auto& k) { kernel_fields(v, k); });
+}
+
+template <class V, class L>
+void launch_fields(V& v, L& k) {
+  v.string("name", k.name);
+  v.string("launch_api", k.launch_api);
+  v.int_triple("grid", k.grid, 0, kMaxInt);
+  v.int_triple("block", k.block, 0, kMaxInt);
+  v.integer("registers_per_thread", k.registers_per_thread, 0, 1 << 20);
+  v.integer("shared_memory_bytes", k.shared_memory_bytes, int64_t{0}, int64_t(1) << 40);
+  v.optional_number("est_occupancy_pct", k.est_occupancy_pct, 0.0, 100.0);
+  v.number("time_us", k.time_us, 0.0, kMaxUs);
+}
+
+template <class V, class T>
+void timing_fields(V& v, T& t) {
+  v.string("clock", t.clock);
+  v.integer("reps", t.reps, 0, 1 << 30);
+  v.integer("iters_per_rep", t.iters_per_rep, 0, 1 << 30);
+  v.integer("input_sets", t.input_sets, 1, 1 << 20);
+  v.number("median_us", t.median_us, 0.0, kMaxUs);
+  v.number("min_us", t.min_us, 0.0, kMaxUs);
+  v.number("max_us", t.max_us, 0.0, kMaxUs);
+}
+
+template <class V, class O>
+void op_fields(V& v, O& s) {
+  v.string("name", s.name);
+  v.enumeration(
+      "device", s.device, [](EventDevice d) { return d == EventDevice::Cuda ? "cuda" : "cpu"; },
+      [](const std::string& x) -> std::optional<EventDevice> {
+        if (x == "cpu") return EventDevice::Cpu;
+        if (x == "cuda") return EventDevice::Cuda;
+        return std::nullopt;
+      },
+      "\"cpu\" or \"cuda\"");
+  v.boolean("is_user_annotation", s.is_user_annotation);
+  v.integer("count", s.count, int64_t{0}, kMaxCount);
+  v.ns_as_us("self_cpu_time_total_us", s.self_cpu_time_total_ns);
+  v.ns_as_us("cpu_time_total_us", s.cpu_time_total_ns);
+  v.derived("cpu_time_avg_us", [&] { return s.cpu_time_avg_ns() / 1000.0; });
+  v.ns_as_us("self_cuda_time_total_us", s.self_device_time_total_ns);
+  v.ns_as_us("cuda_time_total_us", s.device_time_total_ns);
+  v.derived("cuda_time_avg_us", [&] { return s.device_time_avg_ns() / 1000.0; });
+}
+
+template <class V, class R>
+void summary_fields(V& v, R& r) {
+  v.derived("schema_version", [] { return kSummarySchemaVersion; });
+  v.derived("tool", [] { return "attnprof"; });
+  v.string("variant", r.variant);
+  v.string("description", r.description);
+  v.enumeration("status", r.status, status_name, parse_status, "ok, skipped, failed or interrupted");
+  v.string("reason", r.reason);
+  v.object("problem", [&] { problem_fields(v, r.problem); });
+  v.object("environment", [&] {
+    v.string("torch_version", r.env.torch_version);
+    v.string("device_name", r.env.device_name);
+    v.string("cuda_runtime", r.env.cuda_runtime);
+    v.string("attnprof_version", r.env.attnprof_version);
+  });
+  v.object("schedule", [&] {
+    v.integer("warmup_iters", r.schedule.warmup_iters, 0, 1 << 30);
+    v.integer("wait", r.schedule.wait, 0, 1 << 30);
+    v.integer("warmup", r.schedule.warmup, 0, 1 << 30);
+    v.integer("active", r.schedule.active, 0, 1 << 30);
+  });
+  v.string_map("facts", r.facts);
+  v.string_list("warnings", r.warnings);
+  v.object("headline", [&] {
+    v.array("scopes", r.scopes, [&](auto& s) { scope_fields(v, s); });
+    v.optional_number("tflops", r.tflops, 0.0, 1e18);
+    v.derived("tflops_basis", [&] {
+      return std::string(r.problem.on_cuda() ? "CUDA time" : "CPU time") + " of one " + pass_name(r.problem.pass) +
+             " step; " + (r.problem.pass == Pass::fwd ? "" : "backward = 2.5x forward FLOPs; ") +
+             (r.problem.causal() ? "causal counts the visible part of the score matrix" : "full score matrix");
+    });
+    v.optional_number("peak_memory_bytes", r.peak_memory_bytes, 0.0, 1e18);
+    v.derived(r.problem.on_cuda() ? "gpu_time_median_us" : "cpu_time_median_us",
+              [&]() -> std::optional<double> {
+                if (!r.timing) return std::nullopt;
+                return r.timing->median_us;
+              });
+    v.optional_number("profiler_overhead", r.profiler_overhead, 0.0, 1e18);
+    v.boolean("output_finite", r.output_finite);
+  });
+  v.optional_object("timing", r.timing, [&](auto& t) { timing_fields(v, t); });
+  v.array("launches", r.launches, [&](auto& k) { launch_fields(v, k); });
+  v.array("phases_ms", r.phases_ms, [&](auto& ph) {
+    v.string("phase", ph.first);
+    v.number("ms", ph.second, 0.0, 1e15);
+  });
+  v.object("files", [&] {
+    v.string("trace", r.trace_file);
+    v.string("table", r.table_file);
+    v.string("summary", r.summary_file);
+  });
+  v.array("ops", r.rows, [&](auto& s) { op_fields(v, s); });
+}
+
+}  // namespace attnprof::report::schema

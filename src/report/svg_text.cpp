@@ -1,0 +1,50 @@
+#include "attnprof/report/svg_text.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace attnprof::report::svg {
+
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        // Control characters other than tab/newline are not allowed in XML 1.0.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') out += ' ';
+        else out += c;
+    }
+  }
+  return out;
+}
+
+std::string px(double v) { return fmt::format("{:.1f}", v); }
+
+double nice_step(double raw) {
+  const double decade = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0})
+    if (m * decade >= raw) return m * decade;
+  return 10.0 * decade;
+}
+
+double text_width_px(std::string_view text, double font_px) {
+  // UTF-8 continuation bytes do not start a character.
+  size_t chars = 0;
+  for (char c : text) chars += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return 0.6 * font_px * static_cast<double>(chars);
+}
+
+double fitting_font_px(std::string_view text, double room_px, double min_px, double max_px) {
+  const double width_at_1px = std::max(text_width_px(text, 1.0), 0.6);
+  return std::clamp(room_px / width_at_1px, min_px, max_px);
+}
+
+}  // namespace attnprof::report::svg

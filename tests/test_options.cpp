@@ -1,0 +1,134 @@
+// The command line's problem and settings, as the library receives them:
+// defaults, presets, every validation rule with its one-line message.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "attnprof/variant.h"
+#include "cli/options.h"
+
+using namespace attnprof;
+using namespace attnprof::cli;
+
+namespace {
+
+CliOptions cpu() {
+  CliOptions o;
+  o.device = "cpu";
+  return o;
+}
+
+std::string usage_error(const CliOptions& o) {
+  try {
+    build_problem(o);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Parses argv the way main() does (shape options only) into a CliOptions.
+CliOptions parse(std::vector<std::string> args) {
+  CliOptions o = cpu();
+  CLI::App app;
+  add_shape_options(app, o);
+  args.insert(args.begin(), "attnprof");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  return o;
+}
+
+}  // namespace
+
+TEST(Options, DefaultsAreTheSquareCausalForward) {
+  const Problem p = build_problem(cpu());
+  EXPECT_EQ(p.shape_string(), "8x16x1024x64");
+  EXPECT_EQ(p.heads_kv, p.heads_q);
+  EXPECT_EQ(p.seq_kv, p.seq_q);
+  EXPECT_EQ(p.mask, Mask::causal_bottom_right);
+  EXPECT_EQ(p.pass, Pass::fwd);
+  EXPECT_EQ(p.file_stem(), "8_16_1024_64_bf16_causal");
+}
+
+TEST(Options, KvHeadsSeqAndPassReachTheProblem) {
+  CliOptions o = cpu();
+  o.heads = 32, o.kv_heads = 8, o.seq_q = 1, o.seq_kv = 4096, o.head_dim = 128, o.pass = "fwd+bwd";
+  const Problem p = build_problem(o);
+  EXPECT_EQ(p.heads_q, 32);
+  EXPECT_EQ(p.heads_kv, 8);
+  EXPECT_EQ(p.group_size(), 4);
+  EXPECT_EQ(p.seq_q, 1);
+  EXPECT_EQ(p.seq_kv, 4096);
+  EXPECT_EQ(p.pass, Pass::fwd_bwd);
+  EXPECT_EQ(p.file_stem(), "8_32_1_128_bf16_causal_hkv8_kv4096_fwdbwd");
+  EXPECT_EQ(p.shape_string(), "8x32/8x1/4096x128");
+}
+
+TEST(Options, BadCombinationsNameTheValues) {
+  CliOptions o = cpu();
+  o.heads = 32, o.kv_heads = 5;
+  EXPECT_EQ(usage_error(o).rfind("--kv-heads 5 does not divide --heads 32", 0), 0u) << usage_error(o);
+  o = cpu();
+  o.seq_q = 100, o.seq_kv = 50;
+  EXPECT_EQ(usage_error(o).rfind("--seq-q 100 is longer than --seq-kv 50", 0), 0u) << usage_error(o);
+  o.causal = false;  // without the mask every query sees every key
+  EXPECT_EQ(usage_error(o), "");
+  o = cpu();
+  o.pass = "backward";
+  EXPECT_NE(usage_error(o).find("invalid --pass 'backward' (valid: fwd, bwd, fwd+bwd"), std::string::npos);
+  o = cpu();
+  o.kv_heads = 0;
+  EXPECT_EQ(usage_error(o), "--kv-heads must be a positive integer, got 0");
+  o = cpu();
+  o.seq_kv = kMaxSeq + 1;
+  EXPECT_NE(usage_error(o).find("--seq-kv 4194305 is too large"), std::string::npos);
+  o = cpu();
+  o.batch = kMaxBatch, o.heads = kMaxHeads, o.seq = kMaxSeq, o.head_dim = kMaxHeadDim;
+  EXPECT_NE(usage_error(o).find("past the 2^63-byte limit"), std::string::npos);
+}
+
+TEST(Options, PresetsApplyAndExplicitFlagsWinInAnyOrder) {
+  for (const ShapePreset& s : shape_presets()) {
+    const Problem p = build_problem(parse({"--shape", s.name}));
+    EXPECT_EQ(p.batch, s.batch) << s.name;
+    EXPECT_EQ(p.heads_q, s.heads) << s.name;
+    EXPECT_EQ(p.heads_kv, s.kv_heads) << s.name;
+    EXPECT_EQ(p.seq_q, s.seq_q) << s.name;
+    EXPECT_EQ(p.seq_kv, s.seq_kv) << s.name;
+    EXPECT_EQ(p.head_dim, s.head_dim) << s.name;
+  }
+  EXPECT_EQ(build_problem(parse({"--batch", "2", "--shape", "llama3-8b-decode"})).batch, 2);
+  EXPECT_EQ(build_problem(parse({"--shape", "llama3-8b-decode", "--seq-kv", "100"})).seq_kv, 100);
+  EXPECT_THROW(parse({"--shape", "llama9"}), CLI::ValidationError);
+}
+
+TEST(Options, SettingsCarryTheScheduleAndRejectNonsense) {
+  CliOptions o = cpu();
+  o.warmup_iters = 2, o.wait = 0, o.warmup = 2, o.active = 5, o.timing_iters = 7, o.out = "/tmp/x";
+  const RunSettings s = build_settings(o);
+  EXPECT_EQ(s.measure.schedule.active, 5);
+  EXPECT_EQ(s.measure.timing_iters, 7);
+  EXPECT_EQ(s.files.out_dir, "/tmp/x");
+  EXPECT_EQ(s.table_for(build_problem(o)).sort_by, SortKey::CpuTimeTotal);
+  for (auto bad : {+[](CliOptions& c) { c.active = 0; }, +[](CliOptions& c) { c.wait = -1; },
+                   +[](CliOptions& c) { c.row_limit = -3; }, +[](CliOptions& c) { c.sort_by = "cuda_time_totl"; },
+                   +[](CliOptions& c) { c.timing_iters = kMaxIters + 1; }}) {
+    CliOptions c = cpu();
+    bad(c);
+    EXPECT_THROW(build_settings(c), UsageError);
+  }
+}
+
+TEST(Options, VariantListsExpandThroughTheRegistry) {
+  const std::vector<std::string> all = expand_variants({"all"});
+  EXPECT_EQ(all, variant_names());
+  EXPECT_EQ(expand_variants({"inplace", "naive", "inplace"}), (std::vector<std::string>{"inplace", "naive"}));
+  try {
+    expand_variants({"nave"});
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean 'naive'"), std::string::npos) << e.what();
+  }
+}

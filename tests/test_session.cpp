@@ -1,0 +1,79 @@
+// run_variant as the CLI uses it: every status with its reason, the scopes of
+// each pass in the record, and the trace handed back for the writers.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "attnprof/interrupt.h"
+#include "attnprof/session.h"
+#include "test_util.h"
+
+using namespace attnprof;
+
+namespace {
+
+Problem tiny(Pass pass = Pass::fwd) {
+  Problem p;
+  p.batch = 1, p.heads_q = 4, p.heads_kv = 2, p.seq_q = 5, p.seq_kv = 33, p.head_dim = 16;
+  p.pass = pass;
+  p.device = "cpu";
+  return p;
+}
+
+MeasureOptions quick() {
+  MeasureOptions o;
+  o.schedule = {1, 0, 1, 2};
+  o.timing_iters = 2;
+  o.scratch_dir = "/tmp";
+  return o;
+}
+
+}  // namespace
+
+TEST(Session, OkRunCarriesScopesFiguresAndTheTrace) {
+  for (Pass pass : {Pass::fwd, Pass::bwd, Pass::fwd_bwd}) {
+    SCOPED_TRACE(pass_name(pass));
+    const Measurement m = run_variant("inplace", tiny(pass), quick());
+    const RunRecord& r = m.record;
+    ASSERT_EQ(r.status, Status::ok) << r.reason;
+    ASSERT_EQ(r.scopes.size(), pass == Pass::fwd_bwd ? 2u : 1u);
+    EXPECT_EQ(r.scopes.front().scope, pass == Pass::bwd ? kBackwardScope : kForwardScope);
+    for (const ScopeStats& s : r.scopes) EXPECT_EQ(s.calls, 2);
+    EXPECT_GT(r.cpu_time_us(), 0.0);
+    ASSERT_TRUE(r.tflops);
+    EXPECT_NEAR(*r.tflops, r.problem.flops() / (r.cpu_time_us() * 1e-6) / 1e12, 1e-9 * *r.tflops);
+    ASSERT_TRUE(r.timing);
+    EXPECT_EQ(r.timing->reps, 2);
+    EXPECT_TRUE(r.output_finite);
+    EXPECT_FALSE(r.rows.empty());
+    const auto trace = nlohmann::json::parse(m.trace_json);
+    EXPECT_EQ(trace["attnprof"]["problem"]["heads_kv"], 2);
+    EXPECT_TRUE(r.trace_file.empty()) << "run_variant writes no output files";
+  }
+}
+
+TEST(Session, StatusesSayWhy) {
+  RunRecord r = run_variant("no-such-variant", tiny(), quick()).record;
+  EXPECT_EQ(r.status, Status::failed);
+  EXPECT_EQ(r.reason, "unknown variant");
+
+  r = run_variant("sdpa-cudnn", tiny(), quick()).record;
+  EXPECT_EQ(r.status, Status::skipped);
+  EXPECT_NE(r.reason.find("CUDA"), std::string::npos) << r.reason;
+
+  Problem huge = tiny();
+  huge.seq_q = huge.seq_kv = 1 << 21, huge.heads_q = huge.heads_kv = 64;
+  r = run_variant("naive", huge, quick()).record;
+  EXPECT_EQ(r.status, Status::skipped);
+  EXPECT_NE(r.reason.find("(predicted)"), std::string::npos) << r.reason;
+
+  request_interrupt(15);
+  r = run_variant("naive", tiny(), quick()).record;
+  request_interrupt(0);
+  EXPECT_EQ(r.status, Status::interrupted);
+  EXPECT_EQ(r.reason, "stopped by signal 15");
+  // Nothing of Kineto's is left in the scratch directory.
+  for (const std::string& p : attnprof::testing::list_tree("/tmp"))
+    EXPECT_EQ(p.find("naive_1_4_5_16"), std::string::npos) << p;
+}
