@@ -90,7 +90,8 @@ def rel_err(x, ref):
 def masked(s, scale, causal):
     s = s * scale
     if causal:
-        m = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool, device=s.device).triu(1)
+        sq, sk = s.shape[-2], s.shape[-1]  # bottom-right aligned: key j visible to query i iff j <= i + sk - sq
+        m = torch.ones(sq, sk, dtype=torch.bool, device=s.device).triu(sk - sq + 1)
         s = s.masked_fill(m, float("-inf"))
     return s
 

@@ -63,22 +63,16 @@ uint64_t fresh_seed() {
   return seed;
 }
 
-// scaled_masked_softmax's causal mask: key j hidden from query i iff j > i
-// (top-left), shaped [sq, sk].
+// The causal mask of both operators, bottom-right aligned: key j hidden from
+// query i iff j > i + (sk - sq) (top-left when square), shaped [sq, sk].
 at::Tensor causal_mask(int64_t sq, int64_t sk, const at::TensorOptions& opts) {
-  return at::ones({sq, sk}, opts.dtype(at::kBool)).triu(1);
+  return at::ones({sq, sk}, opts.dtype(at::kBool)).triu(sk - sq + 1);
 }
 
 at::Tensor masked_scores(const at::Tensor& s, double scale, bool causal) {
   at::Tensor x = s * scale;
   if (causal) x = x.masked_fill(causal_mask(s.size(-2), s.size(-1), s.options()), -INFINITY);
   return x;
-}
-
-// flash_attention's causal mask, bottom-right aligned: key j hidden from
-// query i iff j > i + (sk - sq), shaped [sq, sk].
-at::Tensor flash_hidden_keys(int64_t sq, int64_t sk, const at::TensorOptions& opts) {
-  return at::ones({sq, sk}, opts.dtype(at::kBool)).triu(sk - sq + 1);
 }
 
 struct Attention {
@@ -96,7 +90,7 @@ Attention grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::
   const int64_t hkv = k.size(1), sk = k.size(2);
   const at::Tensor qg = q.reshape({b, hkv, hq / hkv, sq, d});
   at::Tensor s = at::matmul(qg, k.unsqueeze(2).transpose(-2, -1)) * scale;
-  if (causal) s = s.masked_fill(flash_hidden_keys(sq, sk, s.options()), -INFINITY);
+  if (causal) s = s.masked_fill(causal_mask(sq, sk, s.options()), -INFINITY);
   const at::Tensor p = at::softmax(s, -1).nan_to_num(0.0);  // all −inf rows: NaN -> 0
   return {at::matmul(p, v.unsqueeze(2)).reshape({b, hq, sq, d}),
           at::logsumexp(s, -1).reshape({b, hq, sq})};

@@ -29,4 +29,14 @@ TORCH_LIBRARY(attnprof, m) {
   // [..., seq_q, seq_k] tensor (bf16, fp16 or fp32), keys after the query masked
   // when causal. Rows with nothing visible give zeros.
   m.def("scaled_masked_softmax(Tensor scores, float scale, bool causal) -> Tensor");
+  // Gradients of flash_attention from its saved inputs, output and lse.
+  // q, out, grad_out: [batch, heads_q, seq_q, head_dim]; k, v: [batch, heads_kv,
+  // seq_k, head_dim] with heads_kv dividing heads_q; one dtype (bf16 or fp16),
+  // contiguous; lse float32 [batch, heads_q, seq_q]. causal: bottom-right
+  // aligned (key j visible to query i iff j <= i + seq_k - seq_q); rows with
+  // lse = -inf (no visible key) contribute nothing.
+  m.def("flash_attention_backward(Tensor grad_out, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, bool causal, float scale) -> (Tensor grad_q, Tensor grad_k, Tensor grad_v)");
+  // grad_scores = scale * out * (grad_out - rowsum(grad_out * out)) over the last
+  // dimension; out is scaled_masked_softmax's output (masked entries are 0).
+  m.def("scaled_masked_softmax_backward(Tensor grad_out, Tensor out, float scale) -> Tensor");
 }

@@ -32,7 +32,10 @@ class CustomOpVariant : public Variant {
     auto handle = c10::Dispatcher::singleton().findSchema({op, ""});
     if (!handle || !handle->hasKernelForDispatchKey(c10::DispatchKey::CUDA))
       return Support::no(name() + ": " + op + " has no CUDA kernel registered");
-    if (p.pass != Pass::fwd && !handle->hasKernelForDispatchKey(c10::DispatchKey::AutogradCUDA))
+    // attnprof's own autograd kernels are registered under the Autograd alias
+    // key (ops_autograd.cpp), which hasKernelForDispatchKey(AutogradCUDA) does not see.
+    if (p.pass != Pass::fwd && !handle->hasKernelForDispatchKey(c10::DispatchKey::Autograd) &&
+        !handle->hasKernelForDispatchKey(c10::DispatchKey::AutogradCUDA))
       return Support::no(name() + ": " + op + " has no backward (no autograd kernel registered)");
     if (p.effective_mask() == Mask::causal_top_left)
       return Support::no(name() + " masks causally from the bottom right (key j visible to query i iff j <= i + "

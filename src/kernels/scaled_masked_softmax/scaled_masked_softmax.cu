@@ -1,5 +1,6 @@
 // out = softmax(scale · in) along the last dimension with keys after the query
-// masked (causal), in one pass: each score row is read once and each
+// masked (causal, bottom-right aligned: row i of [seq_q, seq_k] sees key j iff
+// j <= i + seq_k − seq_q), in one pass: each score row is read once and each
 // probability written once.
 //
 // Fast path: one warp per row, the whole row held in registers as fp32
@@ -8,7 +9,15 @@
 // row is not read at all, only written as zeros. Rows that are not 16-byte
 // aligned or longer than that use a block-per-row kernel that reads the row
 // three times (max, sum, write).
-// Rows with no visible finite score (all −inf) produce zeros, not NaN.
+// Rows with no visible finite score (all −inf, or no visible key at all when
+// seq_q > seq_k) produce zeros, not NaN.
+//
+// Backward (scaled_masked_softmax_backward): grad_in = scale · P ∘ (grad_out −
+// rowsum(grad_out ∘ P)), in one kernel: aligned rows up to 8192 16-bit (4096
+// fp32) columns are held in registers by one or four warps (each element of
+// grad_out and P read once, grad_in written once); others use a block per row
+// reading them twice. Masked entries have P = 0, so their gradient is zero
+// without the mask.
 #include <c10/cuda/CUDAException.h>
 #include <c10/util/Exception.h>
 #include <cuda_bf16.h>
@@ -94,6 +103,14 @@ __device__ __forceinline__ float warp_sum(float x) {
   return x;
 }
 
+// Keys visible to the query of `row` (row % seq_q of a [.., seq_q, seq_k]
+// matrix): bottom-right causal alignment, clamped to [0, seq_k].
+__device__ __forceinline__ int visible_keys(int64_t row, int seq_q, int seq_k, bool causal) {
+  if (!causal) return seq_k;
+  const int64_t last = static_cast<int64_t>(row % seq_q) + seq_k - seq_q;  // last visible key
+  return static_cast<int>(min(static_cast<int64_t>(seq_k), max(int64_t{0}, last + 1)));
+}
+
 // 4 rows (warps) per block: a finished block frees its slot sooner than one of 8
 // rows would. 144 registers at 16 vectors per lane (sm_90a); 4.06 TB/s measured
 // at 4x16x4096x4096 bf16 (94% of the 4.3 TB/s copy rate).
@@ -108,7 +125,7 @@ __global__ void __launch_bounds__(kWarpKernelThreads)
   const int lane = threadIdx.x % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (kWarpKernelThreads / 32) + threadIdx.x / 32;
   if (row >= rows) return;
-  const int visible = causal ? min(seq_k, static_cast<int>(row % seq_q) + 1) : seq_k;
+  const int visible = visible_keys(row, seq_q, seq_k, causal);
   const uint4* src = reinterpret_cast<const uint4*>(in + row * seq_k);
   uint4* dst = reinterpret_cast<uint4*>(out + row * seq_k);
 
@@ -175,7 +192,7 @@ __global__ void __launch_bounds__(kBlockKernelThreads)
                                        int seq_k, float scale_log2, bool causal) {
   __shared__ float smem[kBlockKernelThreads / 32];
   const int64_t row = blockIdx.x;
-  const int visible = causal ? min(seq_k, static_cast<int>(row % seq_q) + 1) : seq_k;
+  const int visible = visible_keys(row, seq_q, seq_k, causal);
   const T* src = in + row * seq_k;
   T* dst = out + row * seq_k;
   float mx = -INFINITY;
@@ -190,6 +207,81 @@ __global__ void __launch_bounds__(kBlockKernelThreads)
   const float inv = sum > 0.f ? 1.f / sum : 0.f;
   for (int c = threadIdx.x; c < seq_k; c += kBlockKernelThreads)
     dst[c] = from_float<T>(c < visible ? exp2f(to_float(src[c]) * scale_log2 - mx_safe) * inv : 0.f);
+}
+
+// Backward, rows held in registers: kWarpsPerRow warps per row (1: four rows
+// per block; 4: one row per block), each lane kVecs 16-byte vectors of
+// grad_out and of P kept packed (2·kVecs·4 registers) between the rowsum and
+// the write pass. kVecs <= 8: at 16 vectors ptxas held the unpacked fp32
+// values as well and spilled at 255 registers; long rows take 4 warps instead.
+template <typename T, int kVecs, int kWarpsPerRow>
+__global__ void __launch_bounds__(kWarpKernelThreads)
+    scaled_masked_softmax_bwd_rows_kernel(const T* __restrict__ grad_out, const T* __restrict__ probs,
+                                          T* __restrict__ grad_in, int64_t rows, int seq_k, float scale) {
+  constexpr int kN = Vec<T>::kN;
+  constexpr int kRowsPerBlock = kWarpKernelThreads / 32 / kWarpsPerRow;
+  constexpr int kRowThreads = 32 * kWarpsPerRow;
+  static_assert(kVecs <= 8 && kRowsPerBlock >= 1, "see above");
+  __shared__ float partial[kWarpKernelThreads / 32];
+  const int t = threadIdx.x % kRowThreads;  // thread within the row
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kRowThreads;
+  if (kWarpsPerRow == 1 && row >= rows) return;  // (multi-warp rows: one row per block, always valid)
+  const uint4* g_src = reinterpret_cast<const uint4*>(grad_out + row * seq_k);
+  const uint4* p_src = reinterpret_cast<const uint4*>(probs + row * seq_k);
+  uint4* dst = reinterpret_cast<uint4*>(grad_in + row * seq_k);
+
+  uint4 g_raw[kVecs], p_raw[kVecs];
+#pragma unroll
+  for (int i = 0; i < kVecs; ++i) {
+    const bool in_row = (i * kRowThreads + t) * kN < seq_k;
+    g_raw[i] = in_row ? __ldcs(g_src + i * kRowThreads + t) : make_uint4(0, 0, 0, 0);
+    p_raw[i] = in_row ? __ldcs(p_src + i * kRowThreads + t) : make_uint4(0, 0, 0, 0);
+  }
+  float dot = 0.f;
+#pragma unroll
+  for (int i = 0; i < kVecs; ++i) {
+    float g[kN], pr[kN];
+    Vec<T>::unpack(g_raw[i], g);
+    Vec<T>::unpack(p_raw[i], pr);
+#pragma unroll
+    for (int e = 0; e < kN; ++e) dot = fmaf(g[e], pr[e], dot);
+  }
+  dot = warp_sum(dot);
+  if constexpr (kWarpsPerRow > 1) {
+    if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = dot;
+    __syncthreads();
+    dot = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarpsPerRow; ++w) dot += partial[w];
+  }
+#pragma unroll
+  for (int i = 0; i < kVecs; ++i) {
+    if ((i * kRowThreads + t) * kN < seq_k) {
+      float g[kN], pr[kN];
+      Vec<T>::unpack(g_raw[i], g);
+      Vec<T>::unpack(p_raw[i], pr);
+#pragma unroll
+      for (int e = 0; e < kN; ++e) g[e] = scale * pr[e] * (g[e] - dot);
+      dst[i * kRowThreads + t] = Vec<T>::pack(g);
+    }
+  }
+}
+
+// Backward, any row length and alignment: one block per row, two reads.
+template <typename T>
+__global__ void __launch_bounds__(kBlockKernelThreads)
+    scaled_masked_softmax_bwd_block_kernel(const T* __restrict__ grad_out, const T* __restrict__ probs,
+                                           T* __restrict__ grad_in, int seq_k, float scale) {
+  __shared__ float smem[kBlockKernelThreads / 32];
+  const int64_t row = blockIdx.x;
+  const T* g = grad_out + row * seq_k;
+  const T* pr = probs + row * seq_k;
+  T* dst = grad_in + row * seq_k;
+  float dot = 0.f;
+  for (int c = threadIdx.x; c < seq_k; c += kBlockKernelThreads) dot = fmaf(to_float(g[c]), to_float(pr[c]), dot);
+  dot = block_reduce(dot, false, smem);
+  for (int c = threadIdx.x; c < seq_k; c += kBlockKernelThreads)
+    dst[c] = from_float<T>(scale * to_float(pr[c]) * (to_float(g[c]) - dot));
 }
 
 template <typename T, int kVecs>
@@ -223,7 +315,53 @@ void run_typed(const SoftmaxParams& p, cudaStream_t stream) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+template <typename T, int kVecs, int kWarpsPerRow>
+void launch_bwd_rows(const SoftmaxBwdParams& p, cudaStream_t stream) {
+  constexpr int kRowsPerBlock = kWarpKernelThreads / 32 / kWarpsPerRow;
+  const int64_t blocks = (p.rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  TORCH_CHECK(blocks <= 0x7fffffff, "attnprof scaled_masked_softmax_backward: too many rows (", p.rows, ")");
+  scaled_masked_softmax_bwd_rows_kernel<T, kVecs, kWarpsPerRow>
+      <<<static_cast<unsigned>(blocks), kWarpKernelThreads, 0, stream>>>(
+          static_cast<const T*>(p.grad_out), static_cast<const T*>(p.out), static_cast<T*>(p.grad_in), p.rows,
+          p.seq_k, p.scale);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <typename T>
+void run_bwd_typed(const SoftmaxBwdParams& p, cudaStream_t stream) {
+  constexpr int kN = Vec<T>::kN;
+  const bool aligned = p.seq_k % kN == 0 && reinterpret_cast<uintptr_t>(p.grad_out) % 16 == 0 &&
+                       reinterpret_cast<uintptr_t>(p.out) % 16 == 0 &&
+                       reinterpret_cast<uintptr_t>(p.grad_in) % 16 == 0;
+  const int vecs_needed = (p.seq_k + 32 * kN - 1) / (32 * kN);  // per lane, one warp per row
+  if (aligned && vecs_needed <= 32) {
+    if (vecs_needed <= 1) return launch_bwd_rows<T, 1, 1>(p, stream);
+    if (vecs_needed <= 2) return launch_bwd_rows<T, 2, 1>(p, stream);
+    if (vecs_needed <= 4) return launch_bwd_rows<T, 4, 1>(p, stream);
+    if (vecs_needed <= 8) return launch_bwd_rows<T, 8, 1>(p, stream);
+    if (vecs_needed <= 16) return launch_bwd_rows<T, 4, 4>(p, stream);
+    return launch_bwd_rows<T, 8, 4>(p, stream);
+  }
+  TORCH_CHECK(p.rows <= 0x7fffffff, "attnprof scaled_masked_softmax_backward: too many rows (", p.rows, ")");
+  scaled_masked_softmax_bwd_block_kernel<T><<<static_cast<unsigned>(p.rows), kBlockKernelThreads, 0, stream>>>(
+      static_cast<const T*>(p.grad_out), static_cast<const T*>(p.out), static_cast<T*>(p.grad_in), p.seq_k,
+      p.scale);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 }  // namespace
+
+void run_scaled_masked_softmax_backward(const SoftmaxBwdParams& p, CUstream_st* stream) {
+  if (p.rows == 0 || p.seq_k == 0) return;
+  switch (p.kind) {
+    case ScalarKind::BF16:
+      return run_bwd_typed<__nv_bfloat16>(p, stream);
+    case ScalarKind::FP16:
+      return run_bwd_typed<__half>(p, stream);
+    case ScalarKind::FP32:
+      return run_bwd_typed<float>(p, stream);
+  }
+}
 
 void run_scaled_masked_softmax(const SoftmaxParams& p, CUstream_st* stream) {
   if (p.rows == 0 || p.seq_k == 0) return;

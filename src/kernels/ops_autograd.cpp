@@ -1,0 +1,126 @@
+// Autograd for attnprof's operators, registered under the Autograd dispatch
+// key: attnprof::flash_attention and attnprof::scaled_masked_softmax called
+// through the dispatcher (the custom-flash and custom-softmax variants, or
+// torch.ops.attnprof.* from Python) record a torch::autograd::Function node
+// whose backward calls the fused backward operator. The forward redispatches
+// below autograd, to the CUDA kernels. In a trace the nodes appear as
+// "autograd::engine::evaluate_function: torch::autograd::CppNode<attnprof::
+// FlashAttentionFunction>" (and ScaledMaskedSoftmaxFunction), their kernels
+// under them. Compiled only when the CUDA kernels are.
+#ifdef ATTNPROF_HAVE_CUDA_KERNELS
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/library.h>
+
+#include <initializer_list>
+#include <tuple>
+
+#include "kernels/ops_signatures.h"
+
+namespace attnprof {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+namespace {
+
+using ops::op_handle;
+using FlashFn = ops::FlashAttentionFn;
+using FlashBwdFn = ops::FlashAttentionBackwardFn;
+using SoftmaxFn = ops::ScaledMaskedSoftmaxFn;
+using SoftmaxBwdFn = ops::ScaledMaskedSoftmaxBackwardFn;
+
+bool any_requires_grad(std::initializer_list<const at::Tensor*> ts) {
+  if (!at::GradMode::is_enabled()) return false;
+  for (const at::Tensor* t : ts)
+    if (t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+}  // namespace
+
+// Saves q, k, v, out and lse (all the backward kernel reads besides grad_out).
+struct FlashAttentionFunction : torch::autograd::Function<FlashAttentionFunction> {
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
+                               const at::Tensor& v, bool causal, double scale) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    static const auto op = op_handle<FlashFn>("attnprof::flash_attention");
+    auto [out, lse] = op.call(q, k, v, causal, scale);
+    ctx->save_for_backward({q, k, v, out, lse});
+    ctx->saved_data["causal"] = causal;
+    ctx->saved_data["scale"] = scale;
+    ctx->mark_non_differentiable({lse});
+    // lse has no gradient: without this autograd would hand backward a zero
+    // tensor for it (one fill kernel per backward, seen in the profile).
+    ctx->set_materialize_grads(false);
+    return {out, lse};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const at::Tensor& grad_out = grads[0];
+    if (!grad_out.defined()) return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    const variable_list saved = ctx->get_saved_variables();
+    static const auto op = op_handle<FlashBwdFn>("attnprof::flash_attention_backward");
+    // The kernel reads rows of grad_out; autograd may hand over a broadcast or
+    // strided gradient (e.g. from out.sum()).
+    auto [dq, dk, dv] = op.call(grad_out.contiguous(), saved[0], saved[1], saved[2], saved[3], saved[4],
+                                ctx->saved_data["causal"].toBool(), ctx->saved_data["scale"].toDouble());
+    return {dq, dk, dv, at::Tensor(), at::Tensor()};
+  }
+};
+
+// Saves the probabilities: the backward needs nothing else.
+struct ScaledMaskedSoftmaxFunction : torch::autograd::Function<ScaledMaskedSoftmaxFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& scores, double scale, bool causal) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    static const auto op = op_handle<SoftmaxFn>("attnprof::scaled_masked_softmax");
+    at::Tensor out = op.call(scores, scale, causal);
+    ctx->save_for_backward({out});
+    ctx->saved_data["scale"] = scale;
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const at::Tensor& grad_out = grads[0];
+    if (!grad_out.defined()) return {at::Tensor(), at::Tensor(), at::Tensor()};
+    static const auto op = op_handle<SoftmaxBwdFn>("attnprof::scaled_masked_softmax_backward");
+    at::Tensor grad_in = op.call(grad_out.contiguous(), ctx->get_saved_variables()[0],
+                                 ctx->saved_data["scale"].toDouble());
+    return {grad_in, at::Tensor(), at::Tensor()};
+  }
+};
+
+namespace {
+
+// Without a gradient to record, the forward goes straight to the kernel: no
+// node, no saved tensors (inference profiling pays nothing for autograd).
+std::tuple<at::Tensor, at::Tensor> flash_attention_autograd(const at::Tensor& q, const at::Tensor& k,
+                                                            const at::Tensor& v, bool causal, double scale) {
+  if (!any_requires_grad({&q, &k, &v})) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    static const auto op = op_handle<FlashFn>("attnprof::flash_attention");
+    return op.call(q, k, v, causal, scale);
+  }
+  variable_list outs = FlashAttentionFunction::apply(q, k, v, causal, scale);
+  return {outs[0], outs[1]};
+}
+
+at::Tensor scaled_masked_softmax_autograd(const at::Tensor& scores, double scale, bool causal) {
+  if (!any_requires_grad({&scores})) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    static const auto op = op_handle<SoftmaxFn>("attnprof::scaled_masked_softmax");
+    return op.call(scores, scale, causal);
+  }
+  return ScaledMaskedSoftmaxFunction::apply(scores, scale, causal);
+}
+
+}  // namespace
+}  // namespace attnprof
+
+TORCH_LIBRARY_IMPL(attnprof, Autograd, m) {
+  m.impl("flash_attention", &attnprof::flash_attention_autograd);
+  m.impl("scaled_masked_softmax", &attnprof::scaled_masked_softmax_autograd);
+}
+
+#endif  // ATTNPROF_HAVE_CUDA_KERNELS
