@@ -47,8 +47,9 @@ def main():
             if plain.returncode != 0:
                 rows.append((variant, "-", "-", "-", f"skipped: {plain.stderr.strip().splitlines()[-1]}"))
                 continue
-            with open(os.path.join(tmp, variant, f"{b}_{h}_{s}_{d}_bf16.summary.json")) as fh:
-                kernels = json.load(fh)["headline"]["kernels"]
+            with open(os.path.join(tmp, variant, f"{b}_{h}_{s}_{d}_bf16_causal.summary.json")) as fh:
+                scope = json.load(fh)["headline"]["scopes"][0]
+            kernels = [{"name": k["name"], "count": round(k["count_per_call"])} for k in scope["kernels"]]
             per_fwd = sum(k["count"] for k in kernels if not k["name"].startswith(("Memcpy", "Memset")))
             expected = per_fwd * steps
             got, used = None, None

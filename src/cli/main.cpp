@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -31,7 +33,25 @@ std::optional<double> ms_since_process_start() {
 }
 }  // namespace
 
+namespace {
+int run(int argc, char** argv);
+}  // namespace
+
+// Every file a command writes is complete (renamed into place) before it
+// returns, so the process ends here without running static destructors:
+// LibTorch's and Kineto's background threads can still be alive then, and
+// tearing their state down under them corrupted the heap at exit now and then
+// (seen as "malloc(): unsorted double linked list corrupted" after the
+// full-disk error, 1 run in ~5 under ctest).
 int main(int argc, char** argv) {
+  const int code = run(argc, argv);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(code);
+}
+
+namespace {
+int run(int argc, char** argv) {
   using namespace attnprof;
   using namespace attnprof::cli;
   CliOptions o;
@@ -74,3 +94,4 @@ int main(int argc, char** argv) {
     return exit_code::kRunFailed;
   }
 }
+}  // namespace
