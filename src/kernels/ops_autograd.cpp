@@ -1,5 +1,5 @@
 // Autograd for attnprof's operators, registered under the Autograd dispatch
-// key: attnprof::flash_attention and attnprof::scaled_masked_softmax called
+// key: attnprof::flash_attention (and _sm90) and attnprof::scaled_masked_softmax called
 // through the dispatcher (the custom-flash and custom-softmax variants, or
 // torch.ops.attnprof.* from Python) record a torch::autograd::Function node
 // whose backward calls the fused backward operator. The forward redispatches
@@ -41,12 +41,15 @@ bool any_requires_grad(std::initializer_list<const at::Tensor*> ts) {
 }  // namespace
 
 // Saves q, k, v, out and lse (all the backward kernel reads besides grad_out).
+// `forward_op` is the forward kernel's operator: attnprof::flash_attention, or
+// attnprof::flash_attention_sm90, whose out and lse have the same meaning, so
+// one backward kernel serves both.
 struct FlashAttentionFunction : torch::autograd::Function<FlashAttentionFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
-                               const at::Tensor& v, bool causal, double scale) {
+                               const at::Tensor& v, bool causal, double scale,
+                               const c10::TypedOperatorHandle<FlashFn>& forward_op) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    static const auto op = op_handle<FlashFn>("attnprof::flash_attention");
-    auto [out, lse] = op.call(q, k, v, causal, scale);
+    auto [out, lse] = forward_op.call(q, k, v, causal, scale);
     ctx->save_for_backward({q, k, v, out, lse});
     ctx->saved_data["causal"] = causal;
     ctx->saved_data["scale"] = scale;
@@ -59,14 +62,15 @@ struct FlashAttentionFunction : torch::autograd::Function<FlashAttentionFunction
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const at::Tensor& grad_out = grads[0];
-    if (!grad_out.defined()) return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    if (!grad_out.defined())
+      return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
     const variable_list saved = ctx->get_saved_variables();
     static const auto op = op_handle<FlashBwdFn>("attnprof::flash_attention_backward");
     // The kernel reads rows of grad_out; autograd may hand over a broadcast or
     // strided gradient (e.g. from out.sum()).
     auto [dq, dk, dv] = op.call(grad_out.contiguous(), saved[0], saved[1], saved[2], saved[3], saved[4],
                                 ctx->saved_data["causal"].toBool(), ctx->saved_data["scale"].toDouble());
-    return {dq, dk, dv, at::Tensor(), at::Tensor()};
+    return {dq, dk, dv, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -95,15 +99,27 @@ namespace {
 
 // Without a gradient to record, the forward goes straight to the kernel: no
 // node, no saved tensors (inference profiling pays nothing for autograd).
-std::tuple<at::Tensor, at::Tensor> flash_attention_autograd(const at::Tensor& q, const at::Tensor& k,
-                                                            const at::Tensor& v, bool causal, double scale) {
+std::tuple<at::Tensor, at::Tensor> flash_autograd(const c10::TypedOperatorHandle<FlashFn>& op, const at::Tensor& q,
+                                                  const at::Tensor& k, const at::Tensor& v, bool causal,
+                                                  double scale) {
   if (!any_requires_grad({&q, &k, &v})) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    static const auto op = op_handle<FlashFn>("attnprof::flash_attention");
     return op.call(q, k, v, causal, scale);
   }
-  variable_list outs = FlashAttentionFunction::apply(q, k, v, causal, scale);
+  variable_list outs = FlashAttentionFunction::apply(q, k, v, causal, scale, op);
   return {outs[0], outs[1]};
+}
+
+std::tuple<at::Tensor, at::Tensor> flash_attention_autograd(const at::Tensor& q, const at::Tensor& k,
+                                                            const at::Tensor& v, bool causal, double scale) {
+  static const auto op = op_handle<FlashFn>("attnprof::flash_attention");
+  return flash_autograd(op, q, k, v, causal, scale);
+}
+
+std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_autograd(const at::Tensor& q, const at::Tensor& k,
+                                                                 const at::Tensor& v, bool causal, double scale) {
+  static const auto op = op_handle<FlashFn>("attnprof::flash_attention_sm90");
+  return flash_autograd(op, q, k, v, causal, scale);
 }
 
 at::Tensor scaled_masked_softmax_autograd(const at::Tensor& scores, double scale, bool causal) {
@@ -120,6 +136,7 @@ at::Tensor scaled_masked_softmax_autograd(const at::Tensor& scores, double scale
 
 TORCH_LIBRARY_IMPL(attnprof, Autograd, m) {
   m.impl("flash_attention", &attnprof::flash_attention_autograd);
+  m.impl("flash_attention_sm90", &attnprof::flash_attention_sm90_autograd);
   m.impl("scaled_masked_softmax", &attnprof::scaled_masked_softmax_autograd);
 }
 
