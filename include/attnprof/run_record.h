@@ -25,8 +25,12 @@ struct Environment {
   std::string cuda_runtime;  // empty on CPU-only runs
 };
 
+// --warmup-iters auto, --timing-iters auto: in a request, the runner decides
+// (report/run_plan.h); a record holds the count it used.
+inline constexpr int kAutoIters = -1;
+
 struct Schedule {
-  int warmup_iters = 3;  // untraced, before the profiler exists
+  int warmup_iters = 3;  // untraced, before the profiler exists; kAutoIters in a request
   int wait = 1;
   int warmup = 1;
   int active = 3;
