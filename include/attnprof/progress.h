@@ -1,6 +1,7 @@
 // What a run is doing while it runs, for progress displays: the measuring
-// code reports each unit of work before it starts it; a display decides what
-// to show and how often. No printing happens in measuring code.
+// code reports each phase as it starts (done 0) and each unit of work as it
+// finishes; a display decides what to show and how often. No printing
+// happens in measuring code.
 #pragma once
 
 #include <functional>
@@ -24,6 +25,13 @@ struct RunProgress {
   // Wall time of the last unit, when one just finished (seconds; < 0 unknown):
   // the first step's time is what an estimate of the whole run is made from.
   double last_unit_seconds = -1.0;
+  // The whole variant's run counted in steps of the pass (forwards, for a
+  // forward pass), as planned now: how many have run, how many are still to
+  // run (auto counts are predicted until decided), and one step's wall time
+  // as best known (seconds; < 0 until a step was timed).
+  int steps_done = 0;
+  int steps_left = 0;
+  double step_seconds = -1.0;
 };
 
 // Called on the measuring thread between units of work; must be cheap.

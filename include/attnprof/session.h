@@ -16,19 +16,20 @@
 namespace attnprof {
 
 struct MeasureOptions {
+  // warmup_iters may be kAutoIters: up to 3 untraced steps within a time
+  // budget (report/run_plan.h); the record holds the count that ran.
   Schedule schedule;
-  int timing_iters = -1;  // steps timed without the profiler; <0: default for the device
+  // Steps timed without the profiler; kAutoIters: as many as fit the timing
+  // budget at the profiled steps' pace, 1 to 100.
+  int timing_iters = kAutoIters;
   // Process start to main() (dynamic loading of LibTorch), recorded as the first
   // phase of the run.
   std::optional<double> startup_ms;
   // Where Kineto may write its trace before it is read back (a hidden name; the
   // output directory, which the CLI has checked is writable).
   std::string scratch_dir = ".";
-  ProgressCallback progress;  // may be empty
+  ProgressCallback progress;  // may be empty; called on the measuring thread
 };
-
-// 100 on CUDA; 3 on CPU, where one default-sized forward takes about a second.
-int default_timing_iters(const Problem& p);
 
 struct Measurement {
   RunRecord record;        // status ok / skipped / failed / interrupted, figures when ok

@@ -16,6 +16,7 @@
 
 #include "attnprof/device.h"
 #include "attnprof/interrupt.h"
+#include "attnprof/report/run_plan.h"
 #include "profiler/event_timer.h"
 #include "profiler/kineto_session.h"
 #include "profiler/nvtx_range.h"
@@ -29,10 +30,6 @@ namespace {
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-void report(const ProgressCallback& progress, RunPhase phase, int done, int total, double last_seconds = -1.0) {
-  if (progress) progress({phase, done, total, last_seconds});
 }
 
 // One profiler step: a ProfilerStep#N scope around the pass's step. Each ends
@@ -70,24 +67,26 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Input sets for timing: the run's own, plus fresh ones until a rotation
-// through them is at least 4x the L2 (60 MB on an H200), at most 64.
-std::vector<Inputs> timing_input_sets(const Problem& p, const Inputs& in) {
-  std::vector<Inputs> sets = {in};
+double seconds_since(int64_t t0_ns) { return double(now_ns() - t0_ns) / 1e9; }
+
+}  // namespace
+
+// The run's own set, plus fresh ones until a rotation through them is at least
+// 4x the L2 (60 MB on an H200), at most 64.
+int timing_input_set_count(const Problem& p, const Inputs& in) {
 #if defined(ATTNPROF_TORCH_CUDA)
   if (p.on_cuda()) {
     const double l2 = at::cuda::getDeviceProperties(at::Device(p.device).index())->l2CacheSize;
     const double set_bytes = double(in.q.numel() + in.k.numel() + in.v.numel()) * double(in.q.element_size());
-    const int want = static_cast<int>(std::min(64.0, std::ceil(4.0 * l2 / set_bytes)));
-    for (int i = 1; i < want; ++i) sets.push_back(random_inputs(p));
+    return std::max(1, static_cast<int>(std::min(64.0, std::ceil(4.0 * l2 / set_bytes))));
   }
 #else
-  (void)p;
+  (void)p, (void)in;
 #endif
-  return sets;
+  return 1;
 }
 
-}  // namespace
+int first_touch_steps(const Problem& p, int input_sets) { return p.on_cuda() ? input_sets : 0; }
 
 PhaseClock::PhaseClock() : last_ns_(now_ns()) {}
 
@@ -97,32 +96,53 @@ void PhaseClock::lap(const std::string& name, std::vector<std::pair<std::string,
   last_ns_ = t;
 }
 
-ProfiledRun profile_pass(Variant& variant, const Problem& p, const Inputs& in, const RunnerOptions& opt) {
+ProfiledRun profile_pass(Variant& variant, const Problem& p, const Inputs& in, const RunnerOptions& opt,
+                         StepProgress& progress) {
   ProfiledRun run;
   c10::OptionalDeviceGuard device_guard;
   if (p.on_cuda()) device_guard.reset_device(at::Device(p.device));
 
   PhaseClock clock;
   const Schedule& s = opt.schedule;
-  for (int i = 0; i < s.warmup_iters; ++i) {
+  // Auto: each step is timed (a synchronise after it) and decides whether
+  // another follows. A fixed count times only the first, the others launch
+  // back to back as before.
+  const bool auto_warmup = s.warmup_iters == kAutoIters;
+  const int warmup_total = auto_warmup ? 0 : s.warmup_iters;  // 0: not counted until decided
+  double warmup_elapsed = 0.0, last = -1.0;
+  int warmups = 0;
+  bool more = auto_warmup || s.warmup_iters > 0;
+  if (more) progress.begin(RunPhase::warmup, warmup_total);
+  while (more) {
     throw_if_interrupted();
     const int64_t t0 = now_ns();
     run_pass_step(variant, p, in, /*scoped=*/false);
-    if (i == 0) synchronize(p);  // the first step's time is what estimates are made from
-    report(opt.progress, RunPhase::warmup, i + 1, s.warmup_iters, i == 0 ? double(now_ns() - t0) / 1e9 : -1.0);
+    const bool timed = auto_warmup || warmups == 0;  // the first step's time is what estimates start from
+    if (timed) synchronize(p);
+    last = timed ? seconds_since(t0) : -1.0;
+    warmup_elapsed += std::max(0.0, last);
+    ++warmups;
+    more = auto_warmup ? report::warmup_wants_another(warmups, warmup_elapsed, last) : warmups < s.warmup_iters;
+    progress.unit_done(RunPhase::warmup, warmups, more ? warmup_total : warmups, 1, last);
   }
+  progress.warmup_decided(warmups);
+  run.warmup_iters = warmups;
   synchronize(p);
   clock.lap("untraced warm-up", run.phases_ms);
   run.peak_memory_bytes = step_peak_memory(variant, p, in);
+  if (p.on_cuda()) progress.unit_done(RunPhase::setup, 1, 1, 1, -1.0);  // the probe's step
   clock.lap("peak-memory step", run.phases_ms);
 
   const int total = s.wait + s.warmup + s.active;
+  progress.begin(RunPhase::profiling, total);
   int step = 0;
   auto steps_until = [&](int end) {
     for (; step < end; ++step) {
       const int64_t t0 = now_ns();
       profiled_step(variant, p, in, step);
-      report(opt.progress, RunPhase::profiling, step + 1, total, double(now_ns() - t0) / 1e9);
+      const double seconds = seconds_since(t0);
+      run.min_step_seconds = step == 0 ? seconds : std::min(run.min_step_seconds, seconds);
+      progress.unit_done(RunPhase::profiling, step + 1, total, 1, seconds);
     }
   };
   steps_until(s.wait);
@@ -153,15 +173,17 @@ ProfiledRun profile_pass(Variant& variant, const Problem& p, const Inputs& in, c
 }
 
 std::optional<EventTiming> time_pass(Variant& variant, const Problem& p, const Inputs& in, int total_iters,
-                                     const ProgressCallback& progress) {
-  if (total_iters <= 0) return std::nullopt;
+                                     StepProgress& progress) {
+  const report::TimingSplit split = report::split_timing(total_iters);
+  if (split.reps <= 0) return std::nullopt;
   c10::OptionalDeviceGuard device_guard;
   if (p.on_cuda()) device_guard.reset_device(at::Device(p.device));
   EventTiming t;
-  t.reps = std::min(total_iters, 10);
-  t.iters_per_rep = std::max(1, total_iters / t.reps);
+  t.reps = split.reps;
+  t.iters_per_rep = split.iters_per_rep;
 
-  const std::vector<Inputs> sets = timing_input_sets(p, in);
+  std::vector<Inputs> sets = {in};
+  for (int i = 1, n = timing_input_set_count(p, in); i < n; ++i) sets.push_back(random_inputs(p));
   t.input_sets = static_cast<int>(sets.size());
   // The backward alone is timed through kept forward graphs, one per set.
   std::vector<std::unique_ptr<RetainedForward>> kept;
@@ -171,8 +193,13 @@ std::optional<EventTiming> time_pass(Variant& variant, const Problem& p, const I
     if (p.pass == Pass::bwd) kept[i % kept.size()]->backward();
     else run_pass_step(variant, p, sets[i % sets.size()], /*scoped=*/false);
   };
-  for (size_t i = 0; i < sets.size(); ++i) unit(i);  // first touch of every set
+  progress.begin(RunPhase::timing, t.reps);
+  // First touch of every set. On the CPU there is one set, the run's own,
+  // which every step so far has touched: one more step would only cost time.
+  const int touches = first_touch_steps(p, t.input_sets);
+  for (int i = 0; i < touches; ++i) unit(size_t(i));
   synchronize(p);
+  if (touches) progress.unit_done(RunPhase::timing, 0, t.reps, touches, -1.0);
 
   EventTimer timer(p);
   t.clock = timer.clock();
@@ -184,7 +211,7 @@ std::optional<EventTiming> time_pass(Variant& variant, const Problem& p, const I
     for (int i = 0; i < t.iters_per_rep; ++i) unit(next++);
     const double us = timer.stop_us();
     per_step_us.push_back(us / t.iters_per_rep);
-    report(progress, RunPhase::timing, r + 1, t.reps, us / 1e6);
+    progress.unit_done(RunPhase::timing, r + 1, t.reps, t.iters_per_rep, us / 1e6);
   }
   t.median_us = median(per_step_us);
   t.min_us = *std::min_element(per_step_us.begin(), per_step_us.end());

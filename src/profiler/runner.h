@@ -13,6 +13,7 @@
 #include "attnprof/progress.h"
 #include "attnprof/run_record.h"
 #include "attnprof/variant.h"
+#include "profiler/step_progress.h"
 #include "variants/torch_problem.h"
 
 namespace attnprof {
@@ -34,7 +35,6 @@ struct RunnerOptions {
   std::string trace_path;
   // Added to the trace's top level as "attnprof" (a JSON object as text).
   std::string trace_metadata_json;
-  ProgressCallback progress;  // may be empty
 };
 
 struct ProfiledRun {
@@ -45,15 +45,25 @@ struct ProfiledRun {
   // write only there), held back so the caller decides what the user sees.
   std::string trace_save_messages;
   std::vector<std::pair<std::string, double>> phases_ms;  // wall time of each stage
+  int warmup_iters = 0;           // untraced steps run (the auto count once decided)
+  double min_step_seconds = 0.0;  // the fastest profiled-schedule step, wall to wall
 };
 
 // The name of profiled step n: "ProfilerStep#n", folded to "ProfilerStep*" in tables.
 inline constexpr const char* kStepScopePrefix = "ProfilerStep#";
 
-// Runs `variant` (already prepared) on `in`: untraced warm-up steps, a
-// peak-memory probe on CUDA, then wait/warmup/active steps under the Kineto
-// profiler, each a ProfilerStep#N scope ending with the device idle.
-ProfiledRun profile_pass(Variant& variant, const Problem& p, const Inputs& in, const RunnerOptions& opt);
+// Runs `variant` (already prepared) on `in`: untraced warm-up steps (a fixed
+// count, or kAutoIters: report/run_plan.h decides after each), a peak-memory
+// probe on CUDA, then wait/warmup/active steps under the Kineto profiler, each
+// a ProfilerStep#N scope ending with the device idle. Every phase and step is
+// reported to `progress`.
+ProfiledRun profile_pass(Variant& variant, const Problem& p, const Inputs& in, const RunnerOptions& opt,
+                         StepProgress& progress);
+
+// How many input sets time_pass rotates through (1 on the CPU), and how many
+// steps it spends touching them before it times (0 on the CPU).
+int timing_input_set_count(const Problem& p, const Inputs& in);
+int first_touch_steps(const Problem& p, int input_sets);
 
 // Step time without the profiler: `total_iters` back-to-back steps after the
 // warm-up, in up to 10 repetitions timed with CUDA events (steady clock on
@@ -61,6 +71,6 @@ ProfiledRun profile_pass(Variant& variant, const Problem& p, const Inputs& in, c
 // graph. When q, k, v fit in the L2 cache, several input sets are rotated so
 // the cache is not what gets measured. nullopt when total_iters <= 0.
 std::optional<EventTiming> time_pass(Variant& variant, const Problem& p, const Inputs& in, int total_iters,
-                                     const ProgressCallback& progress = {});
+                                     StepProgress& progress);
 
 }  // namespace attnprof

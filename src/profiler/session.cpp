@@ -12,17 +12,17 @@
 #include "attnprof/report/key_averages.h"
 #include "attnprof/report/launch_facts.h"
 #include "attnprof/report/memory_predictor.h"
+#include "attnprof/report/run_plan.h"
 #include "attnprof/report/scope_stats.h"
 #include "attnprof/report/summary.h"
 #include "attnprof/report/table_data.h"
 #include "attnprof/variant.h"
 #include "profiler/pass_step.h"
 #include "profiler/runner.h"
+#include "profiler/step_progress.h"
 #include "variants/torch_problem.h"
 
 namespace attnprof {
-
-int default_timing_iters(const Problem& p) { return p.on_cuda() ? 100 : 3; }
 
 namespace {
 
@@ -80,6 +80,7 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
   r.variant = name;
   r.problem = p;
   r.schedule = opt.schedule;
+  if (r.schedule.warmup_iters == kAutoIters) r.schedule.warmup_iters = 0;  // none ran yet
   if (opt.startup_ms) r.phases_ms.emplace_back("process start to main (loading LibTorch)", *opt.startup_ms);
   PhaseClock clock;  // from here: the first CUDA call creates the context
   r.env = describe_environment(p);
@@ -104,6 +105,13 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
 
   io::TempFile kineto_trace(io::temp_path_for(io::join_path(opt.scratch_dir, name + "_" + p.file_stem() + ".json")));
   ProfiledRun run;
+  report::PlanRequest plan;
+  plan.schedule = opt.schedule;
+  plan.timing_iters = opt.timing_iters;
+  plan.cuda = p.on_cuda();
+  StepProgress progress(opt.progress, plan);
+  // The record holds the warm-up steps that ran, also when the run stops early.
+  auto record_warmup = [&] { r.schedule.warmup_iters = progress.warmup_steps(); };
   clock.lap("device, environment, support check", r.phases_ms);
   try {
     at::manual_seed(p.seed);
@@ -111,27 +119,35 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
     variant->prepare(p, in.q, in.k, in.v);
     clock.lap("inputs and prepare", r.phases_ms);
     for (const Fact& f : variant->facts()) r.facts.emplace_back(f.key, f.value);
+    const int first_touch = first_touch_steps(p, timing_input_set_count(p, in));
+    progress.plan_timing(opt.timing_iters, first_touch);
     RunnerOptions ro;
     ro.schedule = opt.schedule;
     ro.trace_path = kineto_trace.path();
     ro.trace_metadata_json = trace_metadata(r);
-    ro.progress = opt.progress;
-    run = profile_pass(*variant, p, in, ro);
+    run = profile_pass(*variant, p, in, ro, progress);
+    record_warmup();
     r.phases_ms.insert(r.phases_ms.end(), run.phases_ms.begin(), run.phases_ms.end());
     clock = PhaseClock();
-    r.timing = time_pass(*variant, p, in, opt.timing_iters >= 0 ? opt.timing_iters : default_timing_iters(p),
-                         opt.progress);
-    if (opt.progress) opt.progress({RunPhase::checking, 0, 1, -1.0});
+    // Auto: as many as fit the budget at the pace of the profiled steps.
+    const int timing_iters =
+        opt.timing_iters == kAutoIters ? report::auto_timing_iters(run.min_step_seconds) : opt.timing_iters;
+    progress.plan_timing(timing_iters, first_touch);
+    r.timing = time_pass(*variant, p, in, timing_iters, progress);
+    progress.begin(RunPhase::checking, 1);
     // Outside every timed region: a fast variant that returns NaN is not fast.
     r.output_finite = pass_outputs_finite(*variant, p, in);
+    progress.unit_done(RunPhase::checking, 1, 1, 1, -1.0);
     clock.lap("unprofiled timing and NaN check", r.phases_ms);
   } catch (const Interrupted&) {
+    record_warmup();
     r.status = Status::interrupted;
     r.reason = "stopped by signal " + std::to_string(interrupt_signal());
     return out;
   } catch (const c10::Error& e) {
     // CUDA throws c10::OutOfMemoryError; the CPU allocator a plain c10::Error
     // ("DefaultCPUAllocator: not enough memory"). Both mean skip, not failure.
+    record_warmup();
     const std::string why = first_line(e.what_without_backtrace());
     if (dynamic_cast<const c10::OutOfMemoryError*>(&e) || is_out_of_memory_reason(why)) {
       release_cached_memory(p.device);
@@ -143,6 +159,7 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
     }
     return out;
   } catch (const std::exception& e) {
+    record_warmup();
     r.status = Status::failed;
     r.reason = first_line(e.what());
     return out;
