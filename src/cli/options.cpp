@@ -34,6 +34,30 @@ const CLI::Validator kNotNegative(
                                               : std::string();
     },
     "");
+
+// --warmup-iters, --timing-iters: "auto" (kAutoIters) or a count; a negative
+// count is not taken for auto.
+void add_iters_option(CLI::App& app, const char* flag, int& target, const std::string& help) {
+  app.add_option_function<std::string>(
+         flag,
+         [flag, &target](const std::string& text) {
+           if (text == "auto") {
+             target = kAutoIters;
+             return;
+           }
+           errno = 0;
+           char* end = nullptr;
+           const long long v = std::strtoll(text.c_str(), &end, 10);
+           if (text.empty() || *end != '\0')
+             throw CLI::ValidationError(fmt::format("{} must be 'auto' or a count, got '{}'", flag, text));
+           if (v < 0) throw CLI::ValidationError(fmt::format("{} must be >= 0, got {}", flag, text));
+           if (errno == ERANGE || v > kMaxIters)
+             throw CLI::ValidationError(fmt::format("{} {} is too large (at most {})", flag, text, kMaxIters));
+           target = static_cast<int>(v);
+         },
+         help)
+      ->default_str("auto");
+}
 }  // namespace
 
 CLI::Validator positive_number() {
@@ -138,9 +162,10 @@ void add_variant_option(CLI::App& app, CliOptions& o) {
 }
 
 void add_run_options(CLI::App& app, CliOptions& o) {
-  app.add_option("--timing-iters", o.timing_iters,
-                 "Forwards timed without the profiler (CUDA events; steady clock on CPU); "
-                 "default 100 on CUDA, 3 on CPU; 0 = skip");
+  add_iters_option(app, "--timing-iters", o.timing_iters,
+                   "Forwards timed without the profiler (CUDA events; steady clock on CPU): auto (as many as fit "
+                   "in 2 s at the profiled steps' pace, 1 to 100), a count, or 0 to skip");
+  app.add_flag("--quiet,-q", o.quiet, "No progress or time estimates on stderr (errors and notes still print)");
   app.add_flag("--kernels", o.kernels, "Also print each kernel's launch API, grid, block, registers, "
                "shared memory and estimated occupancy");
   app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N (auto: CUDA if present, else CPU)")->capture_default_str();
@@ -152,7 +177,9 @@ void add_run_options(CLI::App& app, CliOptions& o) {
                  "Table sort key: cuda_time_total (default on CUDA), cpu_time_total (default on CPU), "
                  "self_cuda_time_total, self_cpu_time_total, cuda_time, cpu_time, count");
   app.add_option("--row-limit", o.row_limit, "Table rows to show (0 = all)")->capture_default_str();
-  app.add_option("--warmup-iters", o.warmup_iters, "Untraced forwards before the profiler starts")->capture_default_str();
+  add_iters_option(app, "--warmup-iters", o.warmup_iters,
+                   "Untraced forwards before the profiler starts: auto (up to 3, stopping once they pass 2 s) or a "
+                   "count");
   app.add_option("--wait", o.wait, "Profiler schedule: steps run before the profiler is prepared")->capture_default_str();
   app.add_option("--warmup", o.warmup, "Profiler schedule: steps traced and thrown away (Kineto warm-up)")->capture_default_str();
   app.add_option("--active", o.active, "Profiler schedule: steps recorded")->capture_default_str();
@@ -287,19 +314,16 @@ RunSettings build_settings(const CliOptions& o) {
   }
   if (o.row_limit < 0) throw UsageError(fmt::format("--row-limit must be >= 0 (0 = all rows), got {}", o.row_limit));
   s.files.table.row_limit = o.row_limit;
-  // -1 (the default) means 100 on CUDA, 3 on CPU.
-  if (o.timing_iters < -1)
-    throw UsageError(fmt::format("--timing-iters must be >= 0 (0 = skip), got {}", o.timing_iters));
-  if (o.timing_iters > kMaxIters)
-    throw UsageError(fmt::format("--timing-iters {} is too large (at most {})", o.timing_iters, kMaxIters));
   s.measure.timing_iters = o.timing_iters;
   s.measure.startup_ms = o.startup_ms;
   // Limits keep a typo (--active 1000000000) from running for days; traced steps
   // are also held in memory by Kineto until the profiler stops.
-  for (const auto& [flag, v, max] : {std::tuple{"--warmup-iters", o.warmup_iters, kMaxIters},
-                                     std::tuple{"--wait", o.wait, kMaxSteps}, std::tuple{"--warmup", o.warmup, kMaxSteps},
-                                     std::tuple{"--active", o.active, kMaxSteps}}) {
-    if (v < 0) throw UsageError(fmt::format("{} must be >= 0, got {}", flag, v));
+  // The untraced counts may also be kAutoIters (the parser never makes it from "-1").
+  for (const auto& [flag, v, max, may_be_auto] :
+       {std::tuple{"--warmup-iters", o.warmup_iters, kMaxIters, true},
+        std::tuple{"--timing-iters", o.timing_iters, kMaxIters, true}, std::tuple{"--wait", o.wait, kMaxSteps, false},
+        std::tuple{"--warmup", o.warmup, kMaxSteps, false}, std::tuple{"--active", o.active, kMaxSteps, false}}) {
+    if (v < 0 && !(may_be_auto && v == kAutoIters)) throw UsageError(fmt::format("{} must be >= 0, got {}", flag, v));
     if (v > max) throw UsageError(fmt::format("{} {} is too large (at most {})", flag, v, max));
   }
   if (o.active <= 0) throw UsageError(fmt::format("--active must be at least 1, got {}", o.active));

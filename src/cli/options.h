@@ -34,9 +34,10 @@ struct CliOptions {
   bool no_gzip = false;
   std::string sort_by;
   int row_limit = 15;
-  int warmup_iters = 3, wait = 1, warmup = 1, active = 3;
+  int warmup_iters = kAutoIters, wait = 1, warmup = 1, active = 3;  // kAutoIters: --warmup-iters auto
   bool list_variants = false;
-  int timing_iters = -1;
+  int timing_iters = kAutoIters;  // --timing-iters auto
+  bool quiet = false;             // no progress or estimates on stderr
   bool kernels = false;
   std::optional<double> startup_ms;  // measured in main()
   std::optional<double> peak_tflops;  // --peak-tflops, for the at-a-glance table

@@ -15,9 +15,8 @@ std::string run_text(const RunRecord& r, const TableOptions& table, bool kernels
   return out;
 }
 
-std::string progress_line(size_t index, size_t count, const std::string& variant, const Problem& p) {
-  return fmt::format("[{}/{}] {} ({} {} on {})", index + 1, count, variant, p.shape_string(), p.config_string(),
-                     p.device);
+std::string run_label(const std::string& variant, const Problem& p) {
+  return fmt::format("{} ({} {} on {})", variant, p.shape_string(), p.config_string(), p.device);
 }
 
 namespace {

@@ -13,8 +13,8 @@ namespace attnprof::cli {
 // --kernels, and the files it wrote.
 std::string run_text(const RunRecord& r, const TableOptions& table, bool kernels, const std::string& out_dir);
 
-// "[2/9] inplace (8x16x1024x64 bf16 causal on cuda:0)"
-std::string progress_line(size_t index, size_t count, const std::string& variant, const Problem& p);
+// "inplace (8x16x1024x64 bf16 causal on cuda:0)"
+std::string run_label(const std::string& variant, const Problem& p);
 
 // "96 µs/forward", "1.2 ms/backward": a run's cost per measured unit.
 std::string unit_headline(const RunRecord& r);

@@ -16,6 +16,7 @@
 #include "cli/exit_codes.h"
 #include "cli/options.h"
 #include "cli/printers.h"
+#include "cli/progress_display.h"
 
 namespace attnprof::cli {
 
@@ -74,22 +75,28 @@ int run_profile(const CliOptions& o) {
   int failed = 0, skipped = 0;
   std::vector<std::string> skipped_lines;
   std::vector<RunRecord> records;  // every variant's outcome, for the at-a-glance table
+  // Progress on stderr; end() clears it before anything else is printed.
+  ProgressDisplay progress(progress_settings(o.quiet), names.size(), o.startup_ms.value_or(0.0) / 1e3);
+  s.measure.progress = progress.callback();
   for (size_t i = 0; i < names.size() && !interrupt_signal(); ++i) {
-    if (names.size() > 1) {  // progress; a single variant's errors stay one line
-      fmt::print(stderr, "{}\n", progress_line(i, names.size(), names[i], p));
-      std::fflush(stderr);
-    }
+    progress.begin(i, {names[i], run_label(names[i], p), names.size() > 1 ? "for this variant" : "in all", p,
+                       {s.measure.schedule, s.measure.timing_iters, p.on_cuda(), 0}, names.size() == 1});
     Measurement m = run_variant(names[i], p, s.measure);
     s.measure.startup_ms.reset();  // process start-up belongs to the first variant only
     RunRecord& r = m.record;
     try {
-      if (r.status == Status::ok) report::write_run_files(r, m.trace_json, s.files);
+      if (r.status == Status::ok) {
+        progress.writing();
+        report::write_run_files(r, m.trace_json, s.files);
+      }
+      progress.end();
       if (r.status == Status::interrupted) {
         const std::string path = report::write_interrupted_summary(r, s.files);
         fmt::print(stderr, "attnprof: interrupted during {}; finished variants keep their files; {}\n", r.variant,
                    path.empty() ? "the earlier complete summary of it is kept" : path + " marks it");
       }
     } catch (const io::FileError& e) {
+      progress.end();
       fmt::print(stderr, "attnprof: error: {}\n", e.what());
       return exit_code::kOutput;
     }

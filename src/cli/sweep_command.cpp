@@ -14,6 +14,7 @@
 #include "attnprof/device.h"
 #include "attnprof/interrupt.h"
 #include "attnprof/io/files.h"
+#include "attnprof/report/progress_text.h"
 #include "attnprof/report/run_files.h"
 #include "attnprof/report/sweep.h"
 #include "attnprof/report/table_data.h"
@@ -21,6 +22,7 @@
 #include "attnprof/variant.h"
 #include "cli/exit_codes.h"
 #include "cli/options.h"
+#include "cli/progress_display.h"
 
 namespace attnprof::cli {
 namespace {
@@ -54,12 +56,6 @@ struct Point {
   Problem problem;
   RunRecord record;  // status ok / skipped / failed
 };
-
-std::string format_duration(double s) {
-  if (s < 60) return fmt::format("{:.0f}s", s);
-  if (s < 3600) return fmt::format("{:.0f}m{:02.0f}s", std::floor(s / 60), std::fmod(s, 60));
-  return fmt::format("{:.0f}h{:02.0f}m", std::floor(s / 3600), std::fmod(s / 60, 60));
-}
 
 int run_sweep(SweepOptions& o) {
   o.variant = expand_variants(o.variant);
@@ -136,16 +132,17 @@ int run_sweep(SweepOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   install_interrupt_handlers();
+  // Progress on stderr, one header line per point; end() clears it before anything else is printed.
+  ProgressDisplay progress(progress_settings(o.run.quiet), n);
+  settings.measure.progress = progress.callback();
   int ok = 0, skipped = 0, failed = 0;
   size_t attempted = 0;
   for (size_t i = 0; i < n && !interrupt_signal(); ++i, attempted = i) {
     Point& pt = points[i];
     const Problem& p = pt.problem;
-    const double el = elapsed();
-    const std::string eta = i == 0 ? "?" : format_duration(el / double(i) * double(n - i));
-    fmt::print(stderr, "[{}/{}] {} {} {} | elapsed {}, ~{} left\n", i + 1, n, pt.variant, p.shape_string(),
-               dtype_name(p.dtype), format_duration(el), eta);
-    std::fflush(stderr);
+    const std::string name = fmt::format("{} {} {}", pt.variant, p.shape_string(), dtype_name(p.dtype));
+    progress.begin(i, {name, name, "for this point", p,
+                       {settings.measure.schedule, settings.measure.timing_iters, p.on_cuda(), 0}, false});
     RunRecord& r = pt.record;
     r.variant = pt.variant;
     r.problem = p;
@@ -159,8 +156,13 @@ int run_sweep(SweepOptions& o) {
       Measurement m = run_variant(pt.variant, p, settings.measure);
       settings.measure.startup_ms.reset();
       r = std::move(m.record);
-      if (r.ok()) report::write_run_files(r, m.trace_json, settings.files);
+      if (r.ok()) {
+        progress.writing();
+        report::write_run_files(r, m.trace_json, settings.files);
+      }
+      progress.end();
     } catch (const io::FileError& e) {
+      progress.end();
       fmt::print(stderr, "attnprof: error: {}\n", e.what());
       return exit_code::kOutput;
     }
@@ -174,6 +176,7 @@ int run_sweep(SweepOptions& o) {
     else ++failed, fmt::print(stderr, "  failed: {}\n", r.reason);
   }
 
+  progress.finish();
   points.resize(attempted);  // an interrupted sweep reports the points it reached
   std::vector<RunRecord> records;
   for (const Point& pt : points) records.push_back(pt.record);
@@ -187,7 +190,7 @@ int run_sweep(SweepOptions& o) {
     return exit_code::kOutput;
   }
   fmt::print("\n{}\nsweep: {} ok, {} skipped, {} failed in {}\n", report::to_text(table), ok, skipped, failed,
-             format_duration(elapsed()));
+             report::format_duration(elapsed()));
   fmt::print("files: {}\n", join(files, ", "));
   if (const int sig = interrupt_signal()) return 128 + sig;
   // Skips are expected (that is what the predictor is for); a failure is not.
