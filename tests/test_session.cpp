@@ -77,3 +77,29 @@ TEST(Session, StatusesSayWhy) {
   for (const std::string& p : attnprof::testing::list_tree("/tmp"))
     EXPECT_EQ(p.find("naive_1_4_5_16"), std::string::npos) << p;
 }
+
+TEST(Session, AutoCountsAreDecidedMeasuredAndRecorded) {
+  MeasureOptions o = quick();
+  o.schedule.warmup_iters = kAutoIters;
+  o.timing_iters = kAutoIters;
+  std::vector<RunProgress> seen;
+  o.progress = [&](const RunProgress& r) { seen.push_back(r); };
+  const RunRecord r = run_variant("naive", tiny(), o).record;
+  ASSERT_EQ(r.status, Status::ok) << r.reason;
+  // The counts depend on the step time (a tiny CPU step takes 0.1 to 60 ms
+  // here, with other processes on the cores), so they are checked against
+  // their bounds and against the steps the progress reports counted.
+  const int warmups = r.schedule.warmup_iters;
+  EXPECT_GE(warmups, 1);
+  EXPECT_LE(warmups, 3);
+  ASSERT_TRUE(r.timing);
+  const int timed = r.timing->reps * r.timing->iters_per_rep;
+  EXPECT_GE(timed, 1);
+  EXPECT_LE(timed, 100);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back().phase, RunPhase::checking);
+  EXPECT_EQ(seen.back().steps_done, warmups + (0 + 1 + 2) + timed + 1);
+  EXPECT_EQ(seen.back().steps_left, 0);
+  for (const RunProgress& p : seen)
+    if (p.phase == RunPhase::timing) EXPECT_EQ(p.steps_done + p.steps_left, seen.back().steps_done) << "exact once decided";
+}

@@ -46,7 +46,9 @@ struct ProfiledRun {
   std::string trace_save_messages;
   std::vector<std::pair<std::string, double>> phases_ms;  // wall time of each stage
   int warmup_iters = 0;           // untraced steps run (the auto count once decided)
-  double min_step_seconds = 0.0;  // the fastest profiled-schedule step, wall to wall
+  // The fastest step timed without the profiler (a timed warm-up or a wait
+  // step), else the fastest profiled one; wall to wall, seconds.
+  double min_step_seconds = 0.0;
 };
 
 // The name of profiled step n: "ProfilerStep#n", folded to "ProfilerStep*" in tables.

@@ -129,7 +129,7 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
     record_warmup();
     r.phases_ms.insert(r.phases_ms.end(), run.phases_ms.begin(), run.phases_ms.end());
     clock = PhaseClock();
-    // Auto: as many as fit the budget at the pace of the profiled steps.
+    // Auto: as many as fit the budget at the pace of the fastest step.
     const int timing_iters =
         opt.timing_iters == kAutoIters ? report::auto_timing_iters(run.min_step_seconds) : opt.timing_iters;
     progress.plan_timing(timing_iters, first_touch);
