@@ -135,13 +135,15 @@ TEST(Progress, PlainLinesOnAPipeAtMostEveryIntervalAndAtLeastEveryHeartbeat) {
     for (const std::string& line : split_lines(r.err))
       if (contains(line, std::string("] ") + variant + ": ")) lines.push_back(line);
     ASSERT_GE(lines.size(), 2u) << r.err;
-    // Lines carry the unit's elapsed time (tenths of a second): consecutive
-    // ones are an interval apart at least, a heartbeat plus scheduling slack at most.
+    // Lines carry the unit's elapsed time (tenths of a second under 10 s,
+    // whole seconds above): consecutive ones are an interval apart at least,
+    // a heartbeat plus scheduling slack at most.
     double prev = 0.0;  // the header, at the unit's start
     for (const std::string& line : lines) {
       const double t = elapsed_of(line);
-      EXPECT_LE(t - prev, kHeartbeat + 0.5) << line << "\n" << r.err;
-      if (&line != &lines.front()) EXPECT_GE(t - prev, kInterval - 0.1) << line << "\n" << r.err;
+      const double resolution = t < 10.0 ? 0.1 : 1.0;
+      EXPECT_LE(t - prev, kHeartbeat + 0.5 + resolution) << line << "\n" << r.err;
+      if (&line != &lines.front()) EXPECT_GE(t - prev, kInterval - resolution) << line << "\n" << r.err;
       prev = t;
     }
     // A step of a second or more shows life while it runs: only the timer
@@ -176,11 +178,13 @@ TEST(Progress, EarlyEstimateOnceAfterTheFirstStepWithASmallerProblem) {
     EXPECT_TRUE(contains(line, "(estimate")) << line;
   }
   EXPECT_EQ(estimates, 1) << r.err;
-  // Auto counts were used and recorded: a tiny CPU forward gets 3 warm-ups and 100 timed.
+  // Auto counts were used and recorded (how many depends on the step time).
   const auto summary = nlohmann::json::parse(attnprof::io::read_file(d + "/naive/1_2_33_32_bf16_causal.summary.json"));
-  EXPECT_EQ(summary["schedule"]["warmup_iters"], 3);
-  EXPECT_EQ(summary["timing"]["reps"], 10);
-  EXPECT_EQ(summary["timing"]["iters_per_rep"], 10);
+  EXPECT_GE(summary["schedule"]["warmup_iters"].get<int>(), 1);
+  EXPECT_LE(summary["schedule"]["warmup_iters"].get<int>(), 3);
+  const int timed = summary["timing"]["reps"].get<int>() * summary["timing"]["iters_per_rep"].get<int>();
+  EXPECT_GE(timed, 1);
+  EXPECT_LE(timed, 100);
   remove_tree(d);
 }
 

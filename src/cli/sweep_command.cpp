@@ -140,13 +140,15 @@ int run_sweep(SweepOptions& o) {
   for (size_t i = 0; i < n && !interrupt_signal(); ++i, attempted = i) {
     Point& pt = points[i];
     const Problem& p = pt.problem;
-    const std::string name = fmt::format("{} {} {}", pt.variant, p.shape_string(), dtype_name(p.dtype));
+    const std::string name = fmt::format("{} {} {}{}", pt.variant, p.shape_string(), dtype_name(p.dtype),
+                                         p.pass == Pass::fwd ? "" : std::string(" ") + pass_name(p.pass));
     progress.begin(i, {name, name, "for this point", p,
                        {settings.measure.schedule, settings.measure.timing_iters, p.on_cuda(), 0}, false});
     RunRecord& r = pt.record;
     r.variant = pt.variant;
     r.problem = p;
     if (r.status == Status::skipped) {  // not a valid problem: said when the axes were read
+      progress.end();
       ++skipped;
       fmt::print(stderr, "  skipped: {}\n", r.reason);
       continue;
