@@ -28,11 +28,11 @@ std::string usage_error(const CliOptions& o) {
   return "";
 }
 
-// Parses argv the way main() does (shape options only) into a CliOptions.
-CliOptions parse(std::vector<std::string> args) {
+// Parses argv the way main() does (shape options, or the group `add` registers) into a CliOptions.
+CliOptions parse(std::vector<std::string> args, void (*add)(CLI::App&, CliOptions&) = add_shape_options) {
   CliOptions o = cpu();
   CLI::App app;
-  add_shape_options(app, o);
+  add(app, o);
   args.insert(args.begin(), "attnprof");
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -131,4 +131,37 @@ TEST(Options, VariantListsExpandThroughTheRegistry) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("did you mean 'naive'"), std::string::npos) << e.what();
   }
+}
+
+TEST(Options, IterationCountsTakeAutoOrADecimalCount) {
+  auto parse_run = [](std::vector<std::string> args) { return parse(std::move(args), add_run_options); };
+  const CliOptions defaults = parse_run({});
+  EXPECT_EQ(defaults.warmup_iters, kAutoIters);
+  EXPECT_EQ(defaults.timing_iters, kAutoIters);
+  EXPECT_FALSE(defaults.quiet);
+  const RunSettings s = build_settings(defaults);
+  EXPECT_EQ(s.measure.schedule.warmup_iters, kAutoIters) << "auto reaches the runner as kAutoIters";
+  EXPECT_EQ(s.measure.timing_iters, kAutoIters);
+
+  const CliOptions set = parse_run({"--warmup-iters", "0", "--timing-iters", "7", "-q"});
+  EXPECT_EQ(set.warmup_iters, 0);
+  EXPECT_EQ(set.timing_iters, 7);
+  EXPECT_TRUE(set.quiet);
+  EXPECT_EQ(parse_run({"--timing-iters", "auto"}).timing_iters, kAutoIters);
+  EXPECT_THROW(parse_run({"--timing-iters", "5", "--timing-iters", "auto"}), CLI::ParseError) << "given twice";
+
+  for (const char* bad : {"-1", "+5", " 5", "0x10", "1e3", "3.0", "", "-", "aut", "1000001", "99999999999999999999"}) {
+    try {
+      parse_run({"--timing-iters", bad});
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const CLI::ValidationError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind("--timing-iters ", 0), 0u) << what;
+      EXPECT_NE(what.find(bad), std::string::npos) << what;
+    }
+  }
+  // Set in code rather than parsed, -1 is auto and other negatives are refused.
+  CliOptions o = cpu();
+  o.warmup_iters = -2;
+  EXPECT_THROW(build_settings(o), UsageError);
 }

@@ -45,12 +45,14 @@ void add_iters_option(CLI::App& app, const char* flag, int& target, const std::s
              target = kAutoIters;
              return;
            }
-           errno = 0;
-           char* end = nullptr;
-           const long long v = std::strtoll(text.c_str(), &end, 10);
-           if (text.empty() || *end != '\0')
+           // Decimal digits only (no sign, space, hex or exponent), checked before converting.
+           const bool negative = text.size() > 1 && text[0] == '-';
+           const std::string digits = negative ? text.substr(1) : text;
+           if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
              throw CLI::ValidationError(fmt::format("{} must be 'auto' or a count, got '{}'", flag, text));
-           if (v < 0) throw CLI::ValidationError(fmt::format("{} must be >= 0, got {}", flag, text));
+           if (negative) throw CLI::ValidationError(fmt::format("{} must be >= 0, got {}", flag, text));
+           errno = 0;
+           const long long v = std::strtoll(digits.c_str(), nullptr, 10);
            if (errno == ERANGE || v > kMaxIters)
              throw CLI::ValidationError(fmt::format("{} {} is too large (at most {})", flag, text, kMaxIters));
            target = static_cast<int>(v);
