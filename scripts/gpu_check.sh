@@ -1,17 +1,38 @@
 #!/usr/bin/env bash
-# Build, test, profile and benchmark on the GPU machine, in stages, so one device
-# lease does as much as possible. Logs collect in $OUT/work and come back as one
-# tarball ($OUT/results.tgz); a short summary is printed last.
-#   STAGES="build test run bench" (default) | "crosscheck nvtx sweep"
-#   extra arguments go to scripts/setup.sh (CMake options)
+# Build (or take a prebuilt tree), test, profile and benchmark on the GPU
+# machine, in stages, so one device lease does as much as possible. Logs collect
+# in $OUT/work and come back as one tarball per call ($OUT/results_<stages>.tgz);
+# a short summary is printed last.
+#   STAGES="build test run bench" (default). All stages:
+#     build       scripts/setup.sh (CMake options from the arguments)
+#     test        the whole ctest (GPU tests included)
+#     run         wall time of the README's first command; `--variant all --kernels` at
+#                 8x16x1024x64 and 4x16x4096x128 (at-a-glance, merged trace, timeline)
+#     bench       scripts/bench_kernels.py, suites from BENCH_SUITES (forward,shapes,backward)
+#     crosscheck  scripts/crosscheck.py against torch.profiler, forward and backward
+#     nvtx        scripts/nvtx_proof.py (ncu counts inside the attn_fwd ranges)
+#     pyops       the operators from Python (tests/python/ops_check.py) on this machine's build
+#     sweep       the sweep behind docs/sweep_h200.*
+#   PREBUILT=DIR  use a build tree made on the CPU machine (same torch) instead of
+#                 building here: copied to build/ (the repository root is /work/main on
+#                 both machines, so its absolute paths hold)
 set -uo pipefail
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-$PWD/gpu_out}
 W="$OUT/work"; mkdir -p "$W"
 STAGES=${STAGES:-build test run bench}
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 summary=()
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$W/gpu.txt" 2>&1
+git rev-parse --short HEAD > "$W/commit.txt" 2>/dev/null
 
+if [ -n "${PREBUILT:-}" ]; then
+  rm -rf build && cp -r "$PREBUILT" build
+  TL=$(python3 -c 'import torch,os;print(os.path.dirname(torch.__file__))')/lib
+  # The tree was linked against the CPU machine's torch wheel: same version, other path.
+  export LD_LIBRARY_PATH=$PWD/build:$TL:$TL/../../nvidia/cu13/lib:${LD_LIBRARY_PATH:-}
+  summary+=("prebuilt tree from $PREBUILT")
+fi
 if has build; then
   t0=$(date +%s)
   bash scripts/setup.sh "$@" > "$W/setup.log" 2>&1; rc=$?
@@ -21,9 +42,9 @@ if has build; then
 fi
 if has test; then
   t0=$(date +%s)
-  ctest --test-dir build --output-on-failure -j 8 > "$W/ctest.log" 2>&1; rc=$?
+  timeout 420 ctest --test-dir build --output-on-failure -j 12 > "$W/ctest.log" 2>&1; rc=$?
   summary+=("ctest rc=$rc ($(( $(date +%s) - t0 )) s): $(grep -E 'tests passed' "$W/ctest.log")")
-  summary+=("  skipped: $(grep -c 'Skipped' "$W/ctest.log")")
+  summary+=("  skipped: $(grep -c '(Skipped)' "$W/ctest.log"); failed: $(grep -E '\(Failed\)|\(Timeout\)' "$W/ctest.log" | tr '\n' ' ')")
 fi
 if has run; then
   for i in 1 2 3; do
@@ -34,28 +55,38 @@ if has run; then
   summary+=("all 8x16x1024x64 rc=$?")
   ./build/attnprof --variant all --dtype bf16 --kernels --batch 4 --seq 4096 --head-dim 128 --out "$W/traces" > "$W/all_4x16x4096x128.log" 2>&1
   summary+=("all 4x16x4096x128 rc=$?")
+  ./build/attnprof --variant all --dtype bf16 --pass bwd --out "$W/traces" > "$W/all_bwd_8x16x1024x64.log" 2>&1
+  summary+=("all bwd 8x16x1024x64 rc=$?")
+  ./build/attnprof --variant all --dtype bf16 --shape llama3-8b-decode --out "$W/traces" > "$W/all_llama3_8b_decode.log" 2>&1
+  summary+=("all llama3-8b-decode rc=$?")
 fi
 if has bench; then
-  python3 scripts/bench_kernels.py --attnprof build/attnprof --markdown "$W/bench_kernels.md" > "$W/bench_kernels.log" 2>&1
-  summary+=("bench_kernels rc=$?")
+  PYTHONUNBUFFERED=1 timeout 560 python3 scripts/bench_kernels.py --attnprof build/attnprof --suite "${BENCH_SUITES:-forward,shapes,backward}" \
+    --markdown "$W/bench_kernels.md" --json "$W/bench_kernels.json" > "$W/bench_kernels.log" 2>&1
+  summary+=("bench_kernels (${BENCH_SUITES:-forward,shapes,backward}) rc=$?")
 fi
 if has crosscheck; then
-  PYTHONUNBUFFERED=1 python3 scripts/crosscheck.py --attnprof build/attnprof --device cuda \
+  PYTHONUNBUFFERED=1 timeout 400 python3 scripts/crosscheck.py --attnprof build/attnprof --device cuda --pass fwd,bwd \
     --shapes 8x16x1024x64,4x16x4096x128 --report "$W/crosscheck.md" > "$W/crosscheck.log" 2>&1
   summary+=("crosscheck rc=$?: $(tail -1 "$W/crosscheck.log")")
 fi
 if has nvtx; then
-  python3 scripts/nvtx_proof.py --attnprof build/attnprof \
-    --variants naive,inplace,sdpa-math,sdpa-efficient,sdpa-flash,sdpa-cudnn,custom-softmax,custom-flash > "$W/nvtx_proof.log" 2>&1
+  timeout 200 python3 scripts/nvtx_proof.py --attnprof build/attnprof \
+    --variants naive,inplace,sdpa-math,sdpa-efficient,sdpa-flash,sdpa-cudnn,custom-softmax,custom-flash,custom-flash-sm90 > "$W/nvtx_proof.log" 2>&1
   summary+=("nvtx_proof rc=$?")
 fi
+if has pyops && [ -f tests/python/ops_check.py ]; then
+  timeout 120 python3 tests/python/ops_check.py --library build/libattnprof_core.so --device cuda > "$W/pyops.log" 2>&1
+  summary+=("pyops rc=$?: $(tail -1 "$W/pyops.log")")
+fi
 if has sweep; then
-  ./build/attnprof sweep --seq 512,1024,2048,4096,8192,16384 --head-dim 64,128 \
-    --variant naive,inplace,sdpa-math,sdpa-efficient,sdpa-flash,sdpa-cudnn,custom-flash \
+  timeout 500 ./build/attnprof sweep --seq 512,1024,2048,4096,8192,16384 --head-dim 64,128 \
+    --variant naive,inplace,sdpa-math,sdpa-efficient,sdpa-flash,sdpa-cudnn,custom-flash,custom-flash-sm90 \
     --timing-iters 10 --warmup-iters 1 --out "$W/sweep_out" > "$W/sweep.log" 2>&1
   summary+=("sweep rc=$?")
 fi
-# Traces are large; keep the summaries, tables, at-a-glance and plots.
-find "$W" -name '*.json.gz' -delete
-tar czf "$OUT/results.tgz" -C "$OUT" work && rm -rf "$W"
+# Traces are large; keep the summaries, tables, at-a-glance, merged traces of the default shape and plots.
+find "$W" -name '*.json.gz' ! -path '*/compare/*' -delete
+tag=$(echo "$STAGES" | tr ' ' '_')
+tar czf "$OUT/results_$tag.tgz" -C "$OUT" work && rm -rf "$W"
 printf '%s\n' "${summary[@]}"
