@@ -73,11 +73,13 @@ struct CliResult {
   std::string out, err;
 };
 
-// Runs the real attnprof executable with `args` (a shell fragment), no stdin.
-inline CliResult run_cli(const std::string& args) {
+// Runs the real attnprof executable with `args` (a shell fragment), no stdin;
+// `env` ("RANK=0 WORLD_SIZE=2") is set for it alone.
+inline CliResult run_cli(const std::string& args, const std::string& env = "") {
   const std::string d = make_temp_dir("cli_io");
   const std::string out = d + "/stdout", err = d + "/stderr";
-  const std::string cmd = std::string(ATTNPROF_EXE) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(ATTNPROF_EXE) + " " + args + " >" +
+                          out + " 2>" + err + " </dev/null";
   const int status = std::system(cmd.c_str());
   CliResult r;
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

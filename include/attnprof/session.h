@@ -8,6 +8,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "attnprof/problem.h"
 #include "attnprof/progress.h"
@@ -29,6 +31,9 @@ struct MeasureOptions {
   // output directory, which the CLI has checked is writable).
   std::string scratch_dir = ".";
   ProgressCallback progress;  // may be empty; called on the measuring thread
+  // More top-level objects for the trace, (key, JSON object text): a rank of a
+  // multi-GPU run adds "distributedInfo" (rank, world size) for HTA.
+  std::vector<std::pair<std::string, std::string>> trace_metadata;
 };
 
 struct Measurement {

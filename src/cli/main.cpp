@@ -63,6 +63,7 @@ int run(int argc, char** argv) {
   add_variant_option(app, o);
   add_shape_options(app, o);
   add_run_options(app, o);
+  add_distributed_options(app, o);
   app.add_option("--peak-tflops", o.peak_tflops,
                  "Device peak for the at-a-glance table's % of peak (default: from a table of known GPUs)")
       ->check(positive_number());
@@ -85,7 +86,9 @@ int run(int argc, char** argv) {
   try {
     for (const Subcommand& sub : subcommands)
       if (sub.app->parsed()) return sub.action();
-    return o.list_variants ? list_variants(o) : run_profile(o);
+    if (o.list_variants) return list_variants(o);
+    if (const auto rc = run_distributed(o)) return *rc;
+    return run_profile(o);
   } catch (const UsageError& e) {
     fmt::print(stderr, "attnprof: error: {}\n", e.what());
     return exit_code::kUsage;

@@ -221,13 +221,14 @@ std::string invalid_choice(const std::string& flag, const std::string& value, co
   return msg + ")";
 }
 
-std::vector<std::string> expand_variants(const std::vector<std::string>& requested) {
+std::vector<std::string> expand_variants(const std::vector<std::string>& requested, bool multi_gpu) {
   const std::vector<std::string> known = variant_names();
   std::vector<std::string> out;
   for (const std::string& v : requested) {
     if (v == "all") {
       for (const auto& k : known)
-        if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+        if (find_variant(k)->has(VariantTag::multi_gpu) == multi_gpu && std::find(out.begin(), out.end(), k) == out.end())
+          out.push_back(k);
       continue;
     }
     if (std::find(known.begin(), known.end(), v) == known.end()) {

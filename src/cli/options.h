@@ -41,6 +41,8 @@ struct CliOptions {
   bool kernels = false;
   std::optional<double> startup_ms;  // measured in main()
   std::optional<double> peak_tflops;  // --peak-tflops, for the at-a-glance table
+  std::optional<int> nproc;             // --nproc: rank processes of a multi-GPU run
+  std::string ring_baseline = "auto";   // --ring-baseline
 };
 
 // The problem, schedule and output flags (everything but --variant and the shape).
@@ -69,7 +71,9 @@ inline constexpr int kMaxSteps = 10000;    // --wait, --warmup, --active (profil
 std::string join(const std::vector<std::string>& v, const char* sep = ", ");
 // "invalid --dtype 'bf61' (valid: bf16, fp16, fp32; did you mean 'bf16'?)"
 std::string invalid_choice(const std::string& flag, const std::string& value, const std::vector<std::string>& valid);
-std::vector<std::string> expand_variants(const std::vector<std::string>& requested);
+// 'all' means every single-process variant, or every multi-GPU one (tag
+// multi_gpu) when `multi_gpu`: a plain `--variant all` never starts ranks.
+std::vector<std::string> expand_variants(const std::vector<std::string>& requested, bool multi_gpu = false);
 void check_positive(const char* flag, int64_t v, int64_t max);
 Problem build_problem(const CliOptions& o);
 
@@ -92,6 +96,11 @@ Subcommand add_sweep_command(CLI::App& app);    // cli/sweep_command.cpp
 Subcommand add_compare_command(CLI::App& app);  // cli/compare_command.cpp
 
 int run_profile(const CliOptions& o);
+// --nproc and --ring-baseline (cli/distributed_command.cpp).
+void add_distributed_options(CLI::App& app, CliOptions& o);
+// A multi-GPU run: this process launches the ranks (--nproc), or is one
+// (RANK/WORLD_SIZE set by a launcher). nullopt for a single-process run.
+std::optional<int> run_distributed(const CliOptions& o);
 int list_variants(const CliOptions& o);
 
 }  // namespace attnprof::cli

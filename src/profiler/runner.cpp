@@ -163,6 +163,7 @@ ProfiledRun profile_pass(Variant& variant, const Problem& p, const Inputs& in, c
   // step already ends with one, so this one only costs a call.
   synchronize(p);
   if (!opt.trace_metadata_json.empty()) session.add_trace_metadata("attnprof", opt.trace_metadata_json);
+  for (const auto& [key, json] : opt.extra_trace_metadata) session.add_trace_metadata(key, json);
   clock.lap("schedule: active steps", run.phases_ms);
   const auto result = session.stop();
   clock.lap("profiler disable (collect events)", run.phases_ms);

@@ -35,6 +35,8 @@ struct RunnerOptions {
   std::string trace_path;
   // Added to the trace's top level as "attnprof" (a JSON object as text).
   std::string trace_metadata_json;
+  // More top-level objects, (key, JSON object text).
+  std::vector<std::pair<std::string, std::string>> extra_trace_metadata;
 };
 
 struct ProfiledRun {

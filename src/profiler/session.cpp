@@ -125,6 +125,7 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
     ro.schedule = opt.schedule;
     ro.trace_path = kineto_trace.path();
     ro.trace_metadata_json = trace_metadata(r);
+    ro.extra_trace_metadata = opt.trace_metadata;
     run = profile_pass(*variant, p, in, ro, progress);
     record_warmup();
     r.phases_ms.insert(r.phases_ms.end(), run.phases_ms.begin(), run.phases_ms.end());

@@ -12,7 +12,7 @@ std::string run_table_text(const RunRecord& r, const TableOptions& table) {
 
 void write_run_files(RunRecord& r, const std::string& trace_json, const RunFileOptions& opt) {
   const std::string dir = io::join_path(opt.out_dir, r.variant);
-  const std::string stem = r.problem.file_stem();
+  const std::string stem = r.problem.file_stem() + opt.stem_suffix;
   r.trace_file = io::join_path(r.variant, stem + (opt.gzip ? ".json.gz" : ".json"));
   r.table_file = io::join_path(r.variant, stem + ".txt");
   r.summary_file = io::join_path(r.variant, stem + ".summary.json");
@@ -31,7 +31,7 @@ void write_run_files(RunRecord& r, const std::string& trace_json, const RunFileO
 
 std::string write_interrupted_summary(RunRecord& r, const RunFileOptions& opt) {
   r.trace_file.clear(), r.table_file.clear();
-  r.summary_file = io::join_path(r.variant, r.problem.file_stem() + ".summary.json");
+  r.summary_file = io::join_path(r.variant, r.problem.file_stem() + opt.stem_suffix + ".summary.json");
   const std::string path = io::join_path(opt.out_dir, r.summary_file);
   if (io::path_exists(path)) {
     try {

@@ -15,6 +15,10 @@ const std::vector<VariantEntry>& variant_registry() {
       {"custom-softmax", make_custom_softmax},
       {"custom-flash", make_custom_flash},
       {"custom-flash-sm90", make_custom_flash_sm90},
+      // Multi-GPU: `--variant all` leaves them out unless ranks are asked for (--nproc or a launcher).
+      {"ring-sdpa-flash", make_ring_sdpa_flash, unsigned(T::multi_gpu)},
+      {"ring-custom-flash", make_ring_custom_flash, unsigned(T::multi_gpu)},
+      {"ring-custom-flash-sm90", make_ring_custom_flash_sm90, T::multi_gpu | T::needs_sm90a},
   };
   return registry;
 }

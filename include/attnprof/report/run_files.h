@@ -15,6 +15,8 @@ struct RunFileOptions {
   std::string out_dir = "traces";
   bool gzip = true;
   TableOptions table;
+  // After the problem's stem in every file name: ".rank1" keeps a rank's files apart.
+  std::string stem_suffix;
 };
 
 // The key-averages table of a run as the .txt holds it (and the CLI prints).

@@ -1,0 +1,295 @@
+// Multi-GPU variants (ring-*): `attnprof --variant ring-custom-flash --nproc 2`
+// starts one rank process per GPU of this host (distributed/launcher.h); each
+// rank (started so, or by torchrun or Slurm) joins the process group, runs the
+// variants every rank can run, writes its own trace, table and summary
+// (<stem>.rank<k>.*), and rank 0 gathers every rank's figures into the ring
+// table (<stem>.ring.*) with the speed-up over the same attention on one GPU.
+// Only rank 0 prints to stdout; a rank that fails says so on stderr and
+// leaves, and the launcher stops the rest.
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attnprof/device.h"
+#include "attnprof/interrupt.h"
+#include "attnprof/io/files.h"
+#include "attnprof/report/ring_report.h"
+#include "attnprof/report/run_files.h"
+#include "attnprof/report/summary.h"
+#include "attnprof/session.h"
+#include "attnprof/variant.h"
+#include "cli/exit_codes.h"
+#include "cli/options.h"
+#include "cli/printers.h"
+#include "distributed/inner.h"
+#include "distributed/launcher.h"
+#include "distributed/process_group.h"
+#include "distributed/rank_env.h"
+
+namespace attnprof::cli {
+namespace {
+
+constexpr int kMaxProcs = 1024;
+// Rank 0 may run the single-GPU baseline while the others wait on the store.
+constexpr std::chrono::minutes kStoreTimeout{60};
+constexpr std::chrono::minutes kOpTimeout{10};
+
+void check_device_flag(const CliOptions& o) {
+  if (o.device.rfind("cuda:", 0) == 0)
+    throw UsageError(fmt::format("--device {}: a multi-GPU run gives each rank its own GPU (cuda:LOCAL_RANK); "
+                                 "use --device cuda, auto or cpu",
+                                 o.device));
+}
+
+// The output directory exists and is writable; else one error line.
+bool output_dir_ready(const std::string& dir) {
+  try {
+    io::ensure_writable_dir(dir);
+    return true;
+  } catch (const io::FileError& e) {
+    fmt::print(stderr, "attnprof: error: {}\n", e.what());
+    return false;
+  }
+}
+
+// Launcher side: cheap checks here (one line, exit 3, no process started),
+// then one process per rank; the ranks check the rest themselves.
+int launch(const CliOptions& o, const std::vector<std::string>& names) {
+  const int nproc = *o.nproc;
+  if (nproc < 1 || nproc > kMaxProcs) throw UsageError(fmt::format("--nproc must be 1 to {}, got {}", kMaxProcs, nproc));
+  check_device_flag(o);
+  const Problem p = build_problem(o);
+  (void)build_settings(o);  // every flag validated before N processes start
+  std::string why = ring::ring_refusal(p, nproc);
+  if (why.empty() && p.on_cuda() && nproc > cuda_device_count())
+    why = fmt::format("--nproc {} needs {} GPUs; this host has {}", nproc, nproc, cuda_device_count());
+  if (!why.empty()) {
+    fmt::print(stderr, "attnprof: {} cannot run here: {}\n", join(names), why);
+    return exit_code::kUnsupported;
+  }
+  if (!output_dir_ready(o.out)) return exit_code::kOutput;
+  ring::LaunchSpec spec;
+  spec.exe = ring::self_exe();
+  spec.argv = ring::self_argv();
+  spec.nproc = nproc;
+  spec.master_port = ring::free_tcp_port();
+  spec.env = {{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"NVSHMEM_DISABLE_NVLS", "1"}};
+  if (!cuda_available()) spec.env.emplace_back("KINETO_LOG_LEVEL", std::getenv("KINETO_LOG_LEVEL") ? std::getenv("KINETO_LOG_LEVEL") : "5");
+  const ring::LaunchResult res = ring::launch_ranks(spec);
+  // Rank 0's stderr came through as it was written; the others' last line is
+  // shown where their outcome differs from rank 0's.
+  const ring::RankOutcome& lead = res.ranks.front();
+  for (const ring::RankOutcome& r : res.ranks) {
+    if (r.rank == 0 || r.ok() || r.stopped_by_launcher) continue;
+    if (!lead.stopped_by_launcher && r.exit_code == lead.exit_code && r.term_signal == lead.term_signal) continue;
+    fmt::print(stderr, "attnprof: rank {} ended with {}{}\n", r.rank, r.how(),
+               r.last_line.empty() ? "" : ": " + r.last_line);
+  }
+  if (res.first_failure > 0 && lead.stopped_by_launcher)
+    fmt::print(stderr, "attnprof: the other ranks were stopped after rank {} failed\n", res.first_failure);
+  return res.exit_code();
+}
+
+// The speed-up's denominator: the same attention on one GPU, full sequence.
+struct Baseline {
+  std::optional<double> us;
+  std::string source;  // where it came from, or why there is none
+};
+
+Baseline single_gpu_baseline(const CliOptions& o, const std::string& inner, const Problem& p, RunSettings s) {
+  if (o.ring_baseline == "off") return {std::nullopt, "--ring-baseline off"};
+  if (o.ring_baseline != "auto") {
+    try {
+      const RunRecord b = report::read_summary_file(o.ring_baseline);
+      const Problem& q = b.problem;
+      if (q.batch != p.batch || q.heads_q != p.heads_q || q.heads_kv != p.heads_kv || q.seq_q != p.seq_q ||
+          q.seq_kv != p.seq_kv || q.head_dim != p.head_dim || q.dtype != p.dtype || q.causal() != p.causal())
+        return {std::nullopt, o.ring_baseline + " is of another problem (" + q.shape_string() + " " +
+                                  q.config_string() + ")"};
+      if (!b.ok() || !b.timing) return {std::nullopt, o.ring_baseline + " has no unprofiled timing"};
+      return {b.timing->median_us, b.variant + ", " + o.ring_baseline};
+    } catch (const std::exception& e) {
+      return {std::nullopt, e.what()};
+    }
+  }
+  s.files.stem_suffix.clear();
+  s.measure.trace_metadata.clear();
+  Measurement m = run_variant(inner, p, s.measure);
+  if (!m.record.ok()) return {std::nullopt, inner + " " + status_name(m.record.status) + ": " + m.record.reason};
+  try {
+    report::write_run_files(m.record, m.trace_json, s.files);
+  } catch (const io::FileError& e) {
+    return {std::nullopt, e.what()};
+  }
+  if (!m.record.timing) return {std::nullopt, inner + " ran without unprofiled timing (--timing-iters 0)"};
+  return {m.record.timing->median_us, inner + " on " + p.device};
+}
+
+report::RankFigures rank_figures(const RunRecord& r, const std::string& trace_json, int rank) {
+  report::RankFigures f;
+  f.rank = rank;
+  f.device = r.problem.device;
+  f.device_name = r.env.device_name;
+  if (r.timing) f.forward_us = r.timing->median_us;
+  try {
+    f.overlap = report::overlap_figures(report::parse_kineto_trace(trace_json, r.variant));
+  } catch (const report::TraceError& e) {
+    f.reason = e.what();
+  }
+  return f;
+}
+
+void add_overlap_facts(RunRecord& r, const report::RankFigures& f) {
+  if (!f.overlap) return;
+  const report::OverlapFigures& o = *f.overlap;
+  r.facts.emplace_back("ring compute per forward (us)", fmt::format("{:.1f}", o.compute_us));
+  r.facts.emplace_back("ring communication per forward (us)", fmt::format("{:.1f}", o.comm_us));
+  r.facts.emplace_back("ring exposed communication per forward (us)", fmt::format("{:.1f}", o.exposed_comm_us));
+  if (const auto pct = o.overlap_pct()) r.facts.emplace_back("ring overlap (%)", fmt::format("{:.1f}", *pct));
+}
+
+// Rank side. Every decision that changes which collectives run is taken by all
+// ranks together (through the store), so no rank waits for a peer that chose
+// otherwise.
+int run_rank(const CliOptions& o, const std::vector<std::string>& names, const ring::RankEnv& env) {
+  check_device_flag(o);
+  const bool lead = env.rank == 0;
+  CliOptions ro = o;
+  if (o.device != "cpu") {
+    if (cuda_available()) ro.device = "cuda:" + std::to_string(env.local_rank);
+    else if (o.device == "auto") ro.device = "cpu";
+  }
+  const Problem p = build_problem(ro);
+  RunSettings s = build_settings(o);
+  s.files.stem_suffix = ".rank" + std::to_string(env.rank);
+  if (!cuda_available()) ::setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
+  if (!output_dir_ready(s.files.out_dir)) return exit_code::kOutput;
+  install_interrupt_handlers();
+  try {
+    ring::set_current_group(
+        ring::ProcessGroup::join(env, p.device, std::chrono::milliseconds(kStoreTimeout), std::chrono::milliseconds(kOpTimeout)));
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "attnprof: {}\n", e.what());
+    return exit_code::kRunFailed;
+  }
+  ring::ProcessGroup& group = *ring::current_group();
+  s.measure.trace_metadata.emplace_back("distributedInfo", group.distributed_info_json());
+  const TableOptions table = s.table_for(p);
+  int code = exit_code::kOk;
+  for (size_t i = 0; i < names.size() && !interrupt_signal(); ++i) {
+    const std::string& name = names[i];
+    const std::string key = fmt::format("run{}/{}", i, name);
+    const Support mine = make_variant(name)->supports(p);
+    std::string refusal;
+    for (const std::string& why : group.all_gather_strings(key + "/supports", mine.ok ? "" : mine.reason))
+      if (refusal.empty()) refusal = why;
+    if (!refusal.empty()) {
+      if (names.size() == 1) {
+        if (lead) fmt::print(stderr, "attnprof: {} cannot run here: {}\n", name, refusal);
+        code = exit_code::kUnsupported;
+      } else if (lead) {
+        fmt::print(stderr, "  skipped {}: {}\n", name, refusal);
+      }
+      continue;
+    }
+    if (lead && names.size() > 1) fmt::print(stderr, "[{}/{}] {}\n", i + 1, names.size(), run_label(name, p));
+    Measurement m = run_variant(name, p, s.measure);
+    RunRecord& r = m.record;
+    if (r.status == Status::interrupted) {
+      const std::string path = report::write_interrupted_summary(r, s.files);
+      fmt::print(stderr, "attnprof: rank {} interrupted during {}{}\n", env.rank, name, path.empty() ? "" : "; " + path + " marks it");
+      return 128 + interrupt_signal();
+    }
+    if (!r.ok()) {  // its peers would wait for it in the next transfer: leave, the launcher stops them
+      fmt::print(stderr, "attnprof: rank {}: {} {}: {}\n", env.rank, name, r.status == Status::failed ? "failed" : "could not run", r.reason);
+      return exit_code::kRunFailed;
+    }
+    // A rank computes 1/world of the forward: its rate is that share over its
+    // unprofiled time (the profiled CUDA time also sums the NCCL kernels,
+    // which run beside the computation).
+    if (r.timing && r.timing->median_us > 0) r.tflops = p.flops() / env.world_size / r.timing->median_us / 1e6;
+    r.facts.emplace_back("TFLOP/s basis", "this rank's share (1/" + std::to_string(env.world_size) +
+                                              " of the forward's FLOPs) over its unprofiled median");
+    const report::RankFigures figures = rank_figures(r, m.trace_json, env.rank);
+    add_overlap_facts(r, figures);
+    try {
+      report::write_run_files(r, m.trace_json, s.files);
+    } catch (const io::FileError& e) {
+      fmt::print(stderr, "attnprof: error: {}\n", e.what());
+      return exit_code::kOutput;
+    }
+    const auto all = group.all_gather_strings(key + "/figures", report::rank_figures_json(figures).dump());
+    if (!lead) continue;
+    fmt::print("{}", run_text(r, table, o.kernels, s.files.out_dir));
+    report::RingSummary sum;
+    sum.variant = name;
+    sum.inner = ring::find_inner(name)->inner_variant;
+    sum.problem = p;
+    sum.world = env.world_size;
+    for (const std::string& text : all) {
+      try {
+        sum.ranks.push_back(report::rank_figures_from_json(nlohmann::json::parse(text)));
+      } catch (const std::exception& e) {
+        report::RankFigures bad;
+        bad.rank = static_cast<int>(sum.ranks.size());
+        bad.status = "unreadable";
+        bad.reason = e.what();
+        sum.ranks.push_back(bad);
+      }
+    }
+    const Baseline base = single_gpu_baseline(o, sum.inner, p, s);
+    sum.single_gpu_us = base.us;
+    sum.single_gpu_source = base.source;
+    try {
+      const auto files = report::write_ring_report(sum, s.files.out_dir);
+      fmt::print("\nRing, rank by rank: {}\n{}  files: {} (+ .csv, .md, .json, .summary.json)\n", report::ring_headline(sum),
+                 report::to_text(report::ring_table(sum)), files.front());
+    } catch (const io::FileError& e) {
+      fmt::print(stderr, "attnprof: error: {}\n", e.what());
+      return exit_code::kOutput;
+    }
+    std::fflush(stdout);
+  }
+  group.leave();
+  ring::set_current_group(nullptr);
+  if (const int sig = interrupt_signal()) return 128 + sig;
+  return code;
+}
+
+}  // namespace
+
+void add_distributed_options(CLI::App& app, CliOptions& o) {
+  app.add_option("--nproc", o.nproc,
+                 "Multi-GPU variants (ring-*): start N rank processes, one per GPU of this host (under torchrun "
+                 "or Slurm the launcher's RANK/WORLD_SIZE are read instead)");
+  app.add_option("--ring-baseline", o.ring_baseline,
+                 "A ring variant's speed-up over one GPU: 'auto' (rank 0 runs the inner variant on the full "
+                 "sequence), 'off', or a single-GPU .summary.json of the same problem")
+      ->capture_default_str();
+}
+
+std::optional<int> run_distributed(const CliOptions& o) {
+  std::optional<ring::RankEnv> env;
+  try {
+    env = ring::rank_env_from_process();
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  if (!env && !o.nproc) return std::nullopt;
+  const std::vector<std::string> names = expand_variants(o.variants, /*multi_gpu=*/true);
+  for (const std::string& n : names)
+    if (!find_variant(n)->has(VariantTag::multi_gpu))
+      throw UsageError(fmt::format("{} runs multi-GPU variants (ring-*); {} runs on one GPU: run it without {}",
+                                   env ? "a launcher's RANK/WORLD_SIZE" : "--nproc", n,
+                                   env ? "the launcher" : "--nproc"));
+  if (!env) return launch(o, names);
+  if (o.nproc && *o.nproc != env->world_size)
+    throw UsageError(fmt::format("--nproc {} disagrees with the launcher's world size {} ({})", *o.nproc,
+                                 env->world_size, env->launcher));
+  return run_rank(o, names, *env);
+}
+
+}  // namespace attnprof::cli

@@ -1,0 +1,442 @@
+// Ring attention: the sharding maps and block classification against brute
+// force, the launcher variables, the log-sum-exp merge against full softmax,
+// the ring loop in one process (every rank in turn, a local transport), the
+// real loop across two processes (gloo on CPU; NCCL on two GPUs where there
+// are two), and the CLI end to end (two CPU ranks, refusals, usage errors).
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <random>
+
+#include "attnprof/device.h"
+#include "distributed/inner.h"
+#include "distributed/launcher.h"
+#include "distributed/layout.h"
+#include "distributed/rank_env.h"
+#include "distributed/ring_attention.h"
+#include "test_util.h"
+#include "trace_test_util.h"
+#include "variants/torch_problem.h"
+
+using namespace attnprof;
+using namespace attnprof::ring;
+namespace tu = attnprof::testing;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// ---- layout -----------------------------------------------------------------
+
+TEST(RingLayout, ShardsArePermutationsOfTheSequence) {
+  for (int world = 1; world <= 6; ++world) {
+    for (bool causal : {true, false}) {
+      SCOPED_TRACE("world " + std::to_string(world) + (causal ? " causal" : " full"));
+      const Layout l{world, 2 * int64_t(world) * 7, causal};
+      std::vector<int64_t> all;
+      for (int r = 0; r < world; ++r) {
+        const auto rows = l.global_rows(r);
+        EXPECT_EQ(int64_t(rows.size()), l.local_len());
+        all.insert(all.end(), rows.begin(), rows.end());
+      }
+      std::sort(all.begin(), all.end());
+      std::vector<int64_t> expect(l.seq);
+      std::iota(expect.begin(), expect.end(), 0);
+      EXPECT_EQ(all, expect);
+    }
+  }
+  const Layout z{4, 80, true};  // chunks of 10; rank 1 holds chunks 1 and 6
+  EXPECT_EQ(z.chunks_of(1), (std::vector<int64_t>{1, 6}));
+  EXPECT_EQ(z.global_row(1, 0), 10);
+  EXPECT_EQ(z.global_row(1, 9), 19);
+  EXPECT_EQ(z.global_row(1, 10), 60);
+  EXPECT_EQ(z.global_row(3, 19), 49);
+  EXPECT_EQ(z.source_at_step(0, 1), 3);
+  EXPECT_EQ(z.source_at_step(2, 3), 3);
+}
+
+// Each (rank, source) block is what classify() says, checked against the
+// global positions: which local queries see which of the shard's keys.
+TEST(RingLayout, BlockKindsMatchBruteForceVisibilityAndBalanceWork) {
+  for (int world = 1; world <= 6; ++world) {
+    for (bool causal : {true, false}) {
+      SCOPED_TRACE("world " + std::to_string(world) + (causal ? " causal" : " full"));
+      const Layout l{world, 2 * int64_t(world) * 3, causal};
+      const int64_t n = l.local_len(), c = l.chunk_len();
+      int64_t all_pairs = 0;
+      std::vector<int64_t> per_rank(world, 0);
+      for (int r = 0; r < world; ++r) {
+        const auto q = l.global_rows(r);
+        for (int step = 0; step < world; ++step) {
+          const int src = l.source_at_step(r, step);
+          const auto k = l.global_rows(src);
+          const BlockKind kind = l.classify(r, src);
+          EXPECT_EQ(step == 0, src == r);
+          for (int64_t i = 0; i < n; ++i) {
+            for (int64_t j = 0; j < n; ++j) {
+              const bool visible = !causal || k[j] <= q[i];
+              bool claimed = false;
+              switch (kind) {
+                case BlockKind::causal_diagonal: claimed = j <= i; break;
+                case BlockKind::full: claimed = true; break;
+                case BlockKind::all_q_front_kv: claimed = j < c; break;
+                case BlockKind::back_q_all_kv: claimed = i >= c; break;
+              }
+              ASSERT_EQ(claimed, visible) << "rank " << r << " source " << src << " " << block_kind_name(kind)
+                                          << " local query " << i << " key " << j;
+            }
+          }
+          per_rank[r] += block_pairs(l, kind);
+        }
+        all_pairs += per_rank[r];
+      }
+      // Every visible query-key pair is computed exactly once ...
+      EXPECT_EQ(all_pairs, causal ? l.seq * (l.seq + 1) / 2 : l.seq * l.seq);
+      // ... and zigzag gives every rank the same work (the diagonals' n/2 apart).
+      const auto [lo, hi] = std::minmax_element(per_rank.begin(), per_rank.end());
+      EXPECT_EQ(*lo, *hi);
+    }
+  }
+  EXPECT_THROW(Layout({2, 8, true}).classify(2, 0), std::out_of_range);
+}
+
+TEST(RingLayout, UnevenSequencesAreRefusedWithTheReason) {
+  EXPECT_EQ(sharding_problem(1024, 4, true), "");
+  EXPECT_EQ(sharding_problem(1000, 4, false), "");
+  EXPECT_EQ(sharding_problem(1000, 3, true), "seq 1000 is not a multiple of 2 x 3 = 6 (zigzag chunks for causal attention)");
+  EXPECT_EQ(sharding_problem(1001, 2, false), "seq 1001 is not a multiple of 2 (one shard per rank)");
+}
+
+// ---- launcher variables -----------------------------------------------------
+
+std::optional<RankEnv> env_of(const std::map<std::string, std::string>& vars) {
+  return rank_env_from([&](const char* name) -> const char* {
+    const auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  });
+}
+
+TEST(RingEnv, ReadsTorchrunAndSlurmVariables) {
+  EXPECT_FALSE(env_of({}).has_value());
+  EXPECT_FALSE(env_of({{"SLURM_PROCID", "0"}}).has_value()) << "Slurm alone, without a rendezvous address";
+  const auto t = env_of({{"RANK", "3"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "node7"},
+                         {"MASTER_PORT", "29500"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                         {"TORCHELASTIC_RESTART_COUNT", "2"}});
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->rank, 3);
+  EXPECT_EQ(t->world_size, 8);
+  EXPECT_EQ(t->local_rank, 1);
+  EXPECT_EQ(t->master_addr, "node7");
+  EXPECT_EQ(t->master_port, 29500);
+  EXPECT_TRUE(t->agent_store);
+  EXPECT_EQ(t->restart_count, 2);
+  const auto s = env_of({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "6"}, {"SLURM_LOCALID", "1"},
+                         {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "1234"}});
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->rank, 5);
+  EXPECT_EQ(s->local_rank, 1);
+  EXPECT_EQ(s->launcher, "Slurm");
+  EXPECT_FALSE(s->agent_store);
+}
+
+TEST(RingEnv, MalformedVariablesSayWhich) {
+  const std::map<std::string, std::string> ok = {
+      {"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}};
+  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
+      {{{"RANK", "0"}}, "RANK is set but WORLD_SIZE is not"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "x"}}, "MASTER_PORT is not"},
+      {{{"RANK", "two"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "x"}, {"MASTER_PORT", "1"}}, "RANK='two' is not an integer"},
+      {{{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "x"}, {"MASTER_PORT", "1"}}, "RANK=2 is out of range (0 to 1)"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "x"}, {"MASTER_PORT", "70000"}}, "MASTER_PORT=70000"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "0"}, {"MASTER_ADDR", "x"}, {"MASTER_PORT", "1"}}, "WORLD_SIZE=0"},
+  };
+  EXPECT_NO_THROW(env_of(ok));
+  for (const auto& [vars, message] : cases) {
+    try {
+      env_of(vars);
+      ADD_FAILURE() << "accepted: " << message;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+}
+
+// ---- merge ------------------------------------------------------------------
+
+// Attention of q over the keys of `cols` only, through math_block.
+BlockResult block_over(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& cols,
+                       double scale) {
+  return math_block(q, k.index_select(2, cols), v.index_select(2, cols), false, scale);
+}
+
+TEST(RingMerge, PartialsMergedInAnyOrderEqualFullSoftmax) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  at::manual_seed(seed);
+  std::mt19937 rng(seed);
+  const double scale = 0.3;
+  // Scores spread wide (x4): a naive exp would overflow fp32 where the merge must not.
+  const at::Tensor q = at::randn({2, 3, 17, 16}, at::kDouble) * 4, k = at::randn({2, 3, 40, 16}, at::kDouble) * 4,
+                   v = at::randn({2, 3, 40, 16}, at::kDouble);
+  const at::Tensor ref = at::matmul(at::softmax(at::matmul(q, k.transpose(-2, -1)) * scale, -1), v);
+  for (int blocks : {2, 3, 5}) {
+    std::vector<int64_t> perm(40);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);  // blocks of arbitrary keys, in arbitrary order
+    std::vector<at::Tensor> parts;
+    for (int b = 0; b < blocks; ++b) {
+      std::vector<int64_t> cols(perm.begin() + b * 40 / blocks, perm.begin() + (b + 1) * 40 / blocks);
+      parts.push_back(at::tensor(cols, at::kLong));
+    }
+    for (at::ScalarType acc : {at::kFloat, at::kDouble}) {
+      BlockResult first = block_over(q.to(acc), k.to(acc), v.to(acc), parts[0], scale);
+      at::Tensor out = first.out, lse = first.lse;
+      for (int b = 1; b < blocks; ++b) {
+        const BlockResult r = block_over(q.to(acc), k.to(acc), v.to(acc), parts[b], scale);
+        merge_block(out, lse, r.out, r.lse);
+      }
+      const double err = relative_frobenius_error(out, ref);
+      EXPECT_LT(err, acc == at::kDouble ? 1e-12 : 2e-6) << blocks << " blocks";
+      const at::Tensor ref_lse = at::logsumexp(at::matmul(q, k.transpose(-2, -1)) * scale, -1);
+      EXPECT_LT(relative_frobenius_error(lse, ref_lse), acc == at::kDouble ? 1e-12 : 1e-6);
+    }
+  }
+}
+
+TEST(RingMerge, RowViewsAndQueriesThatSawNothing) {
+  at::manual_seed(7);
+  at::Tensor out = at::randn({1, 2, 6, 4}), lse = at::randn({1, 2, 6});
+  const at::Tensor out0 = out.clone(), lse0 = lse.clone();
+  // Merge into rows 2..5 only; rows 0..1 must not move.
+  const at::Tensor b_out = at::randn({1, 2, 4, 4}), b_lse = at::randn({1, 2, 4});
+  merge_block(out.narrow(2, 2, 4), lse.narrow(2, 2, 4), b_out, b_lse);
+  EXPECT_TRUE(at::equal(out.narrow(2, 0, 2), out0.narrow(2, 0, 2)));
+  const at::Tensor w = at::sigmoid(b_lse - lse0.narrow(2, 2, 4)).unsqueeze(-1);
+  EXPECT_TRUE(at::allclose(out.narrow(2, 2, 4), out0.narrow(2, 2, 4) * (1 - w) + b_out * w, 1e-6, 1e-6));
+  EXPECT_TRUE(at::allclose(lse.narrow(2, 2, 4), at::logaddexp(lse0.narrow(2, 2, 4), b_lse)));
+
+  // A side that saw no key (lse -inf, output 0) contributes nothing; both: zeros, -inf.
+  at::Tensor o = at::zeros({1, 1, 3, 2}), l = at::full({1, 1, 3}, -kInf);
+  const at::Tensor seen = at::ones({1, 1, 3, 2}) * 5;
+  at::Tensor seen_lse = at::zeros({1, 1, 3});
+  seen_lse[0][0][2] = -kInf;
+  merge_block(o, l, seen * at::tensor({1.0f, 1.0f, 0.0f}).view({1, 1, 3, 1}), seen_lse);
+  EXPECT_TRUE(at::isfinite(o).all().item<bool>());
+  EXPECT_TRUE(at::equal(o[0][0][0], seen[0][0][0]));
+  EXPECT_TRUE(at::equal(o[0][0][2], at::zeros({2})));
+  EXPECT_EQ(l[0][0][2].item<float>(), -std::numeric_limits<float>::infinity());
+  merge_block(o, l, at::zeros({1, 1, 3, 2}), at::full({1, 1, 3}, -kInf));  // a block that hides every key
+  EXPECT_TRUE(at::equal(o[0][0][0], seen[0][0][0]));
+}
+
+// ---- the ring loop in one process ---------------------------------------------
+
+// Every rank's shard is here; a step "receives" the shard its previous rank held.
+class LocalExchange final : public Exchange {
+ public:
+  LocalExchange(int rank, const Layout& l, const std::vector<Shards>& all) : rank_(rank), l_(l), all_(all) {}
+  int rank() const override { return rank_; }
+  int world() const override { return l_.world; }
+  std::function<void()> start(const at::Tensor& send, const at::Tensor& recv, int step) override {
+    if (step == 0) EXPECT_TRUE(send.is_same(all_[rank_].kv)) << "step 0 sends the own shard";
+    recv.copy_(all_[l_.source_at_step(rank_, step + 1)].kv);
+    return [] {};
+  }
+
+ private:
+  int rank_;
+  Layout l_;
+  const std::vector<Shards>& all_;
+};
+
+double plain_error(const Problem& p, const Inputs& in, const at::Tensor& ref) {
+  at::Tensor s = at::matmul(in.q, expand_kv_heads(in.k, p.heads_q).transpose(-2, -1)) * p.softmax_scale();
+  if (const at::Tensor m = hidden_keys_mask(p, s.options()); m.defined()) s = s.masked_fill(m, -kInf);
+  return relative_frobenius_error(at::matmul(at::softmax(s, -1), expand_kv_heads(in.v, p.heads_q)), ref);
+}
+
+TEST(RingAttention, OneProcessRingMatchesTheFloat64Reference) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  at::manual_seed(seed);
+  int ran = 0;
+  for (const char* inner : {"math", "sdpa-flash"}) {
+    for (DType dtype : {DType::FP32, DType::BF16}) {
+      for (int world : {1, 2, 3, 4}) {
+        for (bool causal : {true, false}) {
+          Problem p;
+          p.batch = 2, p.heads_q = 4, p.heads_kv = std::string(inner) == "math" ? 2 : 4;
+          p.seq_q = p.seq_kv = 24 * world, p.head_dim = 32, p.dtype = dtype;
+          p.mask = causal ? Mask::causal_bottom_right : Mask::none;
+          SCOPED_TRACE(std::string(inner) + " world " + std::to_string(world) + " " + p.shape_string() + " " +
+                       p.config_string());
+          const Inputs in = random_inputs(p);
+          const Layout l{world, p.seq_q, causal};
+          std::vector<Shards> shards;
+          for (int r = 0; r < world; ++r) shards.push_back(cut_shards(l, r, in.q, in.k, in.v));
+          std::vector<at::Tensor> outs;
+          for (int r = 0; r < world; ++r) {
+            LocalExchange ex(r, l, shards);
+            RingAttention ring(l, ex, block_attention(inner), p.softmax_scale());
+            outs.push_back(ring.forward(shards[r]));
+            EXPECT_TRUE(at::equal(outs.back(), ring.forward(shards[r]))) << "a second forward gives the same";
+          }
+          const at::Tensor out = unshard(l, outs);
+          ASSERT_EQ(out.sizes(), in.q.sizes());
+          ASSERT_EQ(out.scalar_type(), in.q.scalar_type());
+          ASSERT_TRUE(at::isfinite(out).all().item<bool>());
+          const at::Tensor ref = reference_attention(p, in);
+          const double err = relative_frobenius_error(out, ref), plain = plain_error(p, in, ref);
+          EXPECT_LE(err, std::max(2 * plain, dtype == DType::FP32 ? 2e-6 : 0.0)) << "plain " << plain;
+          EXPECT_LE(err, dtype == DType::FP32 ? 1e-5 : 1e-2);
+          ++ran;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(ran, 32);
+}
+
+TEST(RingAttention, UnshardInvertsCutShards) {
+  for (bool causal : {true, false}) {
+    const Layout l{3, 18, causal};
+    const at::Tensor x = at::arange(2 * 18 * 4, at::kFloat).view({1, 2, 18, 4});
+    std::vector<at::Tensor> qs;
+    for (int r = 0; r < 3; ++r) qs.push_back(cut_shards(l, r, x, x.narrow(1, 0, 1), x.narrow(1, 0, 1)).q);
+    EXPECT_TRUE(at::equal(unshard(l, qs), x));
+    EXPECT_THROW(unshard(l, {qs[0]}), std::invalid_argument);
+  }
+}
+
+// ---- the real loop across processes -------------------------------------------
+
+// Runs `nproc` ring_worker ranks; returns the rank-0 report, or fails.
+std::string run_workers(int nproc, const std::string& device, const std::string& inners) {
+  const std::string dir = tu::make_temp_dir("ring_worker");
+  const std::string report = dir + "/report.txt";
+  LaunchSpec s;
+  s.exe = ATTNPROF_RING_WORKER;
+  s.argv = {"ring_worker", "--device", device, "--inner", inners, "--report", report};
+  s.nproc = nproc;
+  s.env = {{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"NVSHMEM_DISABLE_NVLS", "1"}};
+  const LaunchResult r = launch_ranks(s);
+  const std::string text = tu::path_exists(report) ? io::read_file(report) : "(no report)";
+  std::cout << text;
+  for (const RankOutcome& o : r.ranks)
+    EXPECT_TRUE(o.ok()) << "rank " << o.rank << ": " << o.how() << ": " << o.last_line;
+  tu::remove_tree(dir);
+  return text;
+}
+
+TEST(RingGloo, TwoCpuProcessesMatchTheReference) {
+  const std::string report = run_workers(2, "cpu", "math,sdpa-flash");
+  EXPECT_NE(report.find("backend gloo"), std::string::npos);
+  EXPECT_NE(report.find(" 0 failed"), std::string::npos);
+  EXPECT_EQ(report.find("FAIL"), std::string::npos);
+}
+
+TEST(RingNccl, TwoGpusMatchTheReference) {
+  if (cuda_device_count() < 2)
+    GTEST_SKIP() << "needs 2 CUDA devices (this machine has " << cuda_device_count()
+                 << "): the NCCL ring runs on the two-GPU host";
+  const std::string report = run_workers(2, "cuda", "custom-flash,sdpa-flash,custom-flash-sm90");
+  EXPECT_NE(report.find("backend nccl"), std::string::npos);
+  EXPECT_NE(report.find("ok   custom-flash"), std::string::npos) << "custom-flash must run on the GPUs";
+  EXPECT_NE(report.find("ok   sdpa-flash"), std::string::npos);
+  EXPECT_EQ(report.find("FAIL"), std::string::npos);
+}
+
+// ---- the CLI ------------------------------------------------------------------
+
+TEST(RingCli, TwoCpuRanksWriteRankFilesAndTheRingTable) {
+  const std::string d = tu::make_temp_dir("ring_cli");
+  // `all` with --nproc: the multi-GPU variants only; the CUDA-only ones are
+  // skipped on every rank with their reason, ring-sdpa-flash runs.
+  const auto r = tu::run_cli("--variant all --nproc 2 --device cpu --batch 1 --heads 2 --seq 128 --head-dim 32 "
+                                  "--warmup-iters 1 --wait 0 --warmup 1 --active 2 --timing-iters 1 --out " + d);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("skipped ring-custom-flash: "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("naive"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("Ring, rank by rank: ring-sdpa-flash | 1x2x128x32 bf16 causal | 2 ranks"), std::string::npos)
+      << r.out;
+  const std::string stem = d + "/ring-sdpa-flash/1_2_128_32_bf16_causal";
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string k = ".rank" + std::to_string(rank);
+    const nlohmann::json trace = tu::load_json(stem + k + ".json.gz");
+    EXPECT_EQ(trace.at("distributedInfo").at("rank"), rank);
+    EXPECT_EQ(trace.at("distributedInfo").at("world_size"), 2);
+    EXPECT_EQ(trace.at("distributedInfo").at("backend"), "gloo");
+    bool step1 = false;
+    for (const auto& e : trace.at("traceEvents")) step1 = step1 || e.value("name", "") == "ring_step_1";
+    EXPECT_TRUE(step1) << "the ring steps are user scopes";
+    const nlohmann::json summary = tu::load_json(stem + k + ".summary.json");
+    EXPECT_EQ(summary.at("facts").at("rank"), std::to_string(rank) + " of 2");
+    EXPECT_TRUE(tu::path_exists(stem + k + ".txt"));
+  }
+  const nlohmann::json ring = tu::load_json(stem + ".ring.summary.json");
+  EXPECT_EQ(ring.at("world_size"), 2);
+  ASSERT_EQ(ring.at("ranks").size(), 2u);
+  EXPECT_GT(ring.at("ranks")[1].at("forward_us").get<double>(), 0);
+  EXPECT_GT(ring.at("single_gpu_us").get<double>(), 0) << "rank 0 ran sdpa-flash on the full sequence";
+  EXPECT_TRUE(tu::path_exists(d + "/sdpa-flash/1_2_128_32_bf16_causal.summary.json"));
+  tu::remove_tree(d);
+}
+
+TEST(RingCli, RefusalsAndUsageErrorsAreOneLine) {
+  const std::string d = tu::make_temp_dir("ring_cli_err");
+  const std::string base = "--batch 1 --heads 2 --head-dim 32 --out " + d + " --device ";
+  struct Case {
+    std::string args;
+    int rc;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"cpu --variant ring-sdpa-flash --seq 128", 3, "start it with --nproc N"},
+      {"cpu --variant ring-sdpa-flash --nproc 1 --seq 128", 3, "needs at least 2 ranks, got 1"},
+      {"cpu --variant ring-sdpa-flash --nproc 2 --seq 130", 3, "seq 130 is not a multiple of 2 x 2 = 4"},
+      {"cpu --variant ring-sdpa-flash --nproc 2 --seq 128 --pass bwd", 3, "forward only"},
+      {"cpu --variant all --nproc 1 --seq 128", 3, "ring-sdpa-flash, ring-custom-flash, ring-custom-flash-sm90 cannot run here"},
+      {"cpu --variant ring-custom-flash --nproc 2 --seq 128", 3, "ring-custom-flash (inner custom-flash): "},
+      {"cpu --variant naive --nproc 2 --seq 128", 2, "naive runs on one GPU: run it without --nproc"},
+      {"cpu --variant ring-sdpa-flash --nproc 0 --seq 128", 2, "--nproc must be 1 to 1024, got 0"},
+      {"cuda:1 --variant ring-sdpa-flash --nproc 2 --seq 128", 2, "each rank its own GPU"},
+      {"cpu --variant ring-sdpa-flash --seq 128 --nproc 3 ; RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1", 2,
+       "--nproc 3 disagrees with the launcher's world size 2"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    std::string args = base + c.args;
+    const size_t semi = args.find(" ; ");
+    const std::string env = semi == std::string::npos ? "" : args.substr(semi + 3) + " ";
+    if (semi != std::string::npos) args = args.substr(0, semi);
+    const auto r = tu::run_cli(args, env);
+    EXPECT_EQ(r.rc, c.rc) << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    EXPECT_EQ(tu::count_lines(r.err), 1) << r.err;
+  }
+  if (cuda_device_count() >= 1) {
+    const auto r = tu::run_cli("--variant ring-custom-flash --device cuda --seq 128 --nproc " +
+                                    std::to_string(cuda_device_count() + 1) + " --out " + d);
+    EXPECT_EQ(r.rc, 3) << r.err;
+    EXPECT_NE(r.err.find("GPUs; this host has " + std::to_string(cuda_device_count())), std::string::npos) << r.err;
+  }
+  tu::remove_tree(d);
+}
+
+TEST(RingCli, AllWithoutNprocRunsNoMultiGpuVariant) {
+  const std::string d = tu::make_temp_dir("ring_all");
+  const auto r = tu::run_cli("--variant all --device cpu --batch 1 --heads 1 --seq 16 --head-dim 16 "
+                                  "--warmup-iters 0 --wait 0 --warmup 0 --active 1 --timing-iters 0 --out " + d);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("naive"), std::string::npos);
+  EXPECT_EQ(r.out.find("ring-"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("ring-"), std::string::npos) << r.err;
+  tu::remove_tree(d);
+}
+
+}  // namespace
