@@ -122,8 +122,15 @@ TEST(Options, SettingsCarryTheScheduleAndRejectNonsense) {
 }
 
 TEST(Options, VariantListsExpandThroughTheRegistry) {
-  const std::vector<std::string> all = expand_variants({"all"});
-  EXPECT_EQ(all, variant_names());
+  // 'all' never starts ranks: the multi-GPU variants only when asked for (--nproc, a launcher).
+  std::vector<std::string> single;
+  for (const auto& e : variant_registry())
+    if (!e.has(VariantTag::multi_gpu)) single.push_back(e.name);
+  EXPECT_EQ(expand_variants({"all"}), single);
+  EXPECT_EQ(expand_variants({"all"}, /*multi_gpu=*/true), variants_tagged(VariantTag::multi_gpu));
+  EXPECT_FALSE(variants_tagged(VariantTag::multi_gpu).empty());
+  EXPECT_EQ(expand_variants({"ring-custom-flash"}), (std::vector<std::string>{"ring-custom-flash"}))
+      << "named, a multi-GPU variant is kept (and refused with its reason without ranks)";
   EXPECT_EQ(expand_variants({"inplace", "naive", "inplace"}), (std::vector<std::string>{"inplace", "naive"}));
   try {
     expand_variants({"nave"});

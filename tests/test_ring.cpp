@@ -428,15 +428,4 @@ TEST(RingCli, RefusalsAndUsageErrorsAreOneLine) {
   tu::remove_tree(d);
 }
 
-TEST(RingCli, AllWithoutNprocRunsNoMultiGpuVariant) {
-  const std::string d = tu::make_temp_dir("ring_all");
-  const auto r = tu::run_cli("--variant all --device cpu --batch 1 --heads 1 --seq 16 --head-dim 16 "
-                                  "--warmup-iters 0 --wait 0 --warmup 0 --active 1 --timing-iters 0 --out " + d);
-  EXPECT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.out.find("naive"), std::string::npos);
-  EXPECT_EQ(r.out.find("ring-"), std::string::npos) << r.out;
-  EXPECT_EQ(r.err.find("ring-"), std::string::npos) << r.err;
-  tu::remove_tree(d);
-}
-
 }  // namespace

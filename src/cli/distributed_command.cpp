@@ -8,6 +8,7 @@
 // leaves, and the launcher stops the rest.
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -153,8 +154,8 @@ void add_overlap_facts(RunRecord& r, const report::RankFigures& f) {
 
 // Rank side. Every decision that changes which collectives run is taken by all
 // ranks together (through the store), so no rank waits for a peer that chose
-// otherwise.
-int run_rank(const CliOptions& o, const std::vector<std::string>& names, const ring::RankEnv& env) {
+// otherwise. Returns with the group still joined when the rank leaves early.
+int rank_loop(const CliOptions& o, const std::vector<std::string>& names, const ring::RankEnv& env) {
   check_device_flag(o);
   const bool lead = env.rank == 0;
   CliOptions ro = o;
@@ -197,6 +198,7 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
     }
     if (lead && names.size() > 1) fmt::print(stderr, "[{}/{}] {}\n", i + 1, names.size(), run_label(name, p));
     Measurement m = run_variant(name, p, s.measure);
+    s.measure.startup_ms.reset();  // process start-up belongs to the first variant only
     RunRecord& r = m.record;
     if (r.status == Status::interrupted) {
       const std::string path = report::write_interrupted_summary(r, s.files);
@@ -253,10 +255,22 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
     }
     std::fflush(stdout);
   }
+  if (const int sig = interrupt_signal()) return 128 + sig;  // peers may have stopped at another step
   group.leave();
   ring::set_current_group(nullptr);
-  if (const int sig = interrupt_signal()) return 128 + sig;
   return code;
+}
+
+int run_rank(const CliOptions& o, const std::vector<std::string>& names, const ring::RankEnv& env) {
+  const int code = rank_loop(o, names, env);
+  if (!ring::current_group()) return code;
+  // Leaving after a failure or a signal, the others possibly still inside a
+  // transfer: shutting the communicators down would wait for them, and
+  // destroying them at exit races NCCL's watchdog thread. Every file is
+  // already complete (written atomically), so the process ends here.
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(code);
 }
 
 }  // namespace

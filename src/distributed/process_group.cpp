@@ -53,6 +53,7 @@ class BackendExchange final : public Exchange {
       b_->send(s, next, step);
       b_->recv(r, prev, step);
       auto work = b_->endCoalescing();
+      TORCH_CHECK(work, "ring exchange: ProcessGroupNCCL coalesced no operation (step ", step, ")");
       return [work] { work->wait(); };
     }
     auto ws = b_->send(s, next, step);

@@ -67,7 +67,7 @@ class ProcessGroup {
 // The group of this rank process; nullptr in a single-process run. Set by the
 // CLI's rank mode, read by the multi-GPU variants.
 ProcessGroup* current_group();
-void set_current_group(std::unique_ptr<ProcessGroup> g);  // nullptr leaves it
+void set_current_group(std::unique_ptr<ProcessGroup> g);  // nullptr: shuts the communicators down
 
 // "" when this build can run a ring on CUDA (NCCL) or CPU (gloo), else why not.
 std::string backend_unavailable(bool cuda);
