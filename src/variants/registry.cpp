@@ -18,7 +18,7 @@ const std::vector<VariantEntry>& variant_registry() {
       // Multi-GPU: `--variant all` leaves them out unless ranks are asked for (--nproc or a launcher).
       {"ring-sdpa-flash", make_ring_sdpa_flash, unsigned(T::multi_gpu)},
       {"ring-custom-flash", make_ring_custom_flash, unsigned(T::multi_gpu)},
-      {"ring-custom-flash-sm90", make_ring_custom_flash_sm90, T::multi_gpu | T::needs_sm90a},
+      {"ring-custom-flash-sm90", make_ring_custom_flash_sm90, unsigned(T::multi_gpu)},
   };
   return registry;
 }
