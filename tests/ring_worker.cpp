@@ -21,6 +21,7 @@
 #include "attnprof/io/files.h"
 #include "attnprof/variant.h"
 #include "distributed/inner.h"
+#include "distributed/layout.h"
 #include "distributed/process_group.h"
 #include "distributed/ring_attention.h"
 #include "variants/torch_problem.h"
@@ -32,9 +33,11 @@ namespace {
 struct Shape {
   int64_t b, hq, hkv, s, d;
 };
-// seq 200 gives zigzag chunks of 50 (not a tile multiple); head dims 64 and
-// 128; grouped-query heads for the inners that take them.
-const Shape kShapes[] = {{1, 2, 2, 64, 64}, {2, 3, 3, 200, 64}, {1, 2, 2, 256, 128}, {1, 4, 2, 128, 64}};
+// seq 200 gives zigzag chunks of 50 (not a tile multiple); 96 shards over 2,
+// 3 and 4 ranks; head dims 64 and 128; grouped-query heads for the inners
+// that take them. A shape that does not shard over the world is skipped.
+const Shape kShapes[] = {{1, 2, 2, 64, 64}, {2, 3, 3, 200, 64}, {1, 2, 2, 256, 128}, {1, 4, 2, 128, 64},
+                         {1, 2, 2, 96, 64}};
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -98,6 +101,10 @@ int main(int argc, char** argv) {
           p.mask = causal ? Mask::causal_bottom_right : Mask::none;
           p.device = device;
           const std::string what = fmt::format("{} {} {}", inner, p.shape_string(), p.config_string());
+          if (const std::string uneven = ring::sharding_problem(p.seq_q, g.world_size(), causal); !uneven.empty()) {
+            lines += fmt::format("skip {}: {}\n", what, uneven);
+            continue;
+          }
           std::unique_ptr<Variant> variant;
           if (inner != "math") {
             variant = make_variant("ring-" + inner);

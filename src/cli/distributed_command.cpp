@@ -154,8 +154,11 @@ void add_overlap_facts(RunRecord& r, const report::RankFigures& f) {
 
 // Rank side. Every decision that changes which collectives run is taken by all
 // ranks together (through the store), so no rank waits for a peer that chose
-// otherwise. Returns with the group still joined when the rank leaves early.
-int rank_loop(const CliOptions& o, const std::vector<std::string>& names, const ring::RankEnv& env) {
+// otherwise. A rank leaving early (a failure, a signal) keeps the group
+// joined: its peers may still be inside a transfer, which shutting the
+// communicators down would wait for; main() ends the process without static
+// destructors.
+int run_rank(const CliOptions& o, const std::vector<std::string>& names, const ring::RankEnv& env) {
   check_device_flag(o);
   const bool lead = env.rank == 0;
   CliOptions ro = o;
@@ -259,18 +262,6 @@ int rank_loop(const CliOptions& o, const std::vector<std::string>& names, const 
   group.leave();
   ring::set_current_group(nullptr);
   return code;
-}
-
-int run_rank(const CliOptions& o, const std::vector<std::string>& names, const ring::RankEnv& env) {
-  const int code = rank_loop(o, names, env);
-  if (!ring::current_group()) return code;
-  // Leaving after a failure or a signal, the others possibly still inside a
-  // transfer: shutting the communicators down would wait for them, and
-  // destroying them at exit races NCCL's watchdog thread. Every file is
-  // already complete (written atomically), so the process ends here.
-  std::fflush(stdout);
-  std::fflush(stderr);
-  std::_Exit(code);
 }
 
 }  // namespace
