@@ -122,7 +122,7 @@ TEST(Cli, RunWritesValidTraceTableAndSummary) {
     EXPECT_NE(r.out.find("Self CPU time total"), std::string::npos);
     EXPECT_NE(r.out.find("Skipped (1)"), std::string::npos) << r.out;  // efficient has no CPU kernel
     const std::string stem = d + "/naive/1_2_33_32_bf16_causal";
-    const std::string trace_path = stem + (gzip ? ".json.gz" : ".json");
+    const std::string trace_path = stem + "/1_2_33_32_bf16_causal" + (gzip ? ".pt.trace.json.gz" : ".pt.trace.json");
     std::string text = attnprof::io::read_file(trace_path);
     if (gzip) text = attnprof::io::gzip_decompress(text);
     const auto trace = nlohmann::json::parse(text);

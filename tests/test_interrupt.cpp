@@ -58,7 +58,8 @@ Interrupted run_and_interrupt(const std::string& out_dir, const std::string& at,
 
 void expect_finished_variant(const std::string& dir, const std::string& variant) {
   const std::string stem = dir + "/" + variant + "/2_4_256_64_bf16_causal";
-  const auto trace = nlohmann::json::parse(attnprof::io::gzip_decompress(attnprof::io::read_file(stem + ".json.gz")));
+  const auto trace = nlohmann::json::parse(
+      attnprof::io::gzip_decompress(attnprof::io::read_file(stem + "/2_4_256_64_bf16_causal.pt.trace.json.gz")));
   EXPECT_TRUE(trace.contains("traceEvents")) << variant;
   EXPECT_NE(attnprof::io::read_file(stem + ".txt").find("attn_fwd"), std::string::npos) << variant;
   const auto summary = nlohmann::json::parse(attnprof::io::read_file(stem + ".summary.json"));
@@ -74,13 +75,15 @@ TEST_P(InterruptTest, KeepsFinishedVariantsAndMarksTheInterruptedOne) {
   const std::string dir = make_temp_dir("interrupt");
   const Interrupted r = run_and_interrupt(dir, "[3/3]", sig);
   EXPECT_EQ(r.exit_code, 128 + sig) << r.err;
-  EXPECT_NE(r.err.find("interrupted during sdpa-math"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("interrupted by " + std::string(sig == SIGINT ? "SIGINT" : "SIGTERM") + " during sdpa-math (3/3)"),
+            std::string::npos)
+      << r.err;
   expect_finished_variant(dir, "naive");
   expect_finished_variant(dir, "inplace");
   const std::string stem = dir + "/sdpa-math/2_4_256_64_bf16_causal";
   const auto summary = nlohmann::json::parse(attnprof::io::read_file(stem + ".summary.json"));
   EXPECT_EQ(summary["status"], "interrupted");
-  EXPECT_FALSE(path_exists(stem + ".json.gz"));
+  EXPECT_FALSE(path_exists(stem));  // no trace folder
   EXPECT_FALSE(path_exists(stem + ".txt"));
   for (const std::string& p : list_tree(dir)) EXPECT_EQ(p.find(".tmp."), std::string::npos) << p;
   remove_tree(dir);

@@ -1,6 +1,7 @@
-// Ctrl-C / SIGTERM during a run: the first signal asks the run to stop at the
-// next step boundary (so nothing is left half-written and finished variants
-// keep their files); a second one terminates at once.
+// Ctrl-C / SIGTERM / SIGHUP during a run: the first signal asks the run to
+// stop at the next step boundary (so nothing is left half-written and finished
+// variants keep their files); a second one removes the temp files being
+// written (io::remove_registered_temps) and terminates at once.
 #pragma once
 
 #include <stdexcept>
@@ -8,8 +9,10 @@
 namespace attnprof {
 
 void install_interrupt_handlers();
-// 0 while no stop was asked for, else the signal number (SIGINT, SIGTERM).
+// 0 while no stop was asked for, else the signal number (SIGINT, SIGTERM, SIGHUP).
 int interrupt_signal() noexcept;
+// "SIGINT", "SIGTERM", "SIGHUP".
+const char* signal_name(int sig) noexcept;
 // Test hook: behave as if `sig` had arrived.
 void request_interrupt(int sig) noexcept;
 

@@ -36,6 +36,15 @@ struct Schedule {
   int active = 3;
 };
 
+// What the profiler records besides the events, as torch.profiler's flags:
+// input shapes (TensorBoard's "group by input shape"), allocations (its
+// memory view) and call stacks. Each adds overhead to the recorded steps.
+struct ProfilerOptions {
+  bool record_shapes = false;
+  bool profile_memory = false;
+  bool with_stack = false;
+};
+
 // The device work of one kernel name inside a scope, per call of the scope,
 // over all profiled calls: how many launches and how long they took together.
 struct KernelStats {
@@ -99,6 +108,7 @@ struct RunRecord {
   Problem problem;
   Environment env;
   Schedule schedule;
+  ProfilerOptions profiler;
   std::vector<std::pair<std::string, std::string>> facts;
   Status status = Status::ok;
   std::string reason;  // why skipped, failed or interrupted

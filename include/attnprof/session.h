@@ -21,6 +21,7 @@ struct MeasureOptions {
   // warmup_iters may be kAutoIters: up to 3 untraced steps within a time
   // budget (report/run_plan.h); the record holds the count that ran.
   Schedule schedule;
+  ProfilerOptions profiler;
   // Steps timed without the profiler; kAutoIters: as many as fit the timing
   // budget at the profiled steps' pace, 1 to 100.
   int timing_iters = kAutoIters;

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <string>
 #include <tuple>
@@ -14,8 +16,10 @@
 #include "attnprof/report/summary.h"
 #include "attnprof/report/trace_comparison.h"
 #include "cli/printers.h"
+#include "attnprof/interrupt.h"
 #include "cli/exit_codes.h"
 #include "cli/options.h"
+#include "cli/output.h"
 
 namespace attnprof::cli {
 namespace {
@@ -32,9 +36,13 @@ struct CompareOptions {
 
 enum class PathKind { missing, file, directory };
 
-PathKind kind_of(const std::string& p) {
+// `why` gets the OS reason when the path cannot be looked at.
+PathKind kind_of(const std::string& p, std::string& why) {
   struct stat st {};
-  if (::stat(p.c_str(), &st) != 0) return PathKind::missing;
+  if (::stat(p.c_str(), &st) != 0) {
+    why = std::strerror(errno);
+    return PathKind::missing;
+  }
   return S_ISDIR(st.st_mode) ? PathKind::directory : PathKind::file;
 }
 
@@ -63,8 +71,9 @@ std::string trace_of(const std::string& root, bool files, const std::string& sum
 }
 
 // compare/<stem>.trace.json.gz and .timeline.svg under --out: each variant's
-// A and B runs side by side, one file pair per problem compared.
-void write_ab_traces(const CompareOptions& o, bool files) {
+// A and B runs side by side, one file pair per problem compared, staged into
+// `staged` (the command's one set of outputs). Returns the lines to print.
+std::string stage_ab_traces(io::StagedFiles& staged, const CompareOptions& o, bool files) {
   std::map<std::string, std::vector<report::RunTraceFile>> by_stem;
   std::map<std::string, std::vector<RunRecord>> records;
   for (const auto& [rel, a, b] : compared_runs(o, files)) {
@@ -78,24 +87,27 @@ void write_ab_traces(const CompareOptions& o, bool files) {
     by_stem[stem].push_back({label, "B", unit_headline(b), tb, unit_scope(b.problem)});
     records[stem].push_back(a);
   }
+  std::string text;
   for (const auto& [stem, runs] : by_stem) {
     try {
       std::string title = comparison_title(records[stem]);
       title.replace(0, title.find(':') + 1, "attnprof compare (A: " + o.a + ", B: " + o.b + "):");
-      const auto f = report::write_trace_comparison(runs, o.out, stem, title);
-      for (const std::string& n : f.notes) fmt::print("note: {}\n", n);
-      fmt::print("merged trace: {}\ntimeline: {}\n", f.trace_path, f.timeline_path);
+      const auto f = report::stage_trace_comparison(staged, runs, o.out, stem, title);
+      for (const std::string& n : f.notes) text += fmt::format("note: {}\n", n);
+      text += fmt::format("merged trace: {}\ntimeline: {}\n", f.trace_path, f.timeline_path);
     } catch (const report::TraceError& e) {
-      fmt::print("note: no merged trace for {}: {}\n", stem, e.what());
+      text += fmt::format("note: no merged trace for {}: {}\n", stem, e.what());
     }
   }
+  return text;
 }
 
 int run_compare(const CompareOptions& o) {
-  const PathKind ka = kind_of(o.a), kb = kind_of(o.b);
-  for (const auto& [path, kind] : {std::pair{o.a, ka}, std::pair{o.b, kb}}) {
+  std::string why_a, why_b;
+  const PathKind ka = kind_of(o.a, why_a), kb = kind_of(o.b, why_b);
+  for (const auto& [path, kind, why] : {std::tuple{o.a, ka, why_a}, std::tuple{o.b, kb, why_b}}) {
     if (kind == PathKind::missing) {
-      fmt::print(stderr, "attnprof: error: {}: cannot read: no such file or directory\n", path);
+      error(fmt::format("{}: cannot read: {}", path, why));
       return kBadFile;
     }
   }
@@ -112,8 +124,8 @@ int run_compare(const CompareOptions& o) {
     } else {
       report::DirectoryComparison d = report::compare_directories(o.a, o.b);
       if (d.pairs.empty()) {
-        fmt::print(stderr, "attnprof: error: no summaries with the same relative path under {} and {} ({} and {} found)\n",
-                   o.a, o.b, d.only_in_a.size(), d.only_in_b.size());
+        error(fmt::format("no summaries with the same relative path under {} and {} ({} and {} found)", o.a, o.b,
+                          d.only_in_a.size(), d.only_in_b.size()));
         return kBadFile;
       }
       pairs = std::move(d.pairs);
@@ -123,23 +135,29 @@ int run_compare(const CompareOptions& o) {
                             p.comparison.label_b = io::join_path(o.b, p.relative_path);
     }
   } catch (const report::SummaryError& e) {
-    fmt::print(stderr, "attnprof: error: {}\n", e.what());
+    error(e.what());
     return kBadFile;
   }
-  fmt::print("{}", report::comparison_text(pairs, only_a, only_b));
-  try {
-    write_ab_traces(o, ka == PathKind::file);
-  } catch (const io::FileError& e) {
-    fmt::print(stderr, "attnprof: error: {}\n", e.what());
-    return exit_code::kOutput;
+  out(report::comparison_text(pairs, only_a, only_b));
+  if (const int sig = interrupt_signal()) {
+    notef("attnprof: interrupted by {} before any file was written; nothing written", signal_name(sig));
+    return 128 + sig;
   }
+  // One set: compare/ under --out (locked against other runs there), --csv
+  // and --md are all written, or none is changed.
+  io::OutputDir out_dir(o.out);  // FileError: exit 4; DirBusy: exit 6
+  io::StagedFiles outputs;
+  std::string written;
   try {
-    if (!o.csv.empty()) io::write_file_atomic(o.csv, report::to_csv(report::comparison_long_table(pairs)));
-    if (!o.md.empty()) io::write_file_atomic(o.md, report::comparison_markdown(pairs, only_a, only_b));
-  } catch (const io::FileError& e) {
-    fmt::print(stderr, "attnprof: error: {}\n", e.what());
-    return exit_code::kOutput;
+    written = stage_ab_traces(outputs, o, ka == PathKind::file);
+  } catch (const report::SummaryError& e) {  // read again for the traces: changed since
+    error(e.what());
+    return kBadFile;
   }
+  if (!o.csv.empty()) outputs.add(o.csv, report::to_csv(report::comparison_long_table(pairs)));
+  if (!o.md.empty()) outputs.add(o.md, report::comparison_markdown(pairs, only_a, only_b));
+  outputs.publish();  // FileError: exit 4
+  out(written);
   return exit_code::kOk;
 }
 

@@ -1,5 +1,5 @@
 // attnprof's command line: parse, validate, call the library, print. Every
-// usage error is one line on stderr and exit code 2.
+// error is one line on stderr and a documented exit code (exit_codes.h).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -13,8 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "attnprof/interrupt.h"
+#include "attnprof/io/files.h"
 #include "cli/exit_codes.h"
 #include "cli/options.h"
+#include "cli/output.h"
 
 namespace {
 // Milliseconds from process start to now (10 ms resolution): /proc gives the
@@ -31,6 +34,34 @@ std::optional<double> ms_since_process_start() {
   }
   return std::nullopt;
 }
+
+// Options of the top-level command given before a subcommand would be silently
+// unused ("attnprof --variant naive sweep" runs sweep's default variants): refused.
+void refuse_options_before(const CLI::App& app, const CLI::App& sub) {
+  std::vector<std::string> given;
+  for (const CLI::Option* opt : app.get_options())
+    if (opt->count() > 0) given.push_back(opt->get_name());
+  if (given.empty()) return;
+  const std::string list = attnprof::cli::join(given, ", ");
+  throw attnprof::cli::UsageError(
+      sub.get_name() == "compare"
+          ? fmt::format("{} given before 'compare', which takes no profiling options (see attnprof compare --help)",
+                        list)
+          : fmt::format("{} given before '{}' would be ignored; put {} after it: attnprof {} {} ...", list,
+                        sub.get_name(), given.size() == 1 ? "it" : "them", sub.get_name(), given.front()));
+}
+
+// The documented exit code (README, "Errors and exit codes") for what happened,
+// once every file is written: a lost standard output is reported last, so a
+// run piped into `head` still writes all its files.
+int finish(int rc) {
+  using namespace attnprof::cli;
+  const std::string lost = stdout_lost();
+  if (lost.empty()) return rc;
+  error(fmt::format("standard output could not be written ({}); the files were written", lost));
+  return rc == attnprof::exit_code::kOk ? attnprof::exit_code::kStdout : rc;
+}
+
 }  // namespace
 
 namespace {
@@ -54,6 +85,10 @@ namespace {
 int run(int argc, char** argv) {
   using namespace attnprof;
   using namespace attnprof::cli;
+  init_streams();
+  // From the start: a signal at any moment is answered the same way (commands
+  // check it between units of work and say what finished).
+  install_interrupt_handlers();
   CliOptions o;
   o.startup_ms = ms_since_process_start();
   CLI::App app{"attnprof: what really runs on the GPU when a model computes attention.\n"
@@ -73,28 +108,42 @@ int run(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+  } catch (const CLI::CallForHelp&) {
+    out(app.help());
+    return finish(exit_code::kOk);
+  } catch (const CLI::CallForAllHelp&) {
+    out(app.help("", CLI::AppFormatMode::All));
+    return finish(exit_code::kOk);
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    out(std::string(e.what()) + "\n");
+    return finish(exit_code::kOk);
   } catch (const CLI::ParseError& e) {
     std::string msg = e.what();
     msg = msg.substr(0, msg.find('\n'));
-    fmt::print(stderr, "attnprof: error: {} (see attnprof --help)\n", msg);
+    error(fmt::format("{} (see attnprof --help)", msg));
     return exit_code::kUsage;
   }
   try {
-    for (const Subcommand& sub : subcommands)
-      if (sub.app->parsed()) return sub.action();
-    if (o.list_variants) return list_variants(o);
-    if (const auto rc = run_distributed(o)) return *rc;
-    return run_profile(o);
+    for (const Subcommand& sub : subcommands) {
+      if (!sub.app->parsed()) continue;
+      refuse_options_before(app, *sub.app);
+      return finish(sub.action());
+    }
+    if (o.list_variants) return finish(list_variants(o));
+    if (const auto rc = run_distributed(o)) return finish(*rc);
+    return finish(run_profile(o));
   } catch (const UsageError& e) {
-    fmt::print(stderr, "attnprof: error: {}\n", e.what());
+    error(e.what());
     return exit_code::kUsage;
+  } catch (const io::DirBusy& e) {
+    error(e.what());
+    return finish(exit_code::kBusy);
+  } catch (const io::FileError& e) {
+    error(e.what());
+    return finish(exit_code::kOutput);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "attnprof: error: {}\n", e.what());
-    return exit_code::kRunFailed;
+    error(e.what());
+    return finish(exit_code::kRunFailed);
   }
 }
 }  // namespace

@@ -5,36 +5,59 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <limits>
 #include <tuple>
 #include <vector>
 
 #include "attnprof/device.h"
+#include "attnprof/io/text.h"
 #include "attnprof/report/key_averages_table.h"
 #include "attnprof/variant.h"
 
 namespace attnprof::cli {
 
 namespace {
-// CLI11 2.1 saturates integers past int64 (99999999999999999999 reads as
-// 2^63-1), so the text as typed is range-checked before it is converted.
-CLI::Validator fits_int64(int64_t max) {
+constexpr int64_t kIntMin = std::numeric_limits<int>::min(), kIntMax = std::numeric_limits<int>::max();
+constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min(), kInt64Max = std::numeric_limits<int64_t>::max();
+
+// CLI11 hands a required value over even when it is the next flag ("--seq ,
+// --out D" split to nothing and then took "--out"); a negative number is a value.
+bool looks_like_flag(const std::string& arg) {
+  return arg.size() > 1 && arg[0] == '-' && !(arg[1] >= '0' && arg[1] <= '9');
+}
+
+// "a,,b" -> {"a", "b"}, each item checked not to be a flag.
+std::vector<std::string> split_list(const std::string& name, const std::vector<std::string>& args) {
+  std::vector<std::string> items;
+  for (const std::string& arg : args) {
+    if (looks_like_flag(arg)) throw CLI::ValidationError(fmt::format("{} needs a value before '{}'", name, arg));
+    size_t start = 0;
+    while (start <= arg.size()) {
+      const size_t comma = std::min(arg.find(',', start), arg.size());
+      if (comma > start) items.push_back(arg.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
+  if (items.empty())
+    throw CLI::ValidationError(fmt::format("{} '{}' names no {}", name, io::visible(join(args, " ")),
+                                           name == "--variant" ? "variant (try --list-variants)" : "value"));
+  return items;
+}
+}  // namespace
+
+CLI::Validator decimal_integer(int64_t lo, int64_t hi) {
   return CLI::Validator(
-      [max](std::string& s) -> std::string {
-        errno = 0;
-        char* end = nullptr;
-        (void)std::strtoll(s.c_str(), &end, 0);
-        return errno == ERANGE ? fmt::format("{} is out of range (1 to {})", s, max) : std::string();
+      [lo, hi](std::string& s) -> std::string {
+        const io::DecimalParse d = io::parse_decimal(s);
+        if (!d.error.empty()) return d.error;
+        if (lo == 0 && d.value < 0) return fmt::format("must be a non-negative integer, got {}", s);
+        if (d.value < lo || d.value > hi) return fmt::format("'{}' is out of range ({} to {})", s, lo, hi);
+        return std::string();
       },
       "");
 }
-// CLI11 2.1 reads "-1" into a uint64_t as 2^64-1.
-const CLI::Validator kNotNegative(
-    [](std::string& s) -> std::string {
-      return s.find('-') != std::string::npos ? fmt::format("must be a non-negative integer, got {}", s)
-                                              : std::string();
-    },
-    "");
 
+namespace {
 // --warmup-iters, --timing-iters: "auto" (kAutoIters) or a count; a negative
 // count is not taken for auto.
 void add_iters_option(CLI::App& app, const char* flag, int& target, const std::string& help) {
@@ -45,22 +68,49 @@ void add_iters_option(CLI::App& app, const char* flag, int& target, const std::s
              target = kAutoIters;
              return;
            }
-           // Decimal digits only (no sign, space, hex or exponent), checked before converting.
-           const bool negative = text.size() > 1 && text[0] == '-';
-           const std::string digits = negative ? text.substr(1) : text;
-           if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
-             throw CLI::ValidationError(fmt::format("{} must be 'auto' or a count, got '{}'", flag, text));
-           if (negative) throw CLI::ValidationError(fmt::format("{} must be >= 0, got {}", flag, text));
-           errno = 0;
-           const long long v = std::strtoll(digits.c_str(), nullptr, 10);
-           if (errno == ERANGE || v > kMaxIters)
+           // Decimal as typed (io::parse_decimal: no sign +, space, leading zero, hex or exponent).
+           const io::DecimalParse d = io::parse_decimal(text);
+           if (!d.error.empty())
+             throw CLI::ValidationError(fmt::format("{} must be 'auto' or a count: {}", flag, d.error));
+           if (d.value < 0) throw CLI::ValidationError(fmt::format("{} must be >= 0, got {}", flag, text));
+           if (d.value > kMaxIters)
              throw CLI::ValidationError(fmt::format("{} {} is too large (at most {})", flag, text, kMaxIters));
-           target = static_cast<int>(v);
+           target = static_cast<int>(d.value);
          },
          help)
       ->default_str("auto");
 }
 }  // namespace
+
+void add_integer_list_option(CLI::App& app, const std::string& name, std::vector<int64_t>& out,
+                             const std::string& help, bool* given) {
+  app.add_option_function<std::vector<std::string>>(
+         name,
+         [&out, name, given](const std::vector<std::string>& args) {
+           if (given) *given = true;
+           out.clear();
+           for (const std::string& item : split_list(name, args)) {
+             const io::DecimalParse d = io::parse_decimal(item);
+             if (!d.error.empty()) throw CLI::ValidationError(name + ": " + d.error);
+             out.push_back(d.value);
+           }
+         },
+         help)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->default_str([&out] {
+        std::string s;
+        for (int64_t v : out) s += (s.empty() ? "" : ",") + std::to_string(v);
+        return s;
+      }());
+}
+
+void add_name_list_option(CLI::App& app, const std::string& name, std::vector<std::string>& out,
+                          const std::string& help) {
+  app.add_option_function<std::vector<std::string>>(
+         name, [&out, name](const std::vector<std::string>& args) { out = split_list(name, args); }, help)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)  // --variant a --variant b: both
+      ->default_str(join(out, ","));
+}
 
 CLI::Validator positive_number() {
   return CLI::Validator(
@@ -115,21 +165,21 @@ void add_shape_options(CLI::App& app, CliOptions& o) {
       },
       preset_help);
   app.add_option("--dtype", o.dtype, "bf16, fp16 or fp32")->capture_default_str();
-  app.add_option("--batch", o.batch, "Batch size")->capture_default_str()->check(fits_int64(kMaxBatch));
+  app.add_option("--batch", o.batch, "Batch size")->capture_default_str()->check(decimal_integer(kInt64Min, kInt64Max));
   app.add_option("--heads", o.heads, "Query heads (and key/value heads, unless --kv-heads)")
       ->capture_default_str()
-      ->check(fits_int64(kMaxHeads));
+      ->check(decimal_integer(kInt64Min, kInt64Max));
   app.add_option("--kv-heads", o.kv_heads,
                  "Key/value heads, dividing --heads: fewer is grouped-query attention, 1 multi-query (default: --heads)")
-      ->check(fits_int64(kMaxHeads));
+      ->check(decimal_integer(kInt64Min, kInt64Max));
   app.add_option("--seq", o.seq, "Sequence length of queries and keys (unless --seq-q / --seq-kv)")
       ->capture_default_str()
-      ->check(fits_int64(kMaxSeq));
+      ->check(decimal_integer(kInt64Min, kInt64Max));
   app.add_option("--seq-q", o.seq_q, "Queries per head, e.g. 1 for decode (default: --seq)")
-      ->check(fits_int64(kMaxSeq));
+      ->check(decimal_integer(kInt64Min, kInt64Max));
   app.add_option("--seq-kv", o.seq_kv, "Keys/values per head, e.g. the KV-cache length (default: --seq)")
-      ->check(fits_int64(kMaxSeq));
-  app.add_option("--head-dim", o.head_dim, "Head dimension")->capture_default_str()->check(fits_int64(kMaxHeadDim));
+      ->check(decimal_integer(kInt64Min, kInt64Max));
+  app.add_option("--head-dim", o.head_dim, "Head dimension")->capture_default_str()->check(decimal_integer(kInt64Min, kInt64Max));
   app.add_option("--pass", o.pass,
                  "What a step runs: fwd (the forward), bwd (the backward of a forward run outside the measured "
                  "scope), fwd+bwd (both)")
@@ -139,28 +189,8 @@ void add_shape_options(CLI::App& app, CliOptions& o) {
 void add_variant_option(CLI::App& app, CliOptions& o) {
   // Split here rather than with CLI11's delimiter, which reads "--variant , --seq 4"
   // as the variant '--seq'. Empty names (",", "a,,b") are dropped; none left is an error.
-  app.add_option_function<std::vector<std::string>>(
-         "--variant",
-         [&o](const std::vector<std::string>& args) {
-           o.variants.clear();
-           for (const std::string& arg : args) {
-             // CLI11 hands a required value over even when it is the next flag.
-             if (arg.rfind("-", 0) == 0)
-               throw CLI::ValidationError(fmt::format("--variant needs a value before '{}'", arg));
-             size_t start = 0;
-             while (start <= arg.size()) {
-               const size_t comma = std::min(arg.find(',', start), arg.size());
-               if (comma > start) o.variants.push_back(arg.substr(start, comma - start));
-               start = comma + 1;
-             }
-           }
-           if (o.variants.empty())
-             throw CLI::ValidationError(fmt::format("--variant '{}' names no variant (try --list-variants)",
-                                                    join(args, " ")));
-         },
-         "Variant(s) to run: a name, a comma list, or 'all' (see --list-variants); repeatable")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)  // --variant a --variant b runs both
-      ->default_str(join(o.variants, ","));
+  add_name_list_option(app, "--variant", o.variants,
+                       "Variant(s) to run: a name, a comma list, or 'all' (see --list-variants); repeatable");
 }
 
 void add_run_options(CLI::App& app, CliOptions& o) {
@@ -171,20 +201,34 @@ void add_run_options(CLI::App& app, CliOptions& o) {
   app.add_flag("--kernels", o.kernels, "Also print each kernel's launch API, grid, block, registers, "
                "shared memory and estimated occupancy");
   app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N (auto: CUDA if present, else CPU)")->capture_default_str();
-  app.add_flag("--causal,!--no-causal", o.causal, "Causal mask (default) or none");
-  app.add_option("--seed", o.seed, "Seed for the random inputs")->capture_default_str()->check(kNotNegative);
+  // Two flags rather than CLI11's "--causal,!--no-causal", which lets the last
+  // one win silently: giving both is refused (build_problem).
+  app.add_flag("--causal", o.causal_given, "Causal mask, aligned bottom-right (the default)");
+  app.add_flag("--no-causal", o.no_causal_given, "No mask: every query sees every key");
+  app.add_option("--seed", o.seed, "Seed for the random inputs")
+      ->capture_default_str()
+      ->check(decimal_integer(0, kInt64Max));
   app.add_option("--out", o.out, "Output directory")->capture_default_str();
   app.add_flag("--no-gzip", o.no_gzip, "Write the trace as plain .json instead of .json.gz");
   app.add_option("--sort-by", o.sort_by,
                  "Table sort key: cuda_time_total (default on CUDA), cpu_time_total (default on CPU), "
                  "self_cuda_time_total, self_cpu_time_total, cuda_time, cpu_time, count");
-  app.add_option("--row-limit", o.row_limit, "Table rows to show (0 = all)")->capture_default_str();
+  for (const auto& [flag, ref, help] :
+       {std::tuple<const char*, int*, const char*>{"--row-limit", &o.row_limit, "Table rows to show (0 = all)"},
+        {"--wait", &o.wait, "Profiler schedule: steps run before the profiler is prepared"},
+        {"--warmup", &o.warmup, "Profiler schedule: steps traced and thrown away (Kineto warm-up)"},
+        {"--active", &o.active, "Profiler schedule: steps recorded"}})
+    app.add_option(flag, *ref, help)->capture_default_str()->check(decimal_integer(kIntMin, kIntMax));
   add_iters_option(app, "--warmup-iters", o.warmup_iters,
                    "Untraced forwards before the profiler starts: auto (up to 3, stopping once they pass 2 s) or a "
                    "count");
-  app.add_option("--wait", o.wait, "Profiler schedule: steps run before the profiler is prepared")->capture_default_str();
-  app.add_option("--warmup", o.warmup, "Profiler schedule: steps traced and thrown away (Kineto warm-up)")->capture_default_str();
-  app.add_option("--active", o.active, "Profiler schedule: steps recorded")->capture_default_str();
+  app.add_flag("--record-shapes", o.profiler.record_shapes,
+               "Record each op's input shapes in the trace (torch.profiler's record_shapes; TensorBoard's "
+               "\"group by input shape\"); adds overhead to the recorded steps");
+  app.add_flag("--profile-memory", o.profiler.profile_memory,
+               "Record allocations and frees (torch.profiler's profile_memory; TensorBoard's memory view)");
+  app.add_flag("--with-stack", o.profiler.with_stack,
+               "Record call stacks (torch.profiler's with_stack; TensorBoard's call-stack view)");
 }
 
 std::string join(const std::vector<std::string>& v, const char* sep) {
@@ -253,6 +297,9 @@ Problem build_problem(const CliOptions& o) {
   if (!dtype) throw UsageError(invalid_choice("--dtype", o.dtype, dtype_names()));
   const auto pass = parse_pass(o.pass);
   if (!pass) throw UsageError(invalid_choice("--pass", o.pass, pass_names()));
+  if (o.causal_given && o.no_causal_given)
+    throw UsageError("--causal and --no-causal contradict each other; give one (causal is the default)");
+  const bool causal = !o.no_causal_given;
   const int64_t kv_heads = o.kv_heads.value_or(o.heads);
   const int64_t seq_q = o.seq_q.value_or(o.seq), seq_kv = o.seq_kv.value_or(o.seq);
   check_positive("--batch", o.batch, kMaxBatch);
@@ -266,7 +313,7 @@ Problem build_problem(const CliOptions& o) {
     throw UsageError(fmt::format("--kv-heads {} does not divide --heads {} (grouped-query attention shares each "
                                  "key/value head among the same number of query heads)",
                                  kv_heads, o.heads));
-  if (o.causal && seq_q > seq_kv)
+  if (causal && seq_q > seq_kv)
     throw UsageError(fmt::format("--seq-q {} is longer than --seq-kv {}: with --causal (aligned bottom-right: key j "
                                  "is visible to query i iff j <= i + seq_kv - seq_q) the first {} queries would see "
                                  "no key; use --seq-q <= --seq-kv or --no-causal",
@@ -289,7 +336,7 @@ Problem build_problem(const CliOptions& o) {
   p.seq_q = seq_q, p.seq_kv = seq_kv;
   p.dtype = *dtype;
   p.pass = *pass;
-  p.mask = o.causal ? Mask::causal_bottom_right : Mask::none;
+  p.mask = causal ? Mask::causal_bottom_right : Mask::none;
   p.seed = o.seed;
   try {
     p.device = resolve_device(o.device);
@@ -318,6 +365,7 @@ RunSettings build_settings(const CliOptions& o) {
   if (o.row_limit < 0) throw UsageError(fmt::format("--row-limit must be >= 0 (0 = all rows), got {}", o.row_limit));
   s.files.table.row_limit = o.row_limit;
   s.measure.timing_iters = o.timing_iters;
+  s.measure.profiler = o.profiler;
   s.measure.startup_ms = o.startup_ms;
   // Limits keep a typo (--active 1000000000) from running for days; traced steps
   // are also held in memory by Kineto until the profiler stops.

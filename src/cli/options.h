@@ -28,7 +28,8 @@ struct CliOptions {
   // Unset: as --heads, as --seq. Set by --kv-heads / --seq-q / --seq-kv or a --shape preset.
   std::optional<int64_t> kv_heads, seq_q, seq_kv;
   std::string pass = "fwd";
-  bool causal = true;
+  // --causal (the default) / --no-causal; both at once is refused.
+  bool causal_given = false, no_causal_given = false;
   uint64_t seed = 0;
   std::string out = "traces";
   bool no_gzip = false;
@@ -39,6 +40,7 @@ struct CliOptions {
   int timing_iters = kAutoIters;  // --timing-iters auto
   bool quiet = false;             // no progress or estimates on stderr
   bool kernels = false;
+  ProfilerOptions profiler;  // --record-shapes, --profile-memory, --with-stack
   std::optional<double> startup_ms;  // measured in main()
   std::optional<double> peak_tflops;  // --peak-tflops, for the at-a-glance table
   std::optional<int> nproc;             // --nproc: rank processes of a multi-GPU run
@@ -60,6 +62,17 @@ struct ShapePreset {
 const std::vector<ShapePreset>& shape_presets();
 // "must be a positive number, got 0" (CLI::PositiveNumber prints DBL_MAX in full).
 CLI::Validator positive_number();
+// Decimal integers only (io::parse_decimal: no 010, 0x10, +5, 1e3, 5.0), within
+// [lo, hi] of the option's type, the value named as typed.
+CLI::Validator decimal_integer(int64_t lo, int64_t hi);
+// A comma list of decimal integers ("512,1024,2048"), repeatable; empty items
+// are dropped, none left is an error, and the next flag is never taken as a value.
+// `given`, when set, becomes true once the option is seen.
+void add_integer_list_option(CLI::App& app, const std::string& name, std::vector<int64_t>& out,
+                             const std::string& help, bool* given = nullptr);
+// The same for names ("naive,sdpa-flash").
+void add_name_list_option(CLI::App& app, const std::string& name, std::vector<std::string>& out,
+                          const std::string& help);
 // --variant (comma lists, repeatable) into o.variants
 void add_variant_option(CLI::App& app, CliOptions& o);
 
@@ -67,6 +80,7 @@ void add_variant_option(CLI::App& app, CliOptions& o);
 inline constexpr int64_t kMaxBatch = 1 << 20, kMaxHeads = 1 << 16, kMaxSeq = 1 << 22, kMaxHeadDim = 1 << 12;
 inline constexpr int kMaxIters = 1000000;  // --warmup-iters, --timing-iters (untraced)
 inline constexpr int kMaxSteps = 10000;    // --wait, --warmup, --active (profiler schedule steps)
+inline constexpr int64_t kDefaultMaxPoints = 1000;  // sweep: more needs --max-points
 
 std::string join(const std::vector<std::string>& v, const char* sep = ", ");
 // "invalid --dtype 'bf61' (valid: bf16, fp16, fp32; did you mean 'bf16'?)"

@@ -1,7 +1,6 @@
 // The default command: profile one or more variants and print their tables.
 #include <fmt/format.h>
 
-#include <cstdio>
 #include <cstdlib>
 
 #include "attnprof/device.h"
@@ -15,6 +14,7 @@
 #include "attnprof/variant.h"
 #include "cli/exit_codes.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "cli/printers.h"
 #include "cli/progress_display.h"
 
@@ -22,35 +22,69 @@ namespace attnprof::cli {
 
 int list_variants(const CliOptions& o) {
   Problem p = build_problem(o);
-  fmt::print("Variants for {} {} on {}:\n", p.shape_string(), p.config_string(), p.device);
+  outf("Variants for {} {} on {}:\n", p.shape_string(), p.config_string(), p.device);
   for (const auto& e : variant_registry()) {
     auto v = e.make();
     const Support s = v->supports(p);
-    fmt::print("  {:<15} {}\n  {:<15} {}\n", e.name, v->description(), "",
-               s.ok ? "runs here" : "cannot run here: " + s.reason);
+    outf("  {:<15} {}\n  {:<15} {}\n", e.name, v->description(), "",
+         s.ok ? "runs here" : "cannot run here: " + s.reason);
   }
+  if (const int sig = interrupt_signal()) return 128 + sig;
   return exit_code::kOk;
 }
 
 namespace {
-// The merged Perfetto trace and the one-call-per-variant picture of a
-// multi-variant run (compare/<stem>.trace.json.gz, .timeline.svg). Runs
-// without a readable trace are left out with a note; none left is a note too.
-void write_comparison_trace(const std::vector<RunRecord>& records, const std::string& out_dir) {
+
+// The one line a stop signal gets: what finished, what did not, what was kept.
+std::string interrupted_line(int sig, const std::vector<std::string>& names, const std::vector<RunRecord>& records,
+                             const std::string& marker) {
+  std::vector<std::string> finished, not_run;
+  const RunRecord* stopped = nullptr;
+  for (const RunRecord& r : records) {
+    if (r.status == Status::interrupted) stopped = &r;
+    else finished.push_back(r.variant);
+  }
+  for (size_t i = records.size(); i < names.size(); ++i) not_run.push_back(names[i]);
+  std::string line = fmt::format("interrupted by {}", signal_name(sig));
+  if (stopped) {
+    line += fmt::format(" during {}", stopped->variant);
+    if (names.size() > 1) line += fmt::format(" ({}/{})", records.size(), names.size());
+  } else if (records.empty()) {
+    line += " before any variant ran";
+  } else if (not_run.empty()) {
+    line += " after every variant finished";
+  }
+  if (names.size() > 1 || !finished.empty())
+    line += finished.empty() ? "; no variant finished" : "; finished (files written): " + join(finished);
+  if (!not_run.empty()) line += "; not run: " + join(not_run);
+  if (stopped) line += marker;
+  if (names.size() > 1 && (stopped || !not_run.empty())) line += "; compare/ not written";
+  return line;
+}
+
+// Stages the merged Perfetto trace and the one-call-per-variant picture of a
+// multi-variant run (compare/<stem>.trace.json.gz, .timeline.svg) into the
+// compare/ set. Runs without a readable trace are left out with a note; none
+// left is a note too. Returns the lines to print.
+std::string stage_comparison_trace(io::StagedFiles& compare_set, const std::vector<RunRecord>& records,
+                                   const std::string& out_dir) {
   std::vector<report::RunTraceFile> runs;
   for (const RunRecord& r : records)
     if (r.ok() && !r.trace_file.empty())
       runs.push_back({r.variant, "", unit_headline(r), io::join_path(out_dir, r.trace_file), unit_scope(r.problem)});
-  if (runs.size() < 2) return;
+  if (runs.size() < 2) return "";
   const RunRecord& first = records.front();
   try {
-    const auto files = report::write_trace_comparison(runs, out_dir, first.problem.file_stem(), comparison_title(records));
-    for (const std::string& n : files.notes) fmt::print("  note: {}\n", n);
-    fmt::print("  merged trace: {}\n  timeline: {}\n", files.trace_path, files.timeline_path);
+    const auto files = report::stage_trace_comparison(compare_set, runs, out_dir, first.problem.file_stem(),
+                                                      comparison_title(records));
+    std::string text;
+    for (const std::string& n : files.notes) text += fmt::format("  note: {}\n", n);
+    return text + fmt::format("  merged trace: {}\n  timeline: {}\n", files.trace_path, files.timeline_path);
   } catch (const report::TraceError& e) {
-    fmt::print("  note: no merged trace: {}\n", e.what());
+    return fmt::format("  note: no merged trace: {}\n", e.what());
   }
 }
+
 }  // namespace
 
 int run_profile(const CliOptions& o) {
@@ -61,20 +95,14 @@ int run_profile(const CliOptions& o) {
   // (and copies it into the trace); it is expected there, so keep it quiet unless
   // the user chose a log level.
   if (!cuda_available()) ::setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
-  if (o.device == "auto" && !p.on_cuda())
-    fmt::print(stderr, "note: no CUDA device found; running on CPU (CUDA-only variants are skipped)\n");
-  try {
-    io::ensure_writable_dir(s.files.out_dir);
-  } catch (const io::FileError& e) {
-    fmt::print(stderr, "attnprof: error: {}\n", e.what());
-    return exit_code::kOutput;
-  }
+  if (o.device == "auto" && !p.on_cuda()) note("note: no CUDA device found; running on CPU (CUDA-only variants are skipped)");
+  io::OutputDir out_dir(s.files.out_dir);  // throws FileError (exit 4) or DirBusy (exit 6)
 
-  install_interrupt_handlers();
   const TableOptions table = s.table_for(p);
   int failed = 0, skipped = 0;
   std::vector<std::string> skipped_lines;
   std::vector<RunRecord> records;  // every variant's outcome, for the at-a-glance table
+  std::string interrupted_marker;  // what the interrupted variant left
   // Progress on stderr; end() clears it before anything else is printed.
   ProgressDisplay progress(progress_settings(o.quiet), names.size(), o.startup_ms.value_or(0.0) / 1e3);
   s.measure.progress = progress.callback();
@@ -92,50 +120,56 @@ int run_profile(const CliOptions& o) {
       progress.end();
       if (r.status == Status::interrupted) {
         const std::string path = report::write_interrupted_summary(r, s.files);
-        fmt::print(stderr, "attnprof: interrupted during {}; finished variants keep their files; {}\n", r.variant,
-                   path.empty() ? "the earlier complete summary of it is kept" : path + " marks it");
+        interrupted_marker = path.empty() ? "; its earlier complete summary is kept" : "; " + path + " marks it interrupted";
       }
-    } catch (const io::FileError& e) {
+    } catch (const io::FileError&) {
       progress.end();
-      fmt::print(stderr, "attnprof: error: {}\n", e.what());
-      return exit_code::kOutput;
+      throw;  // exit 4, one line (main)
     }
     records.push_back(r);
     if (r.status == Status::interrupted) break;
     if (r.status == Status::skipped) {
       ++skipped;
       if (names.size() == 1) {
-        fmt::print(stderr, "attnprof: {} cannot run here: {}\n", r.variant, r.reason);
+        notef("attnprof: {} cannot run here: {}", r.variant, r.reason);
         return exit_code::kUnsupported;
       }
       skipped_lines.push_back(fmt::format("  {}: {}", r.variant, r.reason));
-      fmt::print(stderr, "  skipped: {}\n", r.reason);
+      notef("  skipped: {}", r.reason);
       continue;
     }
     if (r.status == Status::failed) {
       ++failed;
-      fmt::print(stderr, "attnprof: {} failed: {}\n", r.variant, r.reason);
+      notef("attnprof: {} failed: {}", r.variant, r.reason);
       continue;
     }
-    fmt::print("{}", run_text(r, table, o.kernels, s.files.out_dir));
-    std::fflush(stdout);
+    out(run_text(r, table, o.kernels, s.files.out_dir));
   }
-  if (!skipped_lines.empty()) fmt::print("\nSkipped ({}):\n{}\n", skipped, join(skipped_lines, "\n"));
+  const int sig = interrupt_signal();
+  const bool complete = !sig || (records.size() == names.size() && records.back().status != Status::interrupted);
+  if (!skipped_lines.empty()) outf("\nSkipped ({}):\n{}\n", skipped, join(skipped_lines, "\n"));
   if (records.size() > 1) {
     report::AtAGlanceOptions glance{o.peak_tflops, {}};
     if (const auto base = variants_tagged(VariantTag::baseline); !base.empty()) glance.baseline = base.front();
-    try {
-      const auto files = report::write_at_a_glance(records, s.files.out_dir, glance);
-      fmt::print("\nAt a glance: {}\n{}", report::at_a_glance_header(records, glance),
-                 report::to_text(report::at_a_glance_table(records, glance)));
-      if (!files.empty()) fmt::print("  files: {} (+ .csv, .md, .json)\n", files.front());
-      write_comparison_trace(records, s.files.out_dir);
-    } catch (const io::FileError& e) {
-      fmt::print(stderr, "attnprof: error: {}\n", e.what());
-      return exit_code::kOutput;
+    std::vector<std::string> files;
+    std::string comparison;
+    // compare/ is one set: at-a-glance tables, merged trace and timeline. An
+    // interrupted run never replaces a complete earlier one.
+    if (complete) {
+      io::StagedFiles compare_set;
+      files = report::stage_at_a_glance(compare_set, records, s.files.out_dir, glance);
+      comparison = stage_comparison_trace(compare_set, records, s.files.out_dir);
+      compare_set.publish();  // FileError: exit 4
     }
+    outf("\nAt a glance: {}\n{}", report::at_a_glance_header(records, glance),
+         report::to_text(report::at_a_glance_table(records, glance)));
+    if (!files.empty()) outf("  files: {} (+ .csv, .md, .json)\n", files.front());
+    out(comparison);
   }
-  if (const int sig = interrupt_signal()) return 128 + sig;  // 130 for SIGINT, 143 for SIGTERM
+  if (sig) {
+    note("attnprof: " + interrupted_line(sig, names, records, interrupted_marker));
+    return 128 + sig;  // 130 SIGINT, 143 SIGTERM, 129 SIGHUP
+  }
   return failed ? exit_code::kRunFailed : exit_code::kOk;
 }
 

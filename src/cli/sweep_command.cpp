@@ -23,6 +23,7 @@
 #include "cli/exit_codes.h"
 #include "cli/options.h"
 #include "cli/progress_display.h"
+#include "cli/output.h"
 
 namespace attnprof::cli {
 namespace {
@@ -33,6 +34,7 @@ struct SweepOptions {
   std::vector<int64_t> kv_heads, seq_q, seq_kv;  // empty: as --heads, as --seq
   std::vector<std::string> dtype, variant, pass;
   bool seq_given = false;
+  int64_t max_points = kDefaultMaxPoints;
 };
 
 // (seq_q, seq_kv) pairs: --seq moves both; --seq-kv with --seq-q crosses them
@@ -73,6 +75,22 @@ int run_sweep(SweepOptions& o) {
   // than keys under the causal mask) is skipped with the reason, unless no
   // point is valid: then the axes are wrong and that is a usage error.
   const auto seqs = sequence_pairs(o);
+  const std::string axes =
+      fmt::format("{} variant x {} seq x {} head_dim x {} batch x {} heads x {} kv-heads x {} dtype x {} pass",
+                  o.variant.size(), seqs.size(), o.head_dim.size(), o.batch.size(), o.heads.size(),
+                  std::max<size_t>(1, o.kv_heads.size()), o.dtype.size(), o.pass.size());
+  // Counted before anything is built: thousands of points would run for days
+  // (and a typo in a list can ask for more points than memory holds).
+  uint64_t count = 1;
+  bool overflow = false;
+  for (size_t k : {o.variant.size(), seqs.size(), o.head_dim.size(), o.batch.size(), o.heads.size(),
+                   std::max<size_t>(1, o.kv_heads.size()), o.dtype.size(), o.pass.size()})
+    overflow = overflow || __builtin_mul_overflow(count, uint64_t(k), &count);
+  if (overflow || count > uint64_t(o.max_points))
+    throw UsageError(fmt::format("sweep: {} configurations ({}) exceed --max-points {}; narrow the axes or pass "
+                                 "--max-points {}",
+                                 overflow ? std::string("more than 2^64") : std::to_string(count), axes, o.max_points,
+                                 overflow ? std::string("N") : std::to_string(count)));
   const std::vector<int64_t> no_kv_heads = {0};  // 0: as --heads
   std::vector<Point> points;
   size_t invalid = 0;
@@ -100,7 +118,7 @@ int run_sweep(SweepOptions& o) {
                     pt.problem.seq_q = sq, pt.problem.seq_kv = skv, pt.problem.head_dim = d;
                     pt.problem.dtype = parse_dtype(dt).value_or(DType::BF16);
                     pt.problem.pass = parse_pass(ps).value_or(Pass::fwd);
-                    pt.problem.mask = o.run.causal ? Mask::causal_bottom_right : Mask::none;
+                    pt.problem.mask = o.run.no_causal_given ? Mask::none : Mask::causal_bottom_right;
                     pt.record.status = Status::skipped;
                     pt.record.reason = std::string("not a valid problem: ") + e.what();
                   }
@@ -114,20 +132,11 @@ int run_sweep(SweepOptions& o) {
     if (pt.record.status == Status::skipped) pt.problem.device = device;
   RunSettings settings = build_settings(o.run);
   const size_t n = points.size();
-  fmt::print("sweep: {} configurations ({} variant x {} seq x {} head_dim x {} batch x {} heads x {} kv-heads x {} "
-             "dtype x {} pass) on {}{}\n",
-             n, o.variant.size(), seqs.size(), o.head_dim.size(), o.batch.size(), o.heads.size(),
-             std::max<size_t>(1, o.kv_heads.size()), o.dtype.size(), o.pass.size(), device,
-             invalid ? fmt::format("; {} are not valid problems and will be skipped", invalid) : "");
-  std::fflush(stdout);
+  outf("sweep: {} configurations ({}) on {}{}\n", n, axes, device,
+       invalid ? fmt::format("; {} are not valid problems and will be skipped", invalid) : "");
   if (!cuda_available()) ::setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
+  io::OutputDir out_dir(o.run.out);  // throws FileError (exit 4) or DirBusy (exit 6)
   const std::string sweep_dir = io::join_path(o.run.out, "sweep");
-  try {
-    io::ensure_writable_dir(sweep_dir);
-  } catch (const io::FileError& e) {
-    fmt::print(stderr, "attnprof: error: {}\n", e.what());
-    return exit_code::kOutput;
-  }
 
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -150,7 +159,7 @@ int run_sweep(SweepOptions& o) {
     if (r.status == Status::skipped) {  // not a valid problem: said when the axes were read
       progress.end();
       ++skipped;
-      fmt::print(stderr, "  skipped: {}\n", r.reason);
+      notef("  skipped: {}", r.reason);
       continue;
     }
     try {
@@ -163,38 +172,49 @@ int run_sweep(SweepOptions& o) {
         report::write_run_files(r, m.trace_json, settings.files);
       }
       progress.end();
-    } catch (const io::FileError& e) {
+    } catch (const io::FileError&) {
       progress.end();
-      fmt::print(stderr, "attnprof: error: {}\n", e.what());
-      return exit_code::kOutput;
+      throw;  // exit 4, one line (main)
     }
     if (r.status == Status::interrupted) {
       attempted = i + 1;
-      fmt::print(stderr, "attnprof: sweep interrupted during point {}/{}; writing what finished\n", i + 1, n);
       break;
     }
     if (r.ok()) ++ok;
-    else if (r.status == Status::skipped) ++skipped, fmt::print(stderr, "  skipped: {}\n", r.reason);
-    else ++failed, fmt::print(stderr, "  failed: {}\n", r.reason);
+    else if (r.status == Status::skipped) ++skipped, notef("  skipped: {}", r.reason);
+    else ++failed, notef("  failed: {}", r.reason);
   }
 
   progress.finish();
+  const int sig = interrupt_signal();
+  const bool interrupted_point = attempted > 0 && points[attempted - 1].record.status == Status::interrupted;
   points.resize(attempted);  // an interrupted sweep reports the points it reached
   std::vector<RunRecord> records;
   for (const Point& pt : points) records.push_back(pt.record);
   const report::Table table = report::sweep_table(records);
+  // One set: tables and plots. An interrupted sweep never replaces a complete
+  // one: what it reached goes to sweep/partial/.
+  const std::string dir = sig ? io::join_path(sweep_dir, "partial") : sweep_dir;
   std::vector<std::string> files;
-  try {
-    files = report::write_table_files(table, io::join_path(sweep_dir, "sweep"));
-    for (const std::string& f : report::write_sweep_plots(records, o.variant, sweep_dir)) files.push_back(f);
-  } catch (const io::FileError& e) {
-    fmt::print(stderr, "attnprof: error: {}\n", e.what());
-    return exit_code::kOutput;
+  if (!records.empty()) {
+    io::StagedFiles sweep_set;
+    sweep_set.make_dir(dir);
+    files = report::stage_table_files(sweep_set, table, io::join_path(dir, "sweep"));
+    for (const std::string& f : report::stage_sweep_plots(sweep_set, records, o.variant, dir)) files.push_back(f);
+    sweep_set.publish();  // FileError: exit 4
   }
-  fmt::print("\n{}\nsweep: {} ok, {} skipped, {} failed in {}\n", report::to_text(table), ok, skipped, failed,
-             report::format_duration(elapsed()));
-  fmt::print("files: {}\n", join(files, ", "));
-  if (const int sig = interrupt_signal()) return 128 + sig;
+  outf("\n{}\nsweep: {} ok, {} skipped, {} failed in {}\n", report::to_text(table), ok, skipped, failed,
+       report::format_duration(elapsed()));
+  if (!files.empty()) outf("files: {}\n", join(files, ", "));
+  if (sig) {
+    const size_t finished = attempted - (interrupted_point ? 1 : 0);
+    notef("attnprof: sweep interrupted by {} {} point {}/{}: {} finished (their files written), {}{} not run; {}",
+          signal_name(sig), interrupted_point ? "during" : "after", attempted, n, finished,
+          interrupted_point ? "1 interrupted, " : "", n - attempted,
+          records.empty() ? std::string("nothing written")
+                          : "the points reached are in " + dir + "/ (" + sweep_dir + "/ keeps the last complete sweep)");
+    return 128 + sig;
+  }
   // Skips are expected (that is what the predictor is for); a failure is not.
   return failed ? exit_code::kRunFailed : exit_code::kOk;
 }
@@ -216,19 +236,21 @@ Subcommand add_sweep_command(CLI::App& app) {
                              "Sweep shapes, dtypes and variants (comma lists); write OUT/sweep/sweep.csv and SVG "
                              "plots of forward time and TFLOP/s vs seq");
   CLI::App& sub = *s.app;
-  sub.add_option("--seq", o->seq, "Sequence lengths (queries and keys), e.g. 512,1024,2048")
-      ->delimiter(',')
+  add_integer_list_option(sub, "--seq", o->seq, "Sequence lengths (queries and keys), e.g. 512,1024,2048",
+                          &o->seq_given);
+  add_integer_list_option(sub, "--seq-q", o->seq_q, "Query lengths, e.g. 1,16 for decode (crossed with --seq-kv)");
+  add_integer_list_option(sub, "--seq-kv", o->seq_kv, "Key/value lengths, e.g. 4096,32768 (the x axis of the plots)");
+  add_integer_list_option(sub, "--kv-heads", o->kv_heads, "Key/value head counts (default: as --heads)");
+  add_name_list_option(sub, "--pass", o->pass, "Passes: fwd, bwd, fwd+bwd");
+  add_integer_list_option(sub, "--head-dim", o->head_dim, "Head dimensions");
+  add_integer_list_option(sub, "--batch", o->batch, "Batch sizes");
+  add_integer_list_option(sub, "--heads", o->heads, "Head counts");
+  add_name_list_option(sub, "--dtype", o->dtype, "Dtypes: bf16, fp16, fp32");
+  add_name_list_option(sub, "--variant", o->variant, "Variants (comma list, or 'all')");
+  sub.add_option("--max-points", o->max_points,
+                 "Refuse sweeps of more configurations than this (a typo in a list can ask for days)")
       ->capture_default_str()
-      ->each([o](const std::string&) { o->seq_given = true; });
-  sub.add_option("--seq-q", o->seq_q, "Query lengths, e.g. 1,16 for decode (crossed with --seq-kv)")->delimiter(',');
-  sub.add_option("--seq-kv", o->seq_kv, "Key/value lengths, e.g. 4096,32768 (the x axis of the plots)")->delimiter(',');
-  sub.add_option("--kv-heads", o->kv_heads, "Key/value head counts (default: as --heads)")->delimiter(',');
-  sub.add_option("--pass", o->pass, "Passes: fwd, bwd, fwd+bwd")->delimiter(',')->capture_default_str();
-  sub.add_option("--head-dim", o->head_dim, "Head dimensions")->delimiter(',')->capture_default_str();
-  sub.add_option("--batch", o->batch, "Batch sizes")->delimiter(',')->capture_default_str();
-  sub.add_option("--heads", o->heads, "Head counts")->delimiter(',')->capture_default_str();
-  sub.add_option("--dtype", o->dtype, "Dtypes: bf16, fp16, fp32")->delimiter(',')->capture_default_str();
-  sub.add_option("--variant", o->variant, "Variants (comma list, or 'all')")->delimiter(',')->capture_default_str();
+      ->check(decimal_integer(1, std::numeric_limits<int64_t>::max()));
   add_run_options(sub, o->run);
   s.action = [o] { return run_sweep(*o); };
   return s;

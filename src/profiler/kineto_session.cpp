@@ -13,7 +13,10 @@ namespace attnprof {
 namespace kp = torch::autograd::profiler;
 namespace pi = torch::profiler::impl;
 
-KinetoSession::KinetoSession(bool cuda) : config_(pi::ProfilerState::KINETO), activities_{pi::ActivityType::CPU} {
+KinetoSession::KinetoSession(bool cuda, const ProfilerOptions& options, const std::string& trace_id)
+    : config_(pi::ProfilerState::KINETO, options.record_shapes, options.profile_memory, options.with_stack,
+              /*with_flops=*/false, /*with_modules=*/false, pi::ExperimentalConfig(), trace_id),
+      activities_{pi::ActivityType::CPU} {
   if (cuda) activities_.insert(pi::ActivityType::CUDA);
   kp::prepareProfiler(config_, activities_);
 }

@@ -14,12 +14,15 @@
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include "attnprof/events.h"
+#include "attnprof/run_record.h"
 
 namespace attnprof {
 
 class KinetoSession {
  public:
-  explicit KinetoSession(bool cuda);
+  // `trace_id` names the trace as torch.profiler's does (32 hex digits; the
+  // trace's "trace_id"), so tools that join traces by it see a fresh one.
+  KinetoSession(bool cuda, const ProfilerOptions& options, const std::string& trace_id);
   ~KinetoSession();
   KinetoSession(const KinetoSession&) = delete;
   KinetoSession& operator=(const KinetoSession&) = delete;

@@ -33,7 +33,12 @@ int64_t now_ns() {
 }
 
 // One profiler step: a ProfilerStep#N scope around the pass's step. Each ends
-// with the device idle, so steps never overlap in the trace.
+// with a device synchronise, so steps never overlap in the trace and a step's
+// CPU time is its wall time. A blog-style script (prof.step() without a sync)
+// lets the host run ahead instead: its table has one cudaDeviceSynchronize
+// (profile.__exit__'s) where attnprof's has active + 1, and its ProfilerStep*
+// CPU times hold launch time only (README, "How the numbers are made";
+// scripts/crosscheck.py compares with such a run and lists the differences).
 void profiled_step(Variant& variant, const Problem& p, const Inputs& in, int step) {
   throw_if_interrupted();
   const std::string step_name = kStepScopePrefix + std::to_string(step);
@@ -153,17 +158,22 @@ ProfiledRun profile_pass(Variant& variant, const Problem& p, const Inputs& in, c
   };
   steps_until(s.wait);
   clock.lap("schedule: wait steps", run.phases_ms);
-  KinetoSession session(p.on_cuda());
+  KinetoSession session(p.on_cuda(), opt.profiler, opt.trace_id);
   clock.lap("profiler prepare (CUPTI set-up)", run.phases_ms);
   steps_until(s.wait + s.warmup);
   clock.lap("schedule: warmup steps", run.phases_ms);
   session.start();
   steps_until(total);
-  // Python's profile.__exit__ synchronises the device before disabling; each
-  // step already ends with one, so this one only costs a call.
+  // As Python's profile.__exit__, which synchronises before disabling; here the
+  // last step already ended with one, so this is the (active + 1)-th call.
   synchronize(p);
   if (!opt.trace_metadata_json.empty()) session.add_trace_metadata("attnprof", opt.trace_metadata_json);
   for (const auto& [key, json] : opt.extra_trace_metadata) session.add_trace_metadata(key, json);
+  // The same markers torch.profiler adds for its flags.
+  for (const auto& [on, key] : {std::pair{opt.profiler.record_shapes, "record_shapes"},
+                                {opt.profiler.profile_memory, "profile_memory"},
+                                {opt.profiler.with_stack, "with_stack"}})
+    if (on) session.add_trace_metadata(key, "1");
   clock.lap("schedule: active steps", run.phases_ms);
   const auto result = session.stop();
   clock.lap("profiler disable (collect events)", run.phases_ms);

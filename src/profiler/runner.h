@@ -37,6 +37,8 @@ struct RunnerOptions {
   std::string trace_metadata_json;
   // More top-level objects, (key, JSON object text).
   std::vector<std::pair<std::string, std::string>> extra_trace_metadata;
+  ProfilerOptions profiler;  // --record-shapes, --profile-memory, --with-stack
+  std::string trace_id;      // the trace's "trace_id"
 };
 
 struct ProfiledRun {
@@ -59,7 +61,7 @@ inline constexpr const char* kStepScopePrefix = "ProfilerStep#";
 // Runs `variant` (already prepared) on `in`: untraced warm-up steps (a fixed
 // count, or kAutoIters: report/run_plan.h decides after each), a peak-memory
 // probe on CUDA, then wait/warmup/active steps under the Kineto profiler, each
-// a ProfilerStep#N scope ending with the device idle. Every phase and step is
+// a ProfilerStep#N scope ending with a device synchronise. Every phase and step is
 // reported to `progress`.
 ProfiledRun profile_pass(Variant& variant, const Problem& p, const Inputs& in, const RunnerOptions& opt,
                          StepProgress& progress);

@@ -3,7 +3,10 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <fmt/format.h>
+
 #include <memory>
+#include <random>
 
 #include "attnprof/device.h"
 #include "attnprof/device_memory.h"
@@ -58,6 +61,14 @@ std::string trace_metadata(const RunRecord& r) {
   return meta.dump();
 }
 
+// 32 upper-case hex digits, as torch.profiler's default_trace_id (a UUID4).
+std::string new_trace_id() {
+  std::random_device rd;
+  std::string id;
+  for (int i = 0; i < 4; ++i) id += fmt::format("{:08X}", rd());
+  return id;
+}
+
 void finish_record(RunRecord& r, const ProfiledRun& run) {
   const Problem& p = r.problem;
   const std::vector<FunctionEvent> fes = build_function_events(run.events, p.on_cuda());
@@ -81,6 +92,7 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
   r.problem = p;
   r.schedule = opt.schedule;
   if (r.schedule.warmup_iters == kAutoIters) r.schedule.warmup_iters = 0;  // none ran yet
+  r.profiler = opt.profiler;
   if (opt.startup_ms) r.phases_ms.emplace_back("process start to main (loading LibTorch)", *opt.startup_ms);
   PhaseClock clock;  // from here: the first CUDA call creates the context
   r.env = describe_environment(p);
@@ -126,6 +138,8 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
     ro.trace_path = kineto_trace.path();
     ro.trace_metadata_json = trace_metadata(r);
     ro.extra_trace_metadata = opt.trace_metadata;
+    ro.profiler = opt.profiler;
+    ro.trace_id = new_trace_id();
     run = profile_pass(*variant, p, in, ro, progress);
     record_warmup();
     r.phases_ms.insert(r.phases_ms.end(), run.phases_ms.begin(), run.phases_ms.end());

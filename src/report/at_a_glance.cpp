@@ -253,13 +253,21 @@ std::string at_a_glance_header(const std::vector<RunRecord>& records, const AtAG
                      r.problem.device, device_name.empty() ? "unknown device" : device_name, peak);
 }
 
-std::vector<std::string> write_at_a_glance(const std::vector<RunRecord>& records, const std::string& out_dir,
-                                           const AtAGlanceOptions& opt) {
+std::vector<std::string> stage_at_a_glance(io::StagedFiles& files, const std::vector<RunRecord>& records,
+                                           const std::string& out_dir, const AtAGlanceOptions& opt) {
   if (records.empty()) throw std::invalid_argument("write_at_a_glance: no records");
   const std::string dir = io::join_path(out_dir, "compare");
-  io::ensure_writable_dir(dir);
-  return write_table_files(at_a_glance_table(records, opt), io::join_path(dir, records.front().problem.file_stem()),
-                           at_a_glance_header(records, opt));
+  files.make_dir(dir);
+  return stage_table_files(files, at_a_glance_table(records, opt),
+                           io::join_path(dir, records.front().problem.file_stem()), at_a_glance_header(records, opt));
+}
+
+std::vector<std::string> write_at_a_glance(const std::vector<RunRecord>& records, const std::string& out_dir,
+                                           const AtAGlanceOptions& opt) {
+  io::StagedFiles files;
+  std::vector<std::string> paths = stage_at_a_glance(files, records, out_dir, opt);
+  files.publish();
+  return paths;
 }
 
 }  // namespace attnprof::report

@@ -91,7 +91,9 @@ void walk(const std::string& root, const std::string& rel, int depth, std::vecto
     if (::stat(io::join_path(root, r).c_str(), &st) != 0) continue;
     if (S_ISDIR(st.st_mode)) {
       if (depth < 4) walk(root, r, depth + 1, out);
-    } else if (n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    } else if (S_ISREG(st.st_mode) && n.size() > suffix.size() &&
+               n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      // Regular files (and links to them) only: a FIFO would block the reader.
       out.push_back(r);
     }
   }

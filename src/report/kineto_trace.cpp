@@ -331,16 +331,9 @@ KinetoTrace parse_kineto_trace(std::string_view text, const std::string& source)
 }
 
 KinetoTrace read_kineto_trace_file(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
-    if (!S_ISREG(st.st_mode)) throw TraceError(fmt::format("{}: not a regular file", path));
-    if (static_cast<uint64_t>(st.st_size) > kMaxTraceBytes)
-      throw TraceError(fmt::format("{}: {} MiB; a trace may have at most {} MiB", path, st.st_size >> 20,
-                                   kMaxTraceBytes >> 20));
-  }
   std::string bytes;
   try {
-    bytes = io::read_file(path);
+    bytes = io::read_file(path, kMaxTraceBytes);
     if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f && static_cast<unsigned char>(bytes[1]) == 0x8b)
       bytes = io::gzip_decompress(bytes, kMaxTraceBytes);
   } catch (const io::FileError& e) {

@@ -1,5 +1,7 @@
 #include "attnprof/report/run_files.h"
 
+#include <nlohmann/json.hpp>
+
 #include "attnprof/io/files.h"
 #include "attnprof/report/summary.h"
 #include "attnprof/report/table_data.h"
@@ -10,10 +12,50 @@ std::string run_table_text(const RunRecord& r, const TableOptions& table) {
   return format_key_averages_table(r.rows, table);
 }
 
+std::string trace_file_of(const RunRecord& r, bool gzip, const std::string& stem_suffix) {
+  const std::string stem = r.problem.file_stem();
+  return io::join_path(io::join_path(r.variant, stem),
+                       stem + stem_suffix + (gzip ? ".pt.trace.json.gz" : ".pt.trace.json"));
+}
+
+std::string trace_for_consumers(const std::string& kineto_json, const std::string& final_path) {
+  using ordered = nlohmann::ordered_json;
+  const ordered in = ordered::parse(kineto_json, nullptr, /*allow_exceptions=*/false);
+  if (in.is_discarded() || !in.is_object() || !in.contains("traceEvents"))
+    throw io::FileError("cannot write '" + final_path +
+                        "': the profiler's trace is not complete JSON (a full disk or a file size limit, "
+                        "`ulimit -f`, cuts it short)");
+  auto dump = [](const ordered& v) { return v.dump(-1, ' ', false, ordered::error_handler_t::replace); };
+  // Written by hand at the top level: "rank": 0 keeps the space after the
+  // colon that HTA's rank pattern ("rank":\s+(\d+)) needs, and each event gets
+  // its own line, as in Kineto's file.
+  // A multi-GPU run's own distributedInfo (rank, world size, process groups)
+  // is kept; a single-process run is rank 0 of 1.
+  ordered info = in.contains("distributedInfo") && in["distributedInfo"].is_object()
+                     ? in["distributedInfo"]
+                     : ordered{{"backend", "none"}, {"rank", 0}, {"world_size", 1}};
+  std::string info_text;
+  for (const auto& [key, value] : info.items()) info_text += (info_text.empty() ? "" : ", ") + dump(ordered(key)) + ": " + dump(value);
+  std::string out = "{\n  \"schemaVersion\": " + dump(in.value("schemaVersion", ordered(1))) +
+                    ",\n  \"distributedInfo\": {" + info_text + "}";
+  for (const auto& [key, value] : in.items()) {
+    if (key == "schemaVersion" || key == "distributedInfo" || key == "traceName") continue;
+    out += ",\n  " + dump(ordered(key)) + ": ";
+    if (key != "traceEvents" || !value.is_array()) {
+      out += dump(value);
+      continue;
+    }
+    out += "[";
+    for (size_t i = 0; i < value.size(); ++i) out += (i ? ",\n  " : "\n  ") + dump(value[i]);
+    out += "\n  ]";
+  }
+  return out + ",\n  \"traceName\": " + dump(ordered(final_path)) + "\n}\n";
+}
+
 void write_run_files(RunRecord& r, const std::string& trace_json, const RunFileOptions& opt) {
   const std::string dir = io::join_path(opt.out_dir, r.variant);
   const std::string stem = r.problem.file_stem() + opt.stem_suffix;
-  r.trace_file = io::join_path(r.variant, stem + (opt.gzip ? ".json.gz" : ".json"));
+  r.trace_file = trace_file_of(r, opt.gzip, opt.stem_suffix);
   r.table_file = io::join_path(r.variant, stem + ".txt");
   r.summary_file = io::join_path(r.variant, stem + ".summary.json");
   const std::string trace_path = io::join_path(opt.out_dir, r.trace_file);
@@ -23,10 +65,13 @@ void write_run_files(RunRecord& r, const std::string& trace_json, const RunFileO
                         (left ? format_bytes(double(*left)) + " free there" : std::string("free space unknown")) +
                         (left && *left < (1u << 20) ? ": No space left on device)" : ")"));
   }
-  io::ensure_writable_dir(dir);
-  io::write_file_atomic(trace_path, opt.gzip ? io::gzip_compress(trace_json) : trace_json);
-  io::write_file_atomic(io::join_path(opt.out_dir, r.table_file), run_table_text(r, opt.table));
-  io::write_file_atomic(io::join_path(opt.out_dir, r.summary_file), summary_json(r).dump(2) + "\n");
+  const std::string trace = trace_for_consumers(trace_json, trace_path);
+  io::StagedFiles files;
+  files.make_dir(io::join_path(dir, r.problem.file_stem()));
+  files.add(trace_path, opt.gzip ? io::gzip_compress(trace) : trace);
+  files.add(io::join_path(opt.out_dir, r.table_file), run_table_text(r, opt.table));
+  files.add(io::join_path(opt.out_dir, r.summary_file), summary_json(r).dump(2) + "\n");
+  files.publish();
 }
 
 std::string write_interrupted_summary(RunRecord& r, const RunFileOptions& opt) {
@@ -40,8 +85,10 @@ std::string write_interrupted_summary(RunRecord& r, const RunFileOptions& opt) {
       // Not a readable summary: nothing worth keeping.
     }
   }
-  io::ensure_writable_dir(io::join_path(opt.out_dir, r.variant));
-  io::write_file_atomic(path, summary_json(r).dump(2) + "\n");
+  io::StagedFiles files;
+  files.make_dir(io::join_path(opt.out_dir, r.variant));
+  files.add(path, summary_json(r).dump(2) + "\n");
+  files.publish();
   return path;
 }
 

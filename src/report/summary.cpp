@@ -33,6 +33,7 @@ class Writer {
   void ns_as_us(const char* key, int64_t ns) { (*cur_)[key] = double(ns) / 1000.0; }
   void string(const char* key, const std::string& v) { (*cur_)[key] = v; }
   void boolean(const char* key, bool v) { (*cur_)[key] = v; }
+  void flag(const char* key, bool v) { (*cur_)[key] = v; }
   template <class E, class Name, class Parse>
   void enumeration(const char* key, const E& v, Name name, Parse, const char*) { (*cur_)[key] = name(v); }
   template <class F>

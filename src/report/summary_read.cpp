@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "attnprof/io/files.h"
+#include "attnprof/io/text.h"
 #include "attnprof/report/summary.h"
 #include "report/summary_schema.h"
 
@@ -27,17 +28,8 @@ const char* type_name(const json& v) {
 }
 
 // Text from a file a user may have edited: control characters (ANSI escapes,
-// line breaks) would reach the terminal raw and break one-line messages, so
-// each becomes a visible \xNN.
-std::string printable(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
-    else out += static_cast<char>(c);
-  }
-  return out;
-}
+// line breaks) would reach the terminal raw and break one-line messages.
+std::string printable(const std::string& s) { return io::visible(s); }
 
 std::string clip(const std::string& s) { return printable(s.size() > 40 ? s.substr(0, 40) + "..." : s); }
 
@@ -84,6 +76,14 @@ class Reader {
     const json& v = field(key);
     if (!v.is_boolean()) fail_at(key, fmt::format("expected true or false, got {}", type_name(v)));
     out = v.get<bool>();
+  }
+  // A boolean added within a schema version: absent (an older file) is false.
+  void flag(const char* key, bool& out) {
+    if (!cur_->contains(key)) {
+      out = false;
+      return;
+    }
+    boolean(key, out);
   }
   template <class E, class Name, class Parse>
   void enumeration(const char* key, E& out, Name, Parse parse, const char* valid) {
@@ -327,23 +327,15 @@ RunRecord read_summary_text(const std::string& text, const std::string& source) 
 }
 
 RunRecord read_summary_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw SummaryError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
   std::string bytes;
-  char buf[1 << 16];
-  size_t n = 0;
-  bool too_big = false;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
-    bytes.append(buf, n);
-    if (bytes.size() > kMaxSummaryBytes) {
-      too_big = true;
-      break;
-    }
+  try {
+    // Bounded, and never blocking on a FIFO nobody writes to.
+    bytes = io::read_file(path, kMaxSummaryBytes);
+  } catch (const io::FileError& e) {
+    throw SummaryError(std::string(e.what()) + (std::string(e.what()).find("larger than") != std::string::npos
+                                                    ? "; not a summary"
+                                                    : ""));
   }
-  const bool read_error = std::ferror(f) != 0;
-  std::fclose(f);
-  if (read_error) throw SummaryError(fmt::format("{}: cannot read (I/O error, or a directory)", path));
-  if (too_big) throw SummaryError(fmt::format("{}: larger than {} MiB; not a summary", path, kMaxSummaryBytes >> 20));
   const bool gz = bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
                   static_cast<unsigned char>(bytes[1]) == 0x8b;
   return read_summary_text(gz ? gunzip_bounded(bytes, path) : bytes, path);

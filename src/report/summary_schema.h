@@ -7,7 +7,7 @@
 //   v.integer(key, int_ref, lo, hi)          v.number(key, double_ref, lo, hi)
 //   v.optional_number(key, optional_ref, lo, hi)  (null when absent)
 //   v.ns_as_us(key, int64_ns_ref)            microseconds in JSON, ns inside
-//   v.string(key, ref)   v.boolean(key, ref)
+//   v.string(key, ref)   v.boolean(key, ref)   v.flag(key, ref) (a boolean, false when absent)
 //   v.enumeration(key, ref, name_fn, parse_fn, "the valid names")
 //   v.object(key, fn)    v.optional_object(key, optional_ref, fn(elem))
 //   v.array(key, vector_ref, fn(elem))       v.string_list(key, ref)
@@ -129,6 +129,9 @@ void summary_fields(V& v, R& r) {
     v.integer("wait", r.schedule.wait, 0, 1 << 30);
     v.integer("warmup", r.schedule.warmup, 0, 1 << 30);
     v.integer("active", r.schedule.active, 0, 1 << 30);
+    v.flag("record_shapes", r.profiler.record_shapes);
+    v.flag("profile_memory", r.profiler.profile_memory);
+    v.flag("with_stack", r.profiler.with_stack);
   });
   v.string_map("facts", r.facts);
   v.string_list("warnings", r.warnings);

@@ -80,7 +80,7 @@ Table sweep_table(const std::vector<RunRecord>& points) {
   return t;
 }
 
-std::vector<std::string> write_sweep_plots(const std::vector<RunRecord>& points,
+std::vector<std::string> stage_sweep_plots(io::StagedFiles& files, const std::vector<RunRecord>& points,
                                            const std::vector<std::string>& variant_order, const std::string& dir) {
   const bool cuda = !points.empty() && points.front().problem.on_cuda();
   const std::vector<const Metric*> metrics = {cuda ? &kGpuTime : &kCpuTime, &kTflops};
@@ -135,7 +135,7 @@ std::vector<std::string> write_sweep_plots(const std::vector<RunRecord>& points,
         plot.series.push_back(std::move(s));
       }
       const std::string path = io::join_path(dir, std::string(m->file) + suffix + ".svg");
-      io::write_file_atomic(path, render_svg(plot));
+      files.add(path, render_svg(plot));
       written.push_back(path);
     }
   }

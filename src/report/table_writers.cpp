@@ -223,7 +223,15 @@ nlohmann::json to_json(const Table& table) {
 }
 
 std::vector<std::string> write_table_files(const Table& table, const std::string& stem, const std::string& title) {
-  // Formatted before anything is written, so a malformed table leaves no files.
+  io::StagedFiles files;
+  std::vector<std::string> paths = stage_table_files(files, table, stem, title);
+  files.publish();
+  return paths;
+}
+
+std::vector<std::string> stage_table_files(io::StagedFiles& files, const Table& table, const std::string& stem,
+                                           const std::string& title) {
+  // Formatted before anything is staged, so a malformed table stages nothing.
   const std::vector<std::pair<std::string, std::string>> outputs{
       {stem + ".txt", (title.empty() ? "" : title + "\n\n") + to_text(table)},
       {stem + ".csv", to_csv(table)},
@@ -231,7 +239,7 @@ std::vector<std::string> write_table_files(const Table& table, const std::string
       {stem + ".json", to_json(table).dump(2) + "\n"}};
   std::vector<std::string> paths;
   for (const auto& [path, bytes] : outputs) {
-    io::write_file_atomic(path, bytes);
+    files.add(path, bytes);
     paths.push_back(path);
   }
   return paths;

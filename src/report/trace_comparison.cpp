@@ -9,8 +9,17 @@
 
 namespace attnprof::report {
 
-ComparisonFiles write_trace_comparison(const std::vector<RunTraceFile>& files, const std::string& out_dir,
+ComparisonFiles write_trace_comparison(const std::vector<RunTraceFile>& runs, const std::string& out_dir,
                                        const std::string& stem, const std::string& title, const MergeOptions& options) {
+  io::StagedFiles staged;
+  ComparisonFiles out = stage_trace_comparison(staged, runs, out_dir, stem, title, options);
+  staged.publish();
+  return out;
+}
+
+ComparisonFiles stage_trace_comparison(io::StagedFiles& staged, const std::vector<RunTraceFile>& files,
+                                       const std::string& out_dir, const std::string& stem, const std::string& title,
+                                       const MergeOptions& options) {
   ComparisonFiles out;
   // unique_ptr: RunTrace points at each trace, so they must not move.
   std::vector<std::unique_ptr<KinetoTrace>> traces;
@@ -34,11 +43,11 @@ ComparisonFiles write_trace_comparison(const std::vector<RunTraceFile>& files, c
   out.notes.insert(out.notes.end(), merged.notes.begin(), merged.notes.end());
 
   const std::string dir = io::join_path(out_dir, "compare");
-  io::ensure_writable_dir(dir);
+  staged.make_dir(dir);
   out.trace_path = io::join_path(dir, stem + ".trace.json.gz");
   out.timeline_path = io::join_path(dir, stem + ".timeline.svg");
-  io::write_file_atomic(out.trace_path, io::gzip_compress(merged.json));
-  io::write_file_atomic(out.timeline_path, render_timeline_svg(timeline));
+  staged.add(out.trace_path, io::gzip_compress(merged.json));
+  staged.add(out.timeline_path, render_timeline_svg(timeline));
   return out;
 }
 

@@ -4,10 +4,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace attnprof::io {
 
@@ -18,20 +20,94 @@ class FileError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Creates `dir` and its parents; throws FileError if it is a file or not writable.
-void ensure_writable_dir(const std::string& dir);
+// Directories made on the way to outputs. The destructor removes each one it
+// made that is still empty (deepest first), so a run that wrote nothing leaves
+// no new directory behind; one that published files keeps theirs.
+class MadeDirs {
+ public:
+  MadeDirs() = default;
+  MadeDirs(const MadeDirs&) = delete;
+  MadeDirs& operator=(const MadeDirs&) = delete;
+  ~MadeDirs() { remove_empty(); }
+  // mkdir -p, recording what it created; throws FileError (nothing it made is left then).
+  void make(const std::string& dir);
+  void remove_empty() noexcept;
+  void keep() noexcept { made_.clear(); }  // forget them: they stay
+
+ private:
+  std::vector<std::string> made_;
+};
+
+// Creates `dir` and its parents (recorded in `made` when given); throws
+// FileError if it is a file, not writable, or its path is too long (checked
+// before anything is created).
+void ensure_writable_dir(const std::string& dir, MadeDirs* made = nullptr);
 
 // "a/b" from "a" and "b".
 std::string join_path(const std::string& a, const std::string& b);
 
-// A unique temporary path beside `target` (same directory, so rename is atomic).
+// A unique temporary path beside `target` (same directory, so rename is
+// atomic): ".<name>.tmp.<pid>.<n>". The pid lets a later run tell a temp of a
+// dead process (SIGKILL, power loss) from one being written.
 std::string temp_path_for(const std::string& target);
+// Removes, in `dir` (not below), the temp files of processes that no longer
+// exist. Returns how many it removed. Never throws.
+int remove_stale_temps(const std::string& dir) noexcept;
+// The pid in a temp name made by temp_path_for (also with a writer's ".tmp"
+// appended), or -1 when `name` is not one.
+long temp_owner_pid(const std::string& name) noexcept;
 
-// Writes `bytes` to a temp file, flushes it to disk and renames it over `target`.
-// On any failure the temp file is removed and `target` is left as it was.
+// Temp files this process is writing, for a signal handler that must remove
+// them before the process dies (async-signal-safe; at most 64 are tracked,
+// the rest are left to remove_stale_temps).
+void remove_registered_temps() noexcept;
+
+// The outputs of one run, published together: add() writes each to a hidden
+// temp beside its target (making the directory if needed); publish() moves
+// them all into place, or none — a failure restores every target it had
+// already replaced. Until then, and when publish() fails, the targets are
+// untouched; the destructor removes unpublished temps and the directories it
+// made that are still empty.
+// Targets that are symbolic links to files are followed (the file they point
+// to is replaced); a FIFO, character device or socket at a target is written
+// into directly at publish time (a FIFO must have a reader); a directory at a
+// target is an error.
+class StagedFiles {
+ public:
+  StagedFiles() = default;
+  StagedFiles(const StagedFiles&) = delete;
+  StagedFiles& operator=(const StagedFiles&) = delete;
+  ~StagedFiles();
+  void add(const std::string& target, const std::string& bytes);
+  // mkdir -p for targets to come; what it makes is removed again while empty.
+  void make_dir(const std::string& dir) { dirs_.make(dir); }
+  // Throws FileError naming the target and the reason.
+  void publish();
+  const std::vector<std::string>& targets() const { return targets_; }
+  bool empty() const { return targets_.empty(); }
+
+ private:
+  struct Entry {
+    std::string target;  // as given
+    std::string real;    // where the bytes go (a followed link's file)
+    std::string temp;    // empty for a special file, written at publish time
+    std::string bytes;   // kept only for a special file
+  };
+  void discard() noexcept;
+  std::vector<Entry> entries_;
+  std::vector<std::string> targets_;
+  MadeDirs dirs_;
+};
+
+// Writes `bytes` to a temp file, flushes it to disk and renames it over `target`
+// (a StagedFiles of one). On any failure `target` is left as it was.
 void write_file_atomic(const std::string& target, const std::string& bytes);
 
-std::string read_file(const std::string& path);
+// The bytes of a regular file (or a link to one), or of a FIFO or pipe that
+// has a writer (`<(zcat a.gz)`); never blocks on a FIFO nobody writes to.
+// Throws FileError for a missing or unreadable path, a directory, a device or
+// socket, a FIFO with no writer, and a file larger than `max_bytes`.
+std::string read_file(const std::string& path, size_t max_bytes = SIZE_MAX);
 
 // Whether anything (file, directory, link target) exists at `path`.
 bool path_exists(const std::string& path) noexcept;
@@ -46,12 +122,12 @@ std::string gzip_decompress(const std::string& bytes, size_t max_bytes = SIZE_MA
 void remove_quietly(const std::string& path) noexcept;
 
 // A temporary file that is removed (with a writer's own "<path>.tmp" beside
-// it) when the owner goes away, unless release() handed it on: what a failed
-// or interrupted run leaves behind is nothing.
+// it) when the owner goes away: what a failed or interrupted run leaves
+// behind is nothing. Registered for remove_registered_temps().
 class TempFile {
  public:
   TempFile() = default;
-  explicit TempFile(std::string path) : path_(std::move(path)) {}
+  explicit TempFile(std::string path);
   TempFile(TempFile&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
   TempFile& operator=(TempFile&& o) noexcept;
   TempFile(const TempFile&) = delete;
@@ -64,6 +140,44 @@ class TempFile {
 
  private:
   std::string path_;
+};
+
+// An exclusive lock on an output directory (flock on DIR/.attnprof.lock) for
+// the whole of a run, so two runs never interleave their files there. The
+// lock file holds the owner's pid and is removed on release.
+class DirLock {
+ public:
+  // Throws DirBusy when another process holds it, FileError when the lock
+  // file cannot be made.
+  explicit DirLock(const std::string& dir);
+  ~DirLock();
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+class DirBusy : public FileError {
+ public:
+  DirBusy(const std::string& what, long holder) : FileError(what), holder_pid(holder) {}
+  long holder_pid;  // -1 when unknown
+};
+
+// An output directory for the length of one run: made if missing (and removed
+// again at the end when the run left nothing in it), locked against other
+// attnprof runs (DirLock), and cleared of the temp files of runs that died
+// (remove_stale_temps, in it and two levels below). Throws FileError or DirBusy.
+class OutputDir {
+ public:
+  explicit OutputDir(const std::string& dir);
+  ~OutputDir();
+  OutputDir(const OutputDir&) = delete;
+  OutputDir& operator=(const OutputDir&) = delete;
+
+ private:
+  MadeDirs made_;  // declared first: removed last, after the lock file
+  std::unique_ptr<DirLock> lock_;
 };
 
 // Bytes available to this user on the filesystem holding `path`; nullopt if unknown.

@@ -10,6 +10,10 @@
 #include "attnprof/report/table_data.h"
 #include "attnprof/run_record.h"
 
+namespace attnprof::io {
+class StagedFiles;
+}
+
 namespace attnprof::report {
 
 // A GPU's dense peak for the problem's dtype: 16-bit tensor cores (fp32
@@ -42,9 +46,13 @@ std::string at_a_glance_note(const RunRecord& r);
 // "8x16x1024x64 bf16 causal on cuda:0 (NVIDIA H200; peak 989 TFLOP/s bf16 tensor cores, dense)"
 std::string at_a_glance_header(const std::vector<RunRecord>& records, const AtAGlanceOptions& opt = {});
 
-// Writes out_dir/compare/<B>_<H>_<S>_<D>_<dtype>.{txt,json,csv,md}; the .txt and
-// .md start with the header line. Returns the paths. Throws io::FileError.
-// Throws std::invalid_argument when `records` is empty.
+// Stages out_dir/compare/<stem>.{txt,json,csv,md} into `files` (the compare/
+// set of a run, published together); the .txt and .md start with the header
+// line. Returns the paths. Throws io::FileError, and std::invalid_argument
+// when `records` is empty.
+std::vector<std::string> stage_at_a_glance(io::StagedFiles& files, const std::vector<RunRecord>& records,
+                                           const std::string& out_dir, const AtAGlanceOptions& opt = {});
+// The same as a set of its own, published at once.
 std::vector<std::string> write_at_a_glance(const std::vector<RunRecord>& records, const std::string& out_dir,
                                            const AtAGlanceOptions& opt = {});
 

@@ -62,7 +62,7 @@ struct DirectoryComparison {
 };
 
 // The relative paths of every *.summary.json under `dir` (at most 4 levels
-// deep), sorted. Throws SummaryError when `dir` cannot be read.
+// deep; regular files and links to them, never a FIFO or device), sorted. Throws SummaryError when `dir` cannot be read.
 std::vector<std::string> find_summaries(const std::string& dir);
 
 // Reads every summary under both directories (summary.h) and diffs the

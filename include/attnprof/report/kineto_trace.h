@@ -1,4 +1,4 @@
-// A Kineto Chrome trace (the DIR/<variant>/<stem>.json.gz attnprof writes) read
+// A Kineto Chrome trace (the DIR/<variant>/<stem>/<stem>.pt.trace.json.gz attnprof writes) read
 // back into plain records, and the forwards found in it. The merged comparison
 // trace and the forward timeline are pure functions of these records.
 //

@@ -1,7 +1,11 @@
-// The three files of one run, under <out>/<variant>/: the Chrome trace
-// (<stem>.json.gz, or .json), the key-averages table (<stem>.txt) and the
-// summary (<stem>.summary.json). Each goes to a hidden temporary name and is
-// renamed into place, so a file is complete or absent.
+// The three files of one run, published together (io::StagedFiles: all new
+// and complete, or the old set untouched):
+//   <out>/<variant>/<stem>/<stem>.pt.trace.json.gz  the Chrome trace (.json with
+//       --no-gzip), alone in its folder: Holistic Trace Analysis takes every
+//       .json/.gz in a folder as one job's ranks, and TensorBoard's profiler
+//       plugin finds *.pt.trace.json[.gz] files, one run per folder
+//   <out>/<variant>/<stem>.txt                     the key-averages table
+//   <out>/<variant>/<stem>.summary.json            the summary
 #pragma once
 
 #include <string>
@@ -22,10 +26,25 @@ struct RunFileOptions {
 // The key-averages table of a run as the .txt holds it (and the CLI prints).
 std::string run_table_text(const RunRecord& r, const TableOptions& table);
 
+// The trace's path relative to the output directory:
+// "<variant>/<stem>/<stem><suffix>.pt.trace.json.gz" (the ranks of a multi-GPU
+// run share the folder: HTA reads it as one multi-rank job).
+std::string trace_file_of(const RunRecord& r, bool gzip, const std::string& stem_suffix = "");
+
+// Kineto's trace text as attnprof writes it: "distributedInfo" as the run set
+// it (a multi-GPU rank's), else rank 0 of a world of 1 (HTA and TensorBoard
+// read the rank from it), written with a space after each colon, "traceName" names
+// `final_path` rather than the temporary file Kineto wrote, and every other
+// field is kept in Kineto's order. Throws io::FileError naming `final_path`
+// when the text is not one complete JSON object (a full disk or `ulimit -f`
+// cut Kineto's write short).
+std::string trace_for_consumers(const std::string& kineto_json, const std::string& final_path);
+
 // For a completed run: writes the trace (from Kineto's JSON text), the table
-// and the summary, and records their paths (relative to out_dir) in `r`.
-// Throws io::FileError naming the path and the reason (a trace Kineto could
-// not save, typically a full disk, included: `trace_json` is empty then).
+// and the summary as one set, and records their paths (relative to out_dir)
+// in `r`. Throws io::FileError naming the path and the reason (a trace Kineto
+// could not save, typically a full disk, included: `trace_json` is empty
+// then); nothing new is left behind then, directories included.
 void write_run_files(RunRecord& r, const std::string& trace_json, const RunFileOptions& opt);
 
 // For a run a signal stopped: a summary that says so (status interrupted, no

@@ -9,6 +9,10 @@
 #include "attnprof/report/table_data.h"
 #include "attnprof/run_record.h"
 
+namespace attnprof::io {
+class StagedFiles;
+}
+
 namespace attnprof::report {
 
 // variant | batch | heads_q | heads_kv | seq_q | seq_kv | head_dim | dtype |
@@ -19,9 +23,10 @@ Table sweep_table(const std::vector<RunRecord>& points);
 // One SVG per metric (GPU time on CUDA, CPU time on CPU; TFLOP/s) and per
 // group of points that share every axis but the sequence length; a file name
 // carries a suffix for each axis that takes several values in the sweep
-// ("_d128", "_b8", "_hkv8", "_bwd"). Lines follow `variant_order`. Returns the
-// paths written. Throws io::FileError.
-std::vector<std::string> write_sweep_plots(const std::vector<RunRecord>& points,
+// ("_d128", "_b8", "_hkv8", "_bwd"). Lines follow `variant_order`. Stages them
+// into `files` (published with the sweep's tables) and returns their paths.
+// Throws io::FileError.
+std::vector<std::string> stage_sweep_plots(io::StagedFiles& files, const std::vector<RunRecord>& points,
                                            const std::vector<std::string>& variant_order, const std::string& dir);
 
 }  // namespace attnprof::report

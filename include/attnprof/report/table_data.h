@@ -13,6 +13,10 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+namespace attnprof::io {
+class StagedFiles;
+}
+
 namespace attnprof::report {
 
 // How text and Markdown write a number.
@@ -63,9 +67,12 @@ std::string to_markdown(const Table& table);
 // Also throws std::invalid_argument on duplicate keys, which would collide.
 nlohmann::json to_json(const Table& table);
 
-// Writes `<stem>.txt`, `.csv`, `.md` and `.json` (each atomically) and returns
-// their paths. `title`, when given, heads the .txt and (in bold) the .md.
-// Throws io::FileError when a file cannot be written.
+// Stages `<stem>.txt`, `.csv`, `.md` and `.json` into `files` (published
+// with the rest of the set) and returns their paths. `title`, when given,
+// heads the .txt and (in bold) the .md. Throws io::FileError.
+std::vector<std::string> stage_table_files(io::StagedFiles& files, const Table& table, const std::string& stem,
+                                           const std::string& title = "");
+// The same four files as a set of their own, published at once.
 std::vector<std::string> write_table_files(const Table& table, const std::string& stem,
                                            const std::string& title = "");
 

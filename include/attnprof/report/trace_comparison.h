@@ -8,13 +8,17 @@
 
 #include "attnprof/report/merged_trace.h"
 
+namespace attnprof::io {
+class StagedFiles;
+}
+
 namespace attnprof::report {
 
 struct RunTraceFile {
   std::string variant;   // "sdpa-flash"
   std::string run;       // "" for one run; "A" / "B" under compare
   std::string headline;  // "96 µs/forward", formatted by the caller; may be empty
-  std::string path;      // DIR/<variant>/<stem>.json.gz
+  std::string path;      // DIR/<variant>/<stem>/<stem>.pt.trace.json.gz (RunRecord::trace_file)
   std::string scope = std::string(kForwardScope);  // attn_bwd for a backward-only pass
 };
 
@@ -32,6 +36,10 @@ struct ComparisonFiles {
 // file cannot be written.
 ComparisonFiles write_trace_comparison(const std::vector<RunTraceFile>& runs, const std::string& out_dir,
                                        const std::string& stem, const std::string& title,
+                                       const MergeOptions& options = {});
+// The same, staged into `files` (a run's compare/ set, published together).
+ComparisonFiles stage_trace_comparison(io::StagedFiles& files, const std::vector<RunTraceFile>& runs,
+                                       const std::string& out_dir, const std::string& stem, const std::string& title,
                                        const MergeOptions& options = {});
 
 }  // namespace attnprof::report
