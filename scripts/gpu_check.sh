@@ -11,7 +11,9 @@
 #     bench       scripts/bench_kernels.py, suites from BENCH_SUITES (forward,shapes,backward)
 #     crosscheck  scripts/crosscheck.py against torch.profiler, forward and backward
 #     nvtx        scripts/nvtx_proof.py (ncu counts inside the attn_fwd ranges)
-#     pyops       the operators from Python (tests/python/ops_check.py) on this machine's build
+#     pyops       the operators from Python (scripts/ops_check.py), every bad input a RuntimeError
+#     hta         small runs whose folders come back for scripts/hta_check.py on the CPU machine
+#     signals     SIGINT while Kineto is prepared but not enabled: exit 130, no temps left
 #     sweep       the sweep behind docs/sweep_h200.*
 #   PREBUILT=DIR  use a build tree made on the CPU machine (same torch) instead of
 #                 building here: copied to build/ (the repository root is /work/main on
@@ -75,18 +77,42 @@ if has nvtx; then
     --variants naive,inplace,sdpa-math,sdpa-efficient,sdpa-flash,sdpa-cudnn,custom-softmax,custom-flash,custom-flash-sm90 > "$W/nvtx_proof.log" 2>&1
   summary+=("nvtx_proof rc=$?")
 fi
-if has pyops && [ -f tests/python/ops_check.py ]; then
-  timeout 120 python3 tests/python/ops_check.py --library build/libattnprof_core.so --device cuda > "$W/pyops.log" 2>&1
-  summary+=("pyops rc=$?: $(tail -1 "$W/pyops.log")")
-fi
 if has sweep; then
   timeout 500 ./build/attnprof sweep --seq 512,1024,2048,4096,8192,16384 --head-dim 64,128 \
     --variant naive,inplace,sdpa-math,sdpa-efficient,sdpa-flash,sdpa-cudnn,custom-flash,custom-flash-sm90 \
     --timing-iters 10 --warmup-iters 1 --out "$W/sweep_out" > "$W/sweep.log" 2>&1
   summary+=("sweep rc=$?")
 fi
+if has pyops; then
+  # attnprof's operators from Python with the library built HERE (the issue-11
+  # SIGSEGV was seen only with a GPU-machine build): every bad input must raise
+  # RuntimeError; each case runs in a child process, so a crash names its case.
+  { g++ --version | head -1; python3 -c 'import torch; print("torch", torch.__version__, torch.__file__)'
+    ldd build/libattnprof_core.so | grep -E "torch|c10|stdc|gcc_s"; } > "$W/ops_env.txt" 2>&1
+  python3 scripts/ops_check.py --lib build/libattnprof_core.so --device cuda > "$W/ops_check_cuda.log" 2>&1
+  summary+=("ops_check cuda rc=$?: $(tail -1 "$W/ops_check_cuda.log")")
+  python3 scripts/ops_check.py --lib build/libattnprof_core.so --device cpu > "$W/ops_check_cpu.log" 2>&1
+  summary+=("ops_check cpu rc=$?: $(tail -1 "$W/ops_check_cpu.log")")
+  grep -E "^(FAIL|CRASH)" "$W/ops_check_cuda.log" | head -5 | sed 's/^/  /' > "$W/ops_failures.txt"
+  while read -r l; do summary+=("$l"); done < "$W/ops_failures.txt"
+fi
+if has hta; then
+  # HTA cannot be installed here (no network): small GPU runs whose folders come
+  # back in the tarball (work/hta_traces), checked on the CPU machine with
+  #   .venv-hta/bin/python scripts/hta_check.py --from <fetched>/hta_traces
+  ./build/attnprof --device cuda --variant naive,sdpa-flash,custom-flash --batch 2 --heads 4 --seq 256 \
+    --head-dim 64 --timing-iters 0 --out "$W/hta_traces" > "$W/hta_traces.log" 2>&1
+  summary+=("hta traces rc=$? ($(find "$W/hta_traces" -name '*.pt.trace.json.gz' | wc -l) traces kept)")
+fi
+if has signals; then
+  # The issue-11 teardown repro on the GPU: a SIGINT while Kineto is prepared
+  # but not enabled (warm-up 5000 steps) must exit 130 with one line, no temps.
+  ./build/attnprof --device cuda --variant naive --warmup 5000 --active 1 --out "$W/sig" > /dev/null 2> "$W/sig.err" &
+  pid=$!; sleep 8; kill -INT $pid; wait $pid; rc=$?
+  summary+=("SIGINT during Kineto warm-up: rc=$rc (want 130), stderr: $(tr '\n' '|' < "$W/sig.err" | tail -c 300), temps left: $(find "$W/sig" -name '.*.tmp.*' | wc -l)")
+fi
 # Traces are large; keep the summaries, tables, at-a-glance, merged traces of the default shape and plots.
-find "$W" -name '*.json.gz' ! -path '*/compare/*' -delete
+find "$W" -name '*.json.gz' ! -path '*/compare/*' ! -path '*/hta_traces/*' -delete
 tag=$(echo "$STAGES" | tr ' ' '_')
 tar czf "$OUT/results_$tag.tgz" -C "$OUT" work && rm -rf "$W"
 printf '%s\n' "${summary[@]}"

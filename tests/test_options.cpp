@@ -73,7 +73,7 @@ TEST(Options, BadCombinationsNameTheValues) {
   o = cpu();
   o.seq_q = 100, o.seq_kv = 50;
   EXPECT_EQ(usage_error(o).rfind("--seq-q 100 is longer than --seq-kv 50", 0), 0u) << usage_error(o);
-  o.causal = false;  // without the mask every query sees every key
+  o.no_causal_given = true;  // without the mask every query sees every key
   EXPECT_EQ(usage_error(o), "");
   o = cpu();
   o.pass = "backward";

@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""attnprof's operators from Python: load the library, check every operator it
+registers, and feed each one bad inputs. Every bad input must raise a Python
+RuntimeError that names the operator; none may kill the process.
+
+  python3 scripts/ops_check.py --lib build/libattnprof_core.so [--device cpu|cuda]
+
+--device cpu (the ctest, CI): the schemas exist; every operator refuses CPU
+tensors (the dispatcher has no CPU kernel: NotImplementedError, a
+RuntimeError) and arguments of the wrong type, for operators this script knows
+and, from their schemas, for those it does not.
+--device cuda (scripts/gpu_check.sh, with the library built on that machine):
+a valid call per known operator, then its table of bad inputs (wrong device,
+dtype, rank, shape, mismatched sizes, non-contiguous, bad scale, empty), and
+generic bad inputs for operators without a table.
+
+Each case runs in a child process that reports it before it starts, so a case
+that crashes the interpreter (SIGSEGV) is named and the others still run.
+Prints one line per case and a summary; exits 1 on any failure or crash, 77
+when torch is not importable or (cuda) no GPU is present.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+try:
+    import torch
+except Exception as exc:  # pragma: no cover - depends on the machine
+    print(f"SKIP: Python torch is not importable here ({exc.__class__.__name__}: {exc})")
+    sys.exit(77)
+
+
+def registered_ops():
+    """Every attnprof:: operator the loaded library registered, by bare name."""
+    names = set()
+    for full in torch._C._dispatch_get_all_op_names():
+        if full.startswith("attnprof::"):
+            names.add(full.split("::", 1)[1].split(".", 1)[0])
+    return sorted(names)
+
+
+def op(name):
+    return getattr(torch.ops.attnprof, name)
+
+
+# --- known operators: a valid call and the bad inputs, per device -------------------
+
+def flash_inputs(dev, dtype=torch.bfloat16, b=2, hq=4, hkv=2, sq=64, skv=80, d=64):
+    g = torch.Generator(device="cpu").manual_seed(0)
+    q = torch.randn(b, hq, sq, d, generator=g).to(dev, dtype)
+    k = torch.randn(b, hkv, skv, d, generator=g).to(dev, dtype)
+    v = torch.randn(b, hkv, skv, d, generator=g).to(dev, dtype)
+    return q, k, v
+
+
+def flash_cases(dev):
+    """(name, thunk, expectation): 'error' must raise naming the op, 'ok' must return."""
+    q, k, v = flash_inputs(dev)
+    f = op("flash_attention")
+    s = 0.125
+    bsd = lambda t: t.transpose(1, 2).contiguous().transpose(1, 2)  # [b, s, h, d] storage viewed as [b, h, s, d]
+    return [
+        ("valid GQA call", lambda: f(q, k, v, True, s), "ok"),
+        ("q on the CPU", lambda: f(q.cpu(), k, v, True, s), "error"),
+        ("k on the CPU", lambda: f(q, k.cpu(), v, True, s), "error"),
+        ("v on the CPU", lambda: f(q, k, v.cpu(), True, s), "error"),
+        ("q float32", lambda: f(q.float(), k, v, True, s), "error"),
+        ("q float64", lambda: f(q.double(), k.double(), v.double(), True, s), "error"),
+        ("k float16, q bfloat16", lambda: f(q, k.half(), v, True, s), "error"),
+        ("q int32", lambda: f(q.int(), k, v, True, s), "error"),
+        ("q rank 3", lambda: f(q[0], k, v, True, s), "error"),
+        ("q rank 5", lambda: f(q.unsqueeze(0), k, v, True, s), "error"),
+        ("k and v shapes differ", lambda: f(q, k, v[:, :, :40], True, s), "error"),
+        ("batch differs", lambda: f(q, k[:1].contiguous(), v[:1].contiguous(), True, s), "error"),
+        ("head_dim differs", lambda: f(q, *flash_inputs(dev, d=128)[1:], True, s), "error"),
+        ("head_dim 32", lambda: f(*flash_inputs(dev, d=32), True, s), "error"),
+        ("heads_q not a multiple of heads_kv", lambda: f(*flash_inputs(dev, hq=3, hkv=2), True, s), "error"),
+        ("no key/value heads", lambda: f(q, k[:, :0], v[:, :0], True, s), "error"),
+        ("q non-contiguous ([b, s, h, d] transposed)", lambda: f(bsd(q), k, v, True, s), "error"),
+        ("k non-contiguous", lambda: f(q, bsd(k), v, True, s), "error"),
+        ("v non-contiguous (expanded)", lambda: f(q, k, v[:, :1].expand(-1, 2, -1, -1), True, s), "error"),
+        ("scale 0", lambda: f(q, k, v, True, 0.0), "error"),
+        ("scale negative", lambda: f(q, k, v, True, -0.125), "error"),
+        ("scale NaN", lambda: f(q, k, v, True, float("nan")), "error"),
+        ("scale inf", lambda: f(q, k, v, True, float("inf")), "error"),
+        ("empty batch (returns empty outputs)", lambda: f(q[:0], k[:0], v[:0], True, s), "ok"),
+        ("no keys (returns zeros)", lambda: f(q, k[:, :, :0], v[:, :, :0], False, s), "ok"),
+    ]
+
+
+def softmax_cases(dev):
+    g = torch.Generator(device="cpu").manual_seed(0)
+    x = torch.randn(2, 3, 16, 32, generator=g).to(dev, torch.float16)
+    f = op("scaled_masked_softmax")
+    return [
+        ("valid call", lambda: f(x, 0.5, True), "ok"),
+        ("scores on the CPU", lambda: f(x.cpu(), 0.5, True), "error"),
+        ("scores float64", lambda: f(x.double(), 0.5, True), "error"),
+        ("scores int64", lambda: f(x.long(), 0.5, True), "error"),
+        ("scores rank 1", lambda: f(x.flatten(), 0.5, True), "error"),
+        ("scores non-contiguous (transposed)", lambda: f(x.transpose(-1, -2), 0.5, True), "error"),
+        ("scale NaN", lambda: f(x, float("nan"), True), "error"),
+        ("scale inf", lambda: f(x, float("inf"), False), "error"),
+        ("empty scores (returns empty)", lambda: f(x[:0], 0.5, True), "ok"),
+    ]
+
+
+KNOWN = {"flash_attention": flash_cases, "scaled_masked_softmax": softmax_cases}
+SCHEMAS = {  # what the Python user calls; the test fails if one changes unnoticed
+    "flash_attention": "attnprof::flash_attention(Tensor q, Tensor k, Tensor v, bool causal, float scale) "
+                       "-> (Tensor out, Tensor lse)",
+    "scaled_masked_softmax": "attnprof::scaled_masked_softmax(Tensor scores, float scale, bool causal) -> Tensor",
+}
+
+
+# --- any operator, from its schema -----------------------------------------------
+
+def placeholder(arg_type, dev):
+    t = str(arg_type)
+    if t.startswith("Tensor"):
+        return torch.zeros(1, 1, 8, 64, device=dev, dtype=torch.bfloat16)
+    if t.endswith("?"):
+        return None
+    if t.endswith("[]"):
+        return [1]
+    return {"bool": False, "float": 1.0, "int": 1, "str": "x", "SymInt": 1}.get(t, None)
+
+
+def generic_cases(name, dev):
+    """Bad inputs any attnprof operator must refuse: built from the schema alone."""
+    schema = op(name).default._schema
+    args = schema.arguments
+    base = lambda: [placeholder(a.type, dev) for a in args]
+    cases = []
+    for i, a in enumerate(args):
+        t = str(a.type)
+        if t.startswith("Tensor"):
+            if not t.endswith("?"):
+                cases.append((f"{a.name} = None", lambda i=i: op(name)(*[None if j == i else x for j, x in enumerate(base())]),
+                              "error"))
+            cases.append((f"{a.name} a CPU float64 scalar", lambda i=i: op(name)(
+                *[torch.tensor(1.0, dtype=torch.float64) if j == i else x for j, x in enumerate(base())]), "error"))
+        elif t in ("bool", "float", "int"):
+            cases.append((f"{a.name} a string", lambda i=i: op(name)(*["x" if j == i else x for j, x in enumerate(base())]),
+                          "error"))
+    if dev == "cpu":
+        cases.append(("CPU tensors (no CPU kernel)", lambda: op(name)(*base()), "error"))
+    return cases
+
+
+def cases_for(name, dev):
+    cases = []
+    if name in KNOWN and dev == "cuda":
+        cases += KNOWN[name](dev)
+    cases += generic_cases(name, dev)
+    return cases
+
+
+# --- running -----------------------------------------------------------------------
+
+def check(name, thunk, expect):
+    """'' when the case behaved, else what went wrong."""
+    try:
+        result = thunk()
+    except RuntimeError as e:  # NotImplementedError is one too
+        if expect == "ok":
+            return f"raised {e.__class__.__name__}: {str(e).splitlines()[0][:200]}"
+        msg = str(e)
+        if f"attnprof::{name}" not in msg and f"attnprof.{name}" not in msg:
+            return f"RuntimeError does not name attnprof::{name}: {msg.splitlines()[0][:200]}"
+        return ""
+    except Exception as e:  # a TypeError or worse: not the documented RuntimeError
+        return f"raised {e.__class__.__name__}, not RuntimeError: {str(e).splitlines()[0][:200]}"
+    if expect == "error":
+        return "returned instead of raising"
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    outs = result if isinstance(result, (tuple, list)) else [result]
+    for o in outs:
+        if o.is_floating_point() and o.numel() and not torch.isfinite(o[o != float("-inf")]).all():
+            return "output not finite"
+    return ""
+
+
+def child(lib, dev, start):
+    torch.ops.load_library(lib)
+    plan = [(n, c) for n in registered_ops() for c in cases_for(n, dev)]
+    for i in range(start, len(plan)):
+        name, (what, thunk, expect) = plan[i]
+        print(f"START {i} attnprof::{name}: {what}", flush=True)
+        problem = check(name, thunk, expect)
+        print(f"{'FAIL' if problem else 'PASS'} {i} attnprof::{name}: {what}" + (f": {problem}" if problem else ""),
+              flush=True)
+    print("DONE", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lib", default=os.path.join(os.path.dirname(__file__), "..", "build", "libattnprof_core.so"))
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child is not None:
+        child(args.lib, args.device, args.child)
+        return 0
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("SKIP: no CUDA device: the GPU cases run on the GPU machine (scripts/gpu_check.sh)")
+        return 77
+    if not os.path.exists(args.lib):
+        print(f"FAIL: {args.lib} does not exist (build it first: scripts/setup.sh)")
+        return 1
+
+    torch.ops.load_library(args.lib)
+    names = registered_ops()
+    failures = []
+    print(f"{args.lib}: torch {torch.__version__}, operators: {', '.join('attnprof::' + n for n in names)}")
+    for n, schema in SCHEMAS.items():
+        if n not in names:
+            failures.append(f"attnprof::{n} is not registered")
+        elif str(op(n).default._schema) != schema:
+            failures.append(f"attnprof::{n} schema changed: {op(n).default._schema}")
+    for n in names:
+        if n not in KNOWN:
+            print(f"note: attnprof::{n} has no table of bad inputs here: only the generic cases from its schema run")
+    for f in failures:
+        print("FAIL " + f)
+
+    passed, start, crashes = 0, 0, 0
+    while True:
+        p = subprocess.run([sys.executable, __file__, "--lib", args.lib, "--device", args.device, "--child", str(start)],
+                           capture_output=True, text=True)
+        started, started_what = None, ""
+        for line in p.stdout.splitlines():
+            if line.startswith("START "):
+                started, started_what = int(line.split()[1]), line.split(" ", 2)[2]
+            elif line.startswith("PASS "):
+                passed += 1
+                print(line)
+            elif line.startswith("FAIL "):
+                failures.append(line[5:])
+                print(line)
+        if "DONE" in p.stdout.splitlines():
+            break
+        if started is None:
+            failures.append(f"the checking process died before its first case (exit {p.returncode}): "
+                            f"{p.stderr.strip()[-500:]}")
+            break
+        crashes += 1
+        what = f"{started_what}: killed the Python process (exit {p.returncode}"
+        what += f", signal {-p.returncode})" if p.returncode < 0 else ")"
+        failures.append(what + ": " + (p.stderr.strip().splitlines() or [""])[-1][:200])
+        print("CRASH " + what)
+        start = started + 1
+    print(f"\n{passed} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
