@@ -1,9 +1,10 @@
 // Every bad input the attnprof executable meets, one table row each: the exit
 // code README.md documents ("Errors and exit codes"), exactly one line on
-// stderr that names the bad value, and no file (partial, temporary or
-// otherwise) left behind. Runs the real executable on the CPU with tiny shapes.
+// stderr that names the bad value, and nothing (file, temp, directory, lock)
+// left behind. Runs the real executable on the CPU with tiny shapes.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,9 +50,11 @@ std::string good_with(const std::function<void(json&)>& edit) {
 
 // Input files a case needs, written into its temp dir before it runs (those
 // that are not written stay missing on purpose).
+// A file, or (no bytes) a FIFO, or (link_to) a symbolic link.
 struct Fixture {
   std::string name;
   std::function<std::string()> bytes;
+  std::string link_to = "";
 };
 
 struct Case {
@@ -61,9 +64,31 @@ struct Case {
   std::vector<std::string> needles;  // each must appear in the error line
   std::vector<Fixture> files = {};
   bool needs_no_gpu = false;
+  std::vector<std::string> forbidden = {};  // none may appear (a value never typed)
+};
+
+// The table, one group per kind of bad input; each group is one test, its
+// cases run in turn (one ctest entry per group, not per case).
+struct Group {
+  const char* name;
+  std::vector<Case> cases;
 };
 
 Fixture good(const std::string& name = "good.summary.json") { return {name, [] { return good_summary_text(); }}; }
+Fixture fifo(const std::string& name) { return {name, nullptr}; }
+
+// "1,2,...,n" from a to b.
+std::string range_list(int a, int b) {
+  std::string s;
+  for (int i = a; i <= b; ++i) s += (i > a ? "," : "") + std::to_string(i);
+  return s;
+}
+// A relative path of `bytes` bytes in 100-byte components.
+std::string long_path(size_t bytes) {
+  std::string p;
+  while (p.size() < bytes) p += (p.empty() ? "" : "/") + std::string(99, 'd');
+  return p;
+}
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
   for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
@@ -88,9 +113,10 @@ std::string compare(const std::string& a, const std::string& b, const std::strin
   return "compare {D}/" + a + " {D}/" + b + (more.empty() ? "" : " " + more);
 }
 
-const std::vector<Case>& cases() {
-  static const std::vector<Case> all = {
-      // --- choices: list the valid ones, suggest the closest
+const std::vector<Group>& groups() {
+  static const std::vector<Group> all = {
+      {"Choices",  // choices: list the valid ones, suggest the closest
+       {
       {"UnknownVariant", profile("--variant nave"), 2, {"--variant 'nave'", "did you mean 'naive'"}},
       {"MisspeltVariant", profile("--variant sdpa-flsh"), 2, {"'sdpa-flsh'", "did you mean 'sdpa-flash'"}},
       {"UnknownVariantInList", profile("--variant naive,,bogus"), 2, {"'bogus'", "valid: naive"}},
@@ -106,7 +132,9 @@ const std::vector<Case>& cases() {
       {"CudaWithoutGpu", profile("--device cuda"), 2, {"--device cuda", "no CUDA device"}, {}, true},
       {"UnknownSortKey", profile("--sort-by cpu_tme"), 2, {"--sort-by 'cpu_tme'", "did you mean 'cpu_time'"}},
       {"ListVariantsWithBadDtype", "--list-variants --device cpu --dtype fp4", 2, {"--dtype 'fp4'"}},
-      // --- sizes: non-numeric, zero, negative, past the limits, overflowing products
+       }},
+      {"Sizes",  // sizes: non-numeric, zero, negative, past the limits, overflowing products
+       {
       {"BatchNotANumber", profile("--batch abc"), 2, {"--batch", "abc"}},
       {"HeadsInScientificNotation", profile("--heads 1e3"), 2, {"--heads", "1e3"}},
       {"HeadDimFractional", profile("--head-dim 3.5"), 2, {"--head-dim", "3.5"}},
@@ -123,7 +151,9 @@ const std::vector<Case>& cases() {
        {"1048576x65536x4194304x4096", "too large"}},
       {"SeqGivenTwice", profile("--seq 33 --seq 34"), 2, {"--seq"}},
       {"BatchCommaList", profile("--batch 1,2"), 2, {"--batch", "1,2"}},
-      // --- schedule and table flags
+       }},
+      {"ScheduleAndTable",  // schedule and table flags
+       {
       {"RowLimitNegative", profile("--row-limit -1"), 2, {"--row-limit", "got -1"}},
       {"RowLimitPastInt", profile("--row-limit 99999999999"), 2, {"--row-limit", "99999999999"}},
       {"ActiveZero", profile("--active 0"), 2, {"--active must be at least 1, got 0"}},
@@ -136,14 +166,51 @@ const std::vector<Case>& cases() {
       {"SeedNotANumber", profile("--seed abc"), 2, {"--seed", "abc"}},
       {"PeakTflopsZero", profile("--peak-tflops 0"), 2, {"--peak-tflops: must be a positive number, got 0"}},
       {"PeakTflopsNotANumber", profile("--peak-tflops fast"), 2, {"--peak-tflops", "got fast"}},
-      // --- command-line shape
+       }},
+      {"Parsing",  // integers are decimal only, the value as typed; flags that contradict each other
+       {
+      {"SeqOctalLooking", profile("--seq 010"), 2, {"--seq", "'010'", "leading zero"}},
+      {"HeadDimLeadingZero", profile("--head-dim 08"), 2, {"--head-dim", "'08'"}},
+      {"SeqHex", profile("--seq 0x10"), 2, {"--seq", "'0x10'", "not a decimal integer"}},
+      {"SeqPlusSign", profile("--seq +5"), 2, {"--seq", "'+5'"}},
+      {"SeqLeadingSpace", profile("--seq ' 5'"), 2, {"--seq", "' 5'"}},
+      {"SeqFraction", profile("--seq 5.0"), 2, {"--seq", "'5.0'"}},
+      {"SeqTwentyDigits", profile("--seq 99999999999999999999"), 2, {"--seq", "'99999999999999999999'", "out of range"},
+       {}, false, {"9223372036854775807"}},
+      {"WarmupOctal", profile("--warmup 010"), 2, {"--warmup", "'010'"}},
+      {"RowLimitPlusSign", profile("--row-limit +3"), 2, {"--row-limit", "'+3'"}},
+      {"SeedHex", profile("--seed 0x1"), 2, {"--seed", "'0x1'"}},
+      {"TimingItersMinusOne", profile("--timing-iters -1"), 2, {"--timing-iters must be >= 0", "got -1"}},
+      {"CausalAndNoCausal", profile("--causal --no-causal"), 2, {"--causal and --no-causal"}},
+       }},
+      {"CommandLine",  // command-line shape
+       {
       {"UnknownFlag", profile("--bogus"), 2, {"--bogus"}},
       {"StrayPositional", profile("stray"), 2, {"stray"}},
       {"FlagValueMissing", profile("--row-limit"), 2, {"--row-limit"}},
       {"SweepSeqZero", "sweep --device cpu --seq 0 --out {D}/out", 2, {"--seq", "got 0"}},
       {"SweepUnknownVariant", "sweep --device cpu --variant nave --out {D}/out", 2, {"'nave'", "did you mean 'naive'"}},
       {"SweepUnknownDtype", "sweep --device cpu --dtype fp8 --out {D}/out", 2, {"'fp8'"}},
-      // --- outputs that cannot be written
+       }},
+      {"Subcommands",  // options before a subcommand, comma lists, sweep size
+       {
+      {"OptionsBeforeSweep", "--variant naive --out {D}/x sweep --device cpu --seq 16 --out {D}/out", 2,
+       {"--variant, --out given before 'sweep'"}},
+      {"OptionBeforeCompare", "--seq 32 compare {D}/a {D}/b", 2, {"--seq given before 'compare'"}},
+      {"SweepSeqOfNothing", "sweep --device cpu --seq , --out {D}/out", 2, {"--seq ','", "names no value"}},
+      {"SweepVariantOfNothing", "sweep --device cpu --variant , --out {D}/out", 2, {"--variant ','", "names no variant"}},
+      {"SweepSeqValueMissingBeforeFlag", "sweep --device cpu --seq --out {D}/out", 2, {"--seq needs a value before '--out'"}},
+      {"SweepSeqOctalItem", "sweep --device cpu --seq 16,010 --out {D}/out", 2, {"--seq", "'010'"}},
+      {"SweepSeqTwentyDigits", "sweep --device cpu --seq 99999999999999999999 --out {D}/out", 2,
+       {"--seq", "'99999999999999999999'"}, {}, false, {"9223372036854775807"}},
+      {"SweepPastDefaultLimit", "sweep --device cpu --variant naive --seq " + range_list(1, 40) + " --head-dim " +
+       range_list(1, 30) + " --out {D}/out", 2, {"1200 configurations", "exceed --max-points 1000", "--max-points 1200"}},
+      {"SweepPastGivenLimit", "sweep --device cpu --variant naive --seq 16,32 --max-points 1 --out {D}/out", 2,
+       {"2 configurations", "exceed --max-points 1"}},
+      {"SweepMaxPointsZero", "sweep --device cpu --max-points 0 --out {D}/out", 2, {"--max-points", "out of range"}},
+       }},
+      {"Outputs",  // outputs that cannot be written
+       {
       {"OutIsAFile", std::string(kTiny) + " --out {D}/a_file", 4, {"{D}/a_file", "not a directory"},
        {{"a_file", [] { return std::string("not a directory"); }}}},
       {"OutUnderAFile", std::string(kTiny) + " --out {D}/a_file/sub", 4, {"{D}/a_file/sub", "not a directory"},
@@ -151,9 +218,38 @@ const std::vector<Case>& cases() {
       {"OutUnderDevFull", std::string(kTiny) + " --out /dev/full/x", 4, {"/dev/full"}},
       {"OutUnderProc", std::string(kTiny) + " --out /proc/attnprof_cannot_exist", 4, {"/proc/attnprof_cannot_exist"}},
       {"OutEmpty", std::string(kTiny) + " --out ''", 4, {"output directory", "empty"}},
-      // --- the one requested variant cannot run here
+       }},
+      {"SpecialPaths",  // paths that are not plain: too long, control characters, directories where files go, FIFOs, devices
+       {
+      {"OutPastPathMax", std::string(kTiny) + " --out {D}/" + long_path(5000), 4, {"longer than the system's limit"}},
+      {"OutNameTooLong", std::string(kTiny) + " --out {D}/" + std::string(300, 'n'), 4, {"limit of 255 bytes"}},
+      {"OutNamedWithEscapeIsAFile", std::string(kTiny) + " --out \"{D}/esc$(printf '\\033')[31m\"", 4,
+       {"esc\\x1b[31m", "not a directory"}, {{"esc\x1b[31m", [] { return std::string("a file"); }}}},
+      {"OutNamedWithNewlineIsAFile", std::string(kTiny) + " --out \"{D}/a$(printf '\\nb')\"", 4,
+       {"a\\x0ab", "not a directory"}, {{"a\nb", [] { return std::string("a file"); }}}},
+      {"SummaryPathIsADirectory", profile("--variant naive --timing-iters 0"), 4,
+       {"1_2_33_32_bf16_causal.summary.json", "directory"},
+       {{"out/naive/1_2_33_32_bf16_causal.summary.json/.keep", [] { return std::string(); }}}},
+      {"TablePathIsADirectory", profile("--variant naive --timing-iters 0"), 4, {"1_2_33_32_bf16_causal.txt", "directory"},
+       {{"out/naive/1_2_33_32_bf16_causal.txt/.keep", [] { return std::string(); }}}},
+      {"CompareInputFifoWithoutWriter", compare("in.fifo", "good.summary.json"), 4, {"in.fifo", "a FIFO with no writer"},
+       {good(), fifo("in.fifo")}},
+      {"CompareInputCharacterDevice", "compare /dev/zero {D}/good.summary.json", 4, {"/dev/zero", "character device"},
+       {good()}},
+      {"CompareCsvFifoWithoutReader", compare("good.summary.json", "good.summary.json", "--csv {D}/out.csv"), 4,
+       {"out.csv", "no process is reading"}, {good(), fifo("out.csv")}},
+      {"CompareCsvIsADirectoryMdNotWritten",
+       compare("good.summary.json", "good.summary.json", "--csv {D}/csvdir --md {D}/diff.md"), 4, {"csvdir", "directory"},
+       {good(), {"csvdir/.keep", [] { return std::string(); }}}},
+      {"CompareCsvDanglingLink", compare("good.summary.json", "good.summary.json", "--csv {D}/link.csv"), 4,
+       {"link.csv", "symbolic link to a missing file"}, {good(), {"link.csv", nullptr, "nowhere"}}},
+       }},
+      {"Unsupported",  // the one requested variant cannot run here
+       {
       {"CudaOnlyVariantOnCpu", profile("--variant sdpa-cudnn"), 3, {"sdpa-cudnn cannot run here"}},
-      // --- compare: missing, malformed, truncated, wrongly typed, hostile inputs
+       }},
+      {"Compare",  // compare: missing, malformed, truncated, wrongly typed, hostile inputs
+       {
       {"CompareMissingFile", compare("missing.summary.json", "good.summary.json"), 4, {"missing.summary.json"},
        {good()}},
       {"CompareEmptyFile", compare("empty.json", "good.summary.json"), 4, {"empty.json", "not valid JSON"},
@@ -198,27 +294,37 @@ const std::vector<Case>& cases() {
       {"CompareMarkdownUnderAFile",
        compare("good.summary.json", "good.summary.json", "--md {D}/good.summary.json/diff.md"), 4,
        {"{D}/good.summary.json/diff.md"}, {good()}},
+       }},
   };
   return all;
 }
 
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name << ": attnprof " << c.args; }
+void PrintTo(const Group& g, std::ostream* os) { *os << g.name << " (" << g.cases.size() << " cases)"; }
 
-class BadInput : public ::testing::TestWithParam<Case> {};
+void make_fixture(const std::string& d, const Fixture& f) {
+  const std::string path = d + "/" + f.name;
+  const size_t slash = f.name.rfind('/');
+  if (slash != std::string::npos) io::ensure_writable_dir(d + "/" + f.name.substr(0, slash));
+  if (!f.link_to.empty()) {
+    ASSERT_EQ(::symlink(f.link_to.c_str(), path.c_str()), 0) << path;
+    return;
+  }
+  if (!f.bytes) {
+    ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0) << path;
+    return;
+  }
+  const std::string bytes = f.bytes();
+  const std::string suffix = "good.summary.json";
+  if (f.name.size() >= suffix.size() && f.name.compare(f.name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    ASSERT_FALSE(bytes.empty()) << "the run that makes a summary failed";
+  io::write_file_atomic(path, bytes);
+}
 
-TEST_P(BadInput, ExitCodeOneLineNoFilesLeft) {
-  const Case& c = GetParam();
-  if (c.needs_no_gpu && attnprof::cuda_available()) GTEST_SKIP() << "a CUDA device is present";
+void run_case(const Case& c) {
+  if (c.needs_no_gpu && attnprof::cuda_available()) return;  // a CUDA device is present
   const std::string d = make_temp_dir("errors");
   ASSERT_FALSE(d.empty());
-  for (const Fixture& f : c.files) {
-    const std::string path = d + "/" + f.name;
-    const size_t slash = f.name.rfind('/');
-    if (slash != std::string::npos) io::ensure_writable_dir(d + "/" + f.name.substr(0, slash));
-    const std::string bytes = f.bytes();
-    if (f.name.find("summary") != std::string::npos) ASSERT_FALSE(bytes.empty()) << "the run that makes a summary failed";
-    io::write_file_atomic(path, bytes);
-  }
+  for (const Fixture& f : c.files) make_fixture(d, f);
   const std::vector<std::string> before_list = list_tree(d);
   const std::set<std::string> before(before_list.begin(), before_list.end());
 
@@ -233,26 +339,32 @@ TEST_P(BadInput, ExitCodeOneLineNoFilesLeft) {
     const std::string n = replace_all(needle, "{D}", d);
     EXPECT_NE(lines[0].find(n), std::string::npos) << "'" << n << "' not in: " << lines[0];
   }
-  // Nothing written: no output, no partial file, no temp file. (Directories the
-  // run created before it failed may stay, empty.)
-  for (const std::string& p : list_tree(d)) {
-    if (before.count(p)) continue;
-    struct stat st {};
-    ASSERT_EQ(::lstat(p.c_str(), &st), 0) << p;
-    EXPECT_TRUE(S_ISDIR(st.st_mode)) << "left behind: " << p;
-  }
-  if (c.rc == 2) EXPECT_FALSE(path_exists(d + "/out")) << "a usage error must fail before creating --out";
+  for (const std::string& f : c.forbidden) EXPECT_EQ(lines[0].find(f), std::string::npos) << f << " in: " << lines[0];
+  // Nothing written: no output, no partial file, no temp file, no directory
+  // (the run removes those it made), no lock file.
+  for (const std::string& p : list_tree(d)) EXPECT_TRUE(before.count(p)) << "left behind: " << p;
   remove_tree(d);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cli, BadInput, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+class BadInput : public ::testing::TestWithParam<Group> {};
 
-TEST(BadInputTable, HasAtLeastFortyDistinctCases) {
+TEST_P(BadInput, ExitCodeOneLineNothingLeft) {
+  for (const Case& c : GetParam().cases) {
+    SCOPED_TRACE(std::string(c.name) + ": attnprof " + c.args);
+    run_case(c);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cli, BadInput, ::testing::ValuesIn(groups()),
+                         [](const ::testing::TestParamInfo<Group>& info) { return std::string(info.param.name); });
+
+TEST(BadInputTable, HasAtLeastEightyDistinctCases) {
   std::set<std::string> names, args;
-  for (const Case& c : cases()) names.insert(c.name), args.insert(c.args);
-  EXPECT_EQ(names.size(), cases().size());
-  EXPECT_GE(args.size(), 40u);
+  size_t n = 0;
+  for (const Group& g : groups())
+    for (const Case& c : g.cases) names.insert(c.name), args.insert(c.args), ++n;
+  EXPECT_EQ(names.size(), n);
+  EXPECT_GE(args.size(), 80u);
 }
 
 }  // namespace

@@ -74,12 +74,13 @@ struct CliResult {
 };
 
 // Runs the real attnprof executable with `args` (a shell fragment), no stdin;
-// `env` ("RANK=0 WORLD_SIZE=2") is set for it alone.
-inline CliResult run_cli(const std::string& args, const std::string& env = "") {
+// `env` ("RANK=0 WORLD_SIZE=2") is set for it alone. A run that hangs is killed
+// after `timeout_s` (exit 124: the test says so).
+inline CliResult run_cli(const std::string& args, const std::string& env, int timeout_s = 300) {
   const std::string d = make_temp_dir("cli_io");
   const std::string out = d + "/stdout", err = d + "/stderr";
-  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(ATTNPROF_EXE) + " " + args + " >" +
-                          out + " 2>" + err + " </dev/null";
+  const std::string cmd = "timeout -k 5 " + std::to_string(timeout_s) + " " + (env.empty() ? "" : "env " + env + " ") +
+                          std::string(ATTNPROF_EXE) + " " + args + " >" + out + " 2>" + err + " </dev/null";
   const int status = std::system(cmd.c_str());
   CliResult r;
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -88,6 +89,7 @@ inline CliResult run_cli(const std::string& args, const std::string& env = "") {
   remove_tree(d);
   return r;
 }
+inline CliResult run_cli(const std::string& args, int timeout_s = 300) { return run_cli(args, "", timeout_s); }
 #endif
 
 }  // namespace attnprof::testing

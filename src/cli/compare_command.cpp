@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -72,8 +73,11 @@ std::string trace_of(const std::string& root, bool files, const std::string& sum
 
 // compare/<stem>.trace.json.gz and .timeline.svg under --out: each variant's
 // A and B runs side by side, one file pair per problem compared, staged into
-// `staged` (the command's one set of outputs). Returns the lines to print.
-std::string stage_ab_traces(io::StagedFiles& staged, const CompareOptions& o, bool files) {
+// `staged` (the command's one set of outputs). --out is made and locked
+// against other runs (`out_dir`) only when there is a trace to write. Returns
+// the lines to print.
+std::string stage_ab_traces(io::StagedFiles& staged, std::unique_ptr<io::OutputDir>& out_dir, const CompareOptions& o,
+                            bool files) {
   std::map<std::string, std::vector<report::RunTraceFile>> by_stem;
   std::map<std::string, std::vector<RunRecord>> records;
   for (const auto& [rel, a, b] : compared_runs(o, files)) {
@@ -88,6 +92,7 @@ std::string stage_ab_traces(io::StagedFiles& staged, const CompareOptions& o, bo
     records[stem].push_back(a);
   }
   std::string text;
+  if (!by_stem.empty()) out_dir = std::make_unique<io::OutputDir>(o.out);  // FileError: exit 4; DirBusy: exit 6
   for (const auto& [stem, runs] : by_stem) {
     try {
       std::string title = comparison_title(records[stem]);
@@ -143,13 +148,13 @@ int run_compare(const CompareOptions& o) {
     notef("attnprof: interrupted by {} before any file was written; nothing written", signal_name(sig));
     return 128 + sig;
   }
-  // One set: compare/ under --out (locked against other runs there), --csv
-  // and --md are all written, or none is changed.
-  io::OutputDir out_dir(o.out);  // FileError: exit 4; DirBusy: exit 6
+  // One set: compare/ under --out, --csv and --md are all written, or none
+  // is changed.
+  std::unique_ptr<io::OutputDir> out_dir;
   io::StagedFiles outputs;
   std::string written;
   try {
-    written = stage_ab_traces(outputs, o, ka == PathKind::file);
+    written = stage_ab_traces(outputs, out_dir, o, ka == PathKind::file);
   } catch (const report::SummaryError& e) {  // read again for the traces: changed since
     error(e.what());
     return kBadFile;

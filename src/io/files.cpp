@@ -294,6 +294,18 @@ void StagedFiles::add(const std::string& target, const std::string& bytes) {
   e.target = target;
   e.real = target;
   struct stat st {};
+  if (::stat(target.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+    for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+      struct stat own {};
+      if (::fstat(fd, &own) == 0 && own.st_dev == st.st_dev && own.st_ino == st.st_ino) {
+        e.fd = fd;  // renaming over it would leave the descriptor writing to an unlinked file
+        e.bytes = bytes;
+        entries_.push_back(std::move(e));
+        targets_.push_back(target);
+        return;
+      }
+    }
+  }
   if (::lstat(target.c_str(), &st) == 0) {
     if (S_ISLNK(st.st_mode)) {
       if (::stat(target.c_str(), &st) != 0)
@@ -359,6 +371,10 @@ void StagedFiles::publish() {
   for (Entry& e : entries_) {
     if (!e.temp.empty()) continue;
     const std::string what = "cannot write '" + shown(e.target) + "'";
+    if (e.fd >= 0) {
+      if (!write_all(e.fd, e.bytes)) fail(what + ": " + os_reason());
+      continue;
+    }
     const int fd = ::open(e.real.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) fail(what + (errno == ENXIO ? std::string(": it is a FIFO that no process is reading")
                                             : ": " + os_reason()));
@@ -473,6 +489,7 @@ DirLock::DirLock(const std::string& dir) : path_(join_path(dir, ".attnprof.lock"
         held.st_dev == now.st_dev) {
       const std::string pid = std::to_string(::getpid()) + "\n";
       if (::ftruncate(fd_, 0) == 0) (void)::pwrite(fd_, pid.data(), pid.size(), 0);
+      register_temp(path_);  // a second Ctrl-C removes it too
       return;
     }
     ::close(fd_);
@@ -484,6 +501,7 @@ DirLock::DirLock(const std::string& dir) : path_(join_path(dir, ".attnprof.lock"
 DirLock::~DirLock() {
   if (fd_ < 0) return;
   ::unlink(path_.c_str());  // while still holding the lock: see the constructor
+  unregister_temp(path_);
   ::close(fd_);
 }
 

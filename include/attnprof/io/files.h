@@ -70,8 +70,10 @@ void remove_registered_temps() noexcept;
 // made that are still empty.
 // Targets that are symbolic links to files are followed (the file they point
 // to is replaced); a FIFO, character device or socket at a target is written
-// into directly at publish time (a FIFO must have a reader); a directory at a
-// target is an error.
+// into directly at publish time (a FIFO must have a reader), and so is the
+// process's own standard output or error (/dev/stdout, or the file it is
+// redirected to: written through its descriptor, in order with the rest of
+// the output); a directory at a target is an error.
 class StagedFiles {
  public:
   StagedFiles() = default;
@@ -92,6 +94,7 @@ class StagedFiles {
     std::string real;    // where the bytes go (a followed link's file)
     std::string temp;    // empty for a special file, written at publish time
     std::string bytes;   // kept only for a special file
+    int fd = -1;         // the process's own stdout/stderr when the target is it (/dev/stdout)
   };
   void discard() noexcept;
   std::vector<Entry> entries_;
