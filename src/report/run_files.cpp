@@ -1,6 +1,8 @@
 #include "attnprof/report/run_files.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sys/resource.h>
 
 #include "attnprof/io/files.h"
 #include "attnprof/report/summary.h"
@@ -18,9 +20,51 @@ std::string trace_file_of(const RunRecord& r, bool gzip, const std::string& stem
                        stem + stem_suffix + (gzip ? ".pt.trace.json.gz" : ".pt.trace.json"));
 }
 
+namespace {
+// Kineto writes strings as they are, so a control character in a path (its
+// "traceName" is the file it wrote, under --out) makes the file invalid JSON.
+// Inside strings every byte below 0x20 becomes \u00XX; outside them only
+// whitespace may appear, which stays.
+std::string escape_controls_in_strings(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false, escaped = false;
+  for (char ch : text) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (in_string && c < 0x20) {
+      out += fmt::format("\\u{:04x}", c);
+      escaped = false;
+      continue;
+    }
+    out += ch;
+    if (!in_string) in_string = c == '"';
+    else if (escaped) escaped = false;
+    else if (c == '\\') escaped = true;
+    else if (c == '"') in_string = false;
+  }
+  return out;
+}
+
+// Why Kineto left no trace file: it says so only in its log, so the likely
+// causes are named from what can be seen.
+std::string why_no_trace(const RunRecord& r, const std::string& out_dir) {
+  std::string why;
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    why = "File too large: the file size limit (ulimit -f) is " + format_bytes(double(limit.rlim_cur));
+  const auto left = io::free_bytes(out_dir);
+  if (why.empty() && left && *left < (1u << 20)) why = "No space left on device";
+  const std::string space = left ? format_bytes(double(*left)) + " free there" : std::string("free space unknown");
+  why = why.empty() ? space : why + "; " + space;
+  for (const std::string& w : r.warnings)
+    if (w.rfind("Kineto, while saving the trace: ", 0) == 0) return why + "; " + w;
+  return why;
+}
+}  // namespace
+
 std::string trace_for_consumers(const std::string& kineto_json, const std::string& final_path) {
   using ordered = nlohmann::ordered_json;
-  const ordered in = ordered::parse(kineto_json, nullptr, /*allow_exceptions=*/false);
+  const ordered in = ordered::parse(escape_controls_in_strings(kineto_json), nullptr, /*allow_exceptions=*/false);
   if (in.is_discarded() || !in.is_object() || !in.contains("traceEvents"))
     throw io::FileError("cannot write '" + final_path +
                         "': the profiler's trace is not complete JSON (a full disk or a file size limit, "
@@ -59,12 +103,9 @@ void write_run_files(RunRecord& r, const std::string& trace_json, const RunFileO
   r.table_file = io::join_path(r.variant, stem + ".txt");
   r.summary_file = io::join_path(r.variant, stem + ".summary.json");
   const std::string trace_path = io::join_path(opt.out_dir, r.trace_file);
-  if (trace_json.empty()) {
-    const auto left = io::free_bytes(opt.out_dir);
+  if (trace_json.empty())
     throw io::FileError("cannot write '" + trace_path + "': the profiler could not save its trace (" +
-                        (left ? format_bytes(double(*left)) + " free there" : std::string("free space unknown")) +
-                        (left && *left < (1u << 20) ? ": No space left on device)" : ")"));
-  }
+                        why_no_trace(r, opt.out_dir) + ")");
   const std::string trace = trace_for_consumers(trace_json, trace_path);
   io::StagedFiles files;
   files.make_dir(io::join_path(dir, r.problem.file_stem()));
