@@ -25,8 +25,12 @@ struct Interrupted {
   std::string err;
 };
 
-// Starts attnprof, waits until stderr announces variant `at` ("[3/3] ..."), sends `sig`.
-Interrupted run_and_interrupt(const std::string& out_dir, const std::string& at, int sig) {
+struct Child {
+  pid_t pid = -1;
+  int err_fd = -1;
+};
+
+Child start(const std::vector<std::string>& args) {
   int pipefd[2];
   if (pipe(pipefd) != 0) return {};
   const pid_t pid = fork();
@@ -35,26 +39,55 @@ Interrupted run_and_interrupt(const std::string& out_dir, const std::string& at,
     close(pipefd[0]);
     const int devnull = ::open("/dev/null", O_WRONLY);
     dup2(devnull, STDOUT_FILENO);
-    execl(ATTNPROF_EXE, ATTNPROF_EXE, "--device", "cpu", "--batch", "2", "--heads", "4", "--seq", "256",
-          "--head-dim", "64", "--variant", "naive,inplace,sdpa-math", "--timing-iters", "30", "--out",
-          out_dir.c_str(), static_cast<char*>(nullptr));
+    std::vector<char*> argv = {const_cast<char*>(ATTNPROF_EXE)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(ATTNPROF_EXE, argv.data());
     _exit(127);
   }
   close(pipefd[1]);
+  return {pid, pipefd[0]};
+}
+
+// True once `pid` handles SIGINT (SigCgt in /proc): main() has installed its handlers.
+bool handles_sigint(pid_t pid) {
+  const std::string status = attnprof::io::read_file("/proc/" + std::to_string(pid) + "/status");
+  const size_t at = status.find("SigCgt:");
+  if (at == std::string::npos) return false;
+  return (std::stoull(status.substr(at + 7), nullptr, 16) >> (SIGINT - 1)) & 1;
+}
+
+// Reads stderr to the end; returns (stderr, wait status).
+std::pair<std::string, int> finish(const Child& c) {
+  std::string err;
+  char buf[4096];
+  for (ssize_t n; (n = read(c.err_fd, buf, sizeof buf)) > 0;) err.append(buf, size_t(n));
+  close(c.err_fd);
+  int status = 0;
+  waitpid(c.pid, &status, 0);
+  return {err, status};
+}
+
+void wait_for_handlers(pid_t pid) {
+  for (int i = 0; i < 600 && !handles_sigint(pid); ++i) usleep(10000);
+}
+
+// Starts attnprof, waits until stderr announces variant `at` ("[3/3] ..."), sends `sig`.
+Interrupted run_and_interrupt(const std::string& out_dir, const std::string& at, int sig) {
+  const Child c = start({"--device", "cpu", "--batch", "2", "--heads", "4", "--seq", "256", "--head-dim", "64",
+                         "--variant", "naive,inplace,sdpa-math", "--timing-iters", "30", "--out", out_dir});
   Interrupted r;
   char buf[4096];
   bool sent = false;
-  ssize_t n;
-  while ((n = read(pipefd[0], buf, sizeof(buf))) > 0) {
+  for (ssize_t n; (n = read(c.err_fd, buf, sizeof(buf))) > 0;) {
     r.err.append(buf, static_cast<size_t>(n));
     if (!sent && r.err.find(at) != std::string::npos) {
-      kill(pid, sig);
+      kill(c.pid, sig);
       sent = true;
     }
   }
-  close(pipefd[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  const auto [rest, status] = finish(c);
+  r.err += rest;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
 }
@@ -106,54 +139,6 @@ INSTANTIATE_TEST_SUITE_P(Signals, InterruptTest, ::testing::Values(SIGINT, SIGTE
   return info.param == SIGINT ? "SIGINT" : info.param == SIGTERM ? "SIGTERM" : "SIGHUP";
 });
 
-namespace {
-struct Child {
-  pid_t pid = -1;
-  int err_fd = -1;
-};
-
-Child start(const std::vector<std::string>& args) {
-  int pipefd[2];
-  if (pipe(pipefd) != 0) return {};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(pipefd[1], STDERR_FILENO);
-    close(pipefd[0]);
-    const int devnull = ::open("/dev/null", O_WRONLY);
-    dup2(devnull, STDOUT_FILENO);
-    std::vector<char*> argv = {const_cast<char*>(ATTNPROF_EXE)};
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(ATTNPROF_EXE, argv.data());
-    _exit(127);
-  }
-  close(pipefd[1]);
-  return {pid, pipefd[0]};
-}
-
-// True once `pid` handles SIGINT (SigCgt in /proc): main() has installed its handlers.
-bool handles_sigint(pid_t pid) {
-  const std::string status = attnprof::io::read_file("/proc/" + std::to_string(pid) + "/status");
-  const size_t at = status.find("SigCgt:");
-  if (at == std::string::npos) return false;
-  return (std::stoull(status.substr(at + 7), nullptr, 16) >> (SIGINT - 1)) & 1;
-}
-
-// Reads stderr to the end; returns (stderr, wait status).
-std::pair<std::string, int> finish(const Child& c) {
-  std::string err;
-  char buf[4096];
-  for (ssize_t n; (n = read(c.err_fd, buf, sizeof buf)) > 0;) err.append(buf, size_t(n));
-  close(c.err_fd);
-  int status = 0;
-  waitpid(c.pid, &status, 0);
-  return {err, status};
-}
-
-void wait_for_handlers(pid_t pid) {
-  for (int i = 0; i < 600 && !handles_sigint(pid); ++i) usleep(10000);
-}
-}  // namespace
 
 // The issue's repro: a signal while Kineto is prepared but not yet enabled
 // (--warmup 10000) used to be reported as "naive failed: Can't disable Kineto
