@@ -8,7 +8,10 @@ record_function("attn_bwd")) and through attnprof (its summary.json).
 Compared per measured scope: kernels per call (count and names), GPU time avg
 (5%); for the run: op names and call counts of key_averages, Self CUDA per op
 (5%, for ops holding at least 2% of the device time) and CPU time avg
-(reported side by side; C++ should be lower). Exits 1 on a mismatch beyond
+(reported side by side; C++ should be lower). Python synchronises each step
+as attnprof does; a second, blog-style Python run (prof.step() with no
+synchronise) is compared too, with its expected differences listed and
+checked (BLOG_DIFFERENCES: the cudaDeviceSynchronize count, step CPU times). Exits 1 on a mismatch beyond
 tolerance, 77 when torch is not importable (ctest treats that as a skip).
 
   python3 scripts/crosscheck.py --attnprof build/attnprof [--device cuda] [--pass fwd|bwd|fwd+bwd] \
@@ -83,7 +86,9 @@ def python_forward(variant, q, k, v, causal):
     return f
 
 
-def python_profile(variant, shape, dtype, device, causal, pass_="fwd", warmup_iters=3):
+def python_profile(variant, shape, dtype, device, causal, pass_="fwd", warmup_iters=3, blog=False):
+    """blog=True: the loop as blog posts write it, prof.step() without a device
+    synchronise per step (attnprof, and the default here, synchronise each step)."""
     b, h, s, d = shape
     g = torch.Generator(device=device).manual_seed(0)
     q, k, v = (torch.randn(b, h, s, d, dtype=DTYPES[dtype], device=device, generator=g) for _ in range(3))
@@ -125,7 +130,8 @@ def python_profile(variant, shape, dtype, device, causal, pass_="fwd", warmup_it
     with profile(activities=acts, schedule=schedule(wait=1, warmup=1, active=3)) as prof:
         for _ in range(5):
             step(True)
-            sync()
+            if not blog:
+                sync()
             prof.step()
     events = prof.events()
 
@@ -271,6 +277,67 @@ def compare(variant, shape, py, cc, on_cuda, tol):
     return lines, failures
 
 
+# What a blog-style run (no synchronise per step) shows differently from
+# attnprof, and why; compare_blog checks each of these and nothing else differs.
+BLOG_DIFFERENCES = [
+    "cudaDeviceSynchronize: attnprof ends each of the 3 active steps with one and adds profile.__exit__'s, "
+    "4 calls; the blog-style run has only profile.__exit__'s, 1 call (CUDA only)",
+    "ProfilerStep* CPU time: attnprof's steps include waiting for the GPU; a blog-style step holds launch time "
+    "only, and its kernels may still run during the next step (reported, not compared)",
+    "everything else is the same work: kernels per call and their names, op names and call counts, "
+    "GPU time per scope (within the tolerance)",
+]
+
+
+def compare_blog(py, cc, on_cuda, tol, active=3):
+    lines, failures = [], []
+    def row(what, cval, pval, verdict):
+        lines.append(f"  {what:<34} {cval:>18} {pval:>18}  {verdict}")
+    lines.append(f"  vs a blog-style torch.profiler run (no synchronise per step); expected differences:")
+    lines.extend(f"    - {d}" for d in BLOG_DIFFERENCES)
+    lines.append(f"  {'':<34} {'attnprof (C++)':>18} {'blog-style':>18}")
+    sync = ("cudaDeviceSynchronize", "cpu")
+    want_c, want_p = (active + 1, 1) if on_cuda else (0, 0)
+    got_c = cc["rows"].get(sync, {}).get("count", 0)
+    got_p = py["rows"].get(sync, {}).get("count", 0)
+    ok = got_c == want_c and got_p == want_p
+    row("cudaDeviceSynchronize calls", str(got_c), str(got_p), f"{'ok' if ok else 'UNEXPECTED'} "
+        f"(expected {want_c} and {want_p})")
+    if not ok:
+        failures.append(f"blog-style: cudaDeviceSynchronize calls {got_c} / {got_p}, expected {want_c} / {want_p}")
+    for scope, sc in cc["scopes"].items():
+        sp = py["scopes"].get(scope)
+        if sp is None:
+            failures.append(f"blog-style: no {scope} scope")
+            continue
+        same = sc["kernels_per_call"] == sp["kernels_per_call"] and Counter(sc["kernels"]) == Counter(sp["kernels"])
+        row(f"{scope}: kernels per call", f"{sc['kernels_per_call']:g}", f"{sp['kernels_per_call']:g}",
+            "ok" if same else "MISMATCH")
+        if not same:
+            failures.append(f"blog-style: {scope} kernels differ")
+        if on_cuda:
+            d = pct(sc["cuda_avg_us"], sp["cuda_avg_us"])
+            ok = abs(d) <= tol * 100
+            row(f"{scope}: GPU time avg (us)", f"{sc['cuda_avg_us']:.1f}", f"{sp['cuda_avg_us']:.1f}",
+                f"{d:+.1f}% {'ok' if ok else 'BEYOND TOLERANCE'}")
+            if not ok:
+                failures.append(f"blog-style: {scope} GPU time differs by {d:+.1f}%")
+    counts_c = {k: v["count"] for k, v in cc["rows"].items() if k != sync}
+    counts_p = {k: v["count"] for k, v in py["rows"].items() if k != sync}
+    differ = sorted(k for k in set(counts_c) | set(counts_p) if counts_c.get(k) != counts_p.get(k))
+    row("other ops (name, calls)", str(len(counts_c)), str(len(counts_p)), "ok" if not differ else "MISMATCH")
+    for k in differ:
+        lines.append(f"      calls differ: {k[0]} [{k[1]}] C++ {counts_c.get(k)} vs blog-style {counts_p.get(k)}")
+    if differ:
+        failures.append("blog-style: op names / call counts differ beyond cudaDeviceSynchronize")
+    step = ("ProfilerStep*", "cpu")
+    if step in cc["rows"] and step in py["rows"]:
+        n = max(cc["rows"][step]["count"], 1)
+        row("ProfilerStep* CPU time avg (us)", f"{cc['rows'][step]['cpu_total_us'] / n:.1f}",
+            f"{py['rows'][step]['cpu_total_us'] / n:.1f}", "info (see above)")
+    return lines, failures
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--attnprof", default=os.path.join(os.path.dirname(__file__), "..", "build", "attnprof"))
@@ -302,6 +369,10 @@ def main():
                     continue
                 py = python_profile(variant, shape, args.dtype, device, not args.no_causal, pass_)
                 lines, failures = compare(variant, shape, py, cc, on_cuda, args.tolerance)
+                blog = python_profile(variant, shape, args.dtype, device, not args.no_causal, pass_, blog=True)
+                blog_lines, blog_failures = compare_blog(blog, cc, on_cuda, args.tolerance)
+                lines += blog_lines
+                failures += blog_failures
                 verdict = "PASS" if not failures else "FAIL: " + "; ".join(failures)
                 block = [f"{title}: {verdict}"] + lines
                 print("\n".join(block), flush=True)
