@@ -54,10 +54,11 @@ def flash_inputs(dev, dtype=torch.bfloat16, b=2, hq=4, hkv=2, sq=64, skv=80, d=6
     return q, k, v
 
 
-def flash_cases(dev):
-    """(name, thunk, expectation): 'error' must raise naming the op, 'ok' must return."""
+def flash_cases(dev, name="flash_attention", empty="ok"):
+    """(name, thunk, expectation): 'error' must raise naming the op, 'ok' must
+    return, 'either' may do one or the other (never crash)."""
     q, k, v = flash_inputs(dev)
-    f = op("flash_attention")
+    f = op(name)
     s = 0.125
     bsd = lambda t: t.transpose(1, 2).contiguous().transpose(1, 2)  # [b, s, h, d] storage viewed as [b, h, s, d]
     return [
@@ -84,8 +85,61 @@ def flash_cases(dev):
         ("scale negative", lambda: f(q, k, v, True, -0.125), "error"),
         ("scale NaN", lambda: f(q, k, v, True, float("nan")), "error"),
         ("scale inf", lambda: f(q, k, v, True, float("inf")), "error"),
-        ("empty batch (returns empty outputs)", lambda: f(q[:0], k[:0], v[:0], True, s), "ok"),
-        ("no keys (returns zeros)", lambda: f(q, k[:, :, :0], v[:, :, :0], False, s), "ok"),
+        ("empty batch (returns empty outputs)", lambda: f(q[:0], k[:0], v[:0], True, s), empty),
+        ("no keys (returns zeros)", lambda: f(q, k[:, :, :0], v[:, :, :0], False, s), empty),
+    ]
+
+
+def flash_autograd_cases(dev):
+    def grads():
+        q, k, v = (t.requires_grad_(True) for t in flash_inputs(dev))
+        out, _ = op("flash_attention")(q, k, v, True, 0.125)
+        out.float().sum().backward()
+        return q.grad, k.grad, v.grad
+    return [("gradients through the autograd kernel", grads, "ok")]
+
+
+def flash_backward_cases(dev):
+    q, k, v = flash_inputs(dev)
+    out, lse = op("flash_attention")(q, k, v, True, 0.125)
+    g = torch.randn_like(q)
+    f = op("flash_attention_backward")
+    s = 0.125
+    bsd = lambda t: t.transpose(1, 2).contiguous().transpose(1, 2)
+    return [
+        ("valid call", lambda: f(g, q, k, v, out, lse, True, s), "ok"),
+        ("grad_out on the CPU", lambda: f(g.cpu(), q, k, v, out, lse, True, s), "error"),
+        ("lse on the CPU", lambda: f(g, q, k, v, out, lse.cpu(), True, s), "error"),
+        ("grad_out float16, q bfloat16", lambda: f(g.half(), q, k, v, out, lse, True, s), "error"),
+        ("q float32", lambda: f(g.float(), q.float(), k.float(), v.float(), out.float(), lse, True, s), "error"),
+        ("lse float16", lambda: f(g, q, k, v, out, lse.half(), True, s), "error"),
+        ("lse of the wrong shape", lambda: f(g, q, k, v, out, lse[:, :, :-1].contiguous(), True, s), "error"),
+        ("out of the wrong shape", lambda: f(g, q, k, v, out[:, :, :-1].contiguous(), lse, True, s), "error"),
+        ("k and v shapes differ", lambda: f(g, q, k, v[:, :, :40].contiguous(), out, lse, True, s), "error"),
+        ("q rank 3", lambda: f(g[0], q[0], k, v, out[0], lse[0], True, s), "error"),
+        ("head_dim 32", lambda: f(*[torch.randn(2, 4, 64, 32, device=dev, dtype=torch.bfloat16) for _ in range(2)],
+                                  *flash_inputs(dev, d=32)[1:], torch.randn(2, 4, 64, 32, device=dev,
+                                  dtype=torch.bfloat16), lse, True, s), "error"),
+        ("grad_out non-contiguous", lambda: f(bsd(g), q, k, v, out, lse, True, s), "error"),
+        ("scale NaN", lambda: f(g, q, k, v, out, lse, True, float("nan")), "error"),
+        ("scale 0", lambda: f(g, q, k, v, out, lse, True, 0.0), "error"),
+    ]
+
+
+def softmax_backward_cases(dev):
+    g0 = torch.Generator(device="cpu").manual_seed(0)
+    y = op("scaled_masked_softmax")(torch.randn(2, 3, 16, 32, generator=g0).to(dev, torch.float16), 0.5, True)
+    g = torch.randn_like(y)
+    f = op("scaled_masked_softmax_backward")
+    return [
+        ("valid call", lambda: f(g, y, 0.5), "ok"),
+        ("grad_out on the CPU", lambda: f(g.cpu(), y, 0.5), "error"),
+        ("out on the CPU", lambda: f(g, y.cpu(), 0.5), "error"),
+        ("grad_out float32, out float16", lambda: f(g.float(), y, 0.5), "error"),
+        ("shapes differ", lambda: f(g[..., :-1].contiguous(), y, 0.5), "error"),
+        ("a 0-dim out", lambda: f(g[0, 0, 0, 0], y[0, 0, 0, 0], 0.5), "error"),
+        ("out non-contiguous", lambda: f(g.transpose(-1, -2), y.transpose(-1, -2), 0.5), "error"),
+        ("scale NaN", lambda: f(g, y, float("nan")), "error"),
     ]
 
 
@@ -106,7 +160,15 @@ def softmax_cases(dev):
     ]
 
 
-KNOWN = {"flash_attention": flash_cases, "scaled_masked_softmax": softmax_cases}
+KNOWN = {
+    "flash_attention": lambda dev: flash_cases(dev) + flash_autograd_cases(dev),
+    # On a GPU other than compute capability 9.0 its valid call raises too.
+    "flash_attention_sm90": lambda dev: [(w, t, "either" if e == "ok" else e)
+                                         for w, t, e in flash_cases(dev, "flash_attention_sm90", "either")],
+    "scaled_masked_softmax": softmax_cases,
+    "flash_attention_backward": flash_backward_cases,
+    "scaled_masked_softmax_backward": softmax_backward_cases,
+}
 SCHEMAS = {  # what the Python user calls; the test fails if one changes unnoticed
     "flash_attention": "attnprof::flash_attention(Tensor q, Tensor k, Tensor v, bool causal, float scale) "
                        "-> (Tensor out, Tensor lse)",
@@ -164,6 +226,8 @@ def check(name, thunk, expect):
     try:
         result = thunk()
     except RuntimeError as e:  # NotImplementedError is one too
+        if expect == "either":
+            return ""
         if expect == "ok":
             return f"raised {e.__class__.__name__}: {str(e).splitlines()[0][:200]}"
         msg = str(e)
@@ -178,6 +242,8 @@ def check(name, thunk, expect):
         torch.cuda.synchronize()
     outs = result if isinstance(result, (tuple, list)) else [result]
     for o in outs:
+        if o is None:
+            return "an output is None"
         if o.is_floating_point() and o.numel() and not torch.isfinite(o[o != float("-inf")]).all():
             return "output not finite"
     return ""
