@@ -194,13 +194,15 @@ TEST(SecondSignal, EndsAtOnceAndLeavesNothingHidden) {
   Child c = start({"--device", "cpu", "--batch", "1", "--heads", "2", "--seq", "16", "--head-dim", "16", "--variant",
                    "naive,inplace", "--warmup", "10000", "--active", "1", "--timing-iters", "0", "--out", dir});
   wait_for_handlers(c.pid);
-  usleep(1000 * 1000);
+  usleep(300 * 1000);  // in the profiled steps: Kineto's temp trace file exists
+  // Back to back, so the second arrives before the first is acted on (two
+  // SIGINTs would merge into one while pending; the handler treats any second
+  // stop signal alike).
   kill(c.pid, SIGINT);
-  usleep(50 * 1000);
-  kill(c.pid, SIGINT);
+  kill(c.pid, SIGTERM);
   auto [err, status] = finish(c);
   ASSERT_TRUE(WIFSIGNALED(status)) << err;
-  EXPECT_EQ(WTERMSIG(status), SIGINT);
+  EXPECT_TRUE(WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGTERM) << WTERMSIG(status);  // the second one's
   EXPECT_NE(err.find("attnprof: stopped at once by a second signal; files being written were removed"),
             std::string::npos)
       << err;
