@@ -145,8 +145,9 @@ INSTANTIATE_TEST_SUITE_P(Signals, InterruptTest, ::testing::Values(SIGINT, SIGTE
 // profiler when it's not running"; in a sweep the point was recorded as failed.
 TEST(InterruptDuringKinetoWarmup, IsAnInterruptionInARunAndInASweep) {
   const std::string dir = make_temp_dir("kineto_warmup");
-  // 10000 warm-up steps of ~0.3 ms: the signal lands among them.
-  const std::vector<std::string> tiny = {"--device", "cpu", "--batch", "1", "--heads", "4", "--head-dim", "32",
+  // 10000 warm-up steps of ~0.3 ms: the signal lands among them. --quiet: the
+  // interruption is then the only line (no estimate or progress).
+  const std::vector<std::string> tiny = {"--quiet", "--device", "cpu", "--batch", "1", "--heads", "4", "--head-dim", "32",
                                          "--warmup", "10000", "--active", "1", "--timing-iters", "0", "--out", dir};
   std::vector<std::string> run = {"--variant", "naive", "--seq", "256"};
   run.insert(run.end(), tiny.begin(), tiny.end());

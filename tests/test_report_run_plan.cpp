@@ -145,6 +145,9 @@ TEST(RunPlan, SuggestsTheLargestHalvingThatFitsTheQuickLook) {
 }
 
 TEST(ProgressText, DurationsPhasesAndLines) {
+  EXPECT_EQ(format_duration(0.00031), "0.3 ms");
+  EXPECT_EQ(format_duration(0.048), "48 ms");
+  EXPECT_EQ(format_duration(0.0996), "0.1 s");
   EXPECT_EQ(format_duration(0.42), "0.4 s");
   EXPECT_EQ(format_duration(9.94), "9.9 s");
   EXPECT_EQ(format_duration(9.96), "10 s");

@@ -367,7 +367,8 @@ TEST(RingCli, TwoCpuRanksWriteRankFilesAndTheRingTable) {
   const std::string stem = d + "/ring-sdpa-flash/1_2_128_32_bf16_causal";
   for (int rank = 0; rank < 2; ++rank) {
     const std::string k = ".rank" + std::to_string(rank);
-    const nlohmann::json trace = tu::load_json(stem + k + ".json.gz");
+    // The ranks' traces share one folder, which HTA reads as one two-rank job.
+    const nlohmann::json trace = tu::load_json(stem + "/1_2_128_32_bf16_causal" + k + ".pt.trace.json.gz");
     EXPECT_EQ(trace.at("distributedInfo").at("rank"), rank);
     EXPECT_EQ(trace.at("distributedInfo").at("world_size"), 2);
     EXPECT_EQ(trace.at("distributedInfo").at("backend"), "gloo");

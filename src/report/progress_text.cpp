@@ -23,6 +23,9 @@ namespace report {
 
 std::string format_duration(double s) {
   if (!(s >= 0.0)) return "?";
+  // Short CPU steps (a 48 ms forward) would all read "0.0 s".
+  if (s < 0.00095) return fmt::format("{:.1f} ms", s * 1e3);
+  if (s < 0.0995) return fmt::format("{:.0f} ms", s * 1e3);
   if (s < 9.95) return fmt::format("{:.1f} s", s);
   const long long whole = std::llround(s);
   if (whole < 60) return fmt::format("{} s", whole);
