@@ -72,6 +72,7 @@ void ProgressDisplay::begin(size_t index, ProgressUnit unit) {
   unit_start_ = Clock::now();
   last_ = RunProgress{};
   estimated_ = false;
+  timed_units_ = 0;
   active_ = true;
   if (units_ > 1) {  // the header, then (in place) the unit's line below it
     const double per_unit = finished_units_ ? finished_units_s_ / double(finished_units_) : -1.0;
@@ -92,6 +93,7 @@ void ProgressDisplay::on_progress(const RunProgress& p) {
   if (!active_) return;
   const bool new_phase = p.phase != last_.phase;
   last_ = p;
+  if (p.last_unit_seconds >= 0.0) ++timed_units_;
   maybe_estimate();
   // A terminal line costs nothing to redraw, but 10 a second is enough to read.
   const double min_gap = settings_.mode == ProgressMode::in_place ? (new_phase ? 0.0 : 0.1) : settings_.line_interval_s;
@@ -129,6 +131,11 @@ void ProgressDisplay::finish() {
 // when that is long enough for the user to want a smaller problem.
 void ProgressDisplay::maybe_estimate() {
   if (estimated_ || !(last_.step_seconds > 0.0)) return;
+  // A first step under a second is mostly one-off costs: on the H200 the
+  // naive forward's first step takes 0.2 s (CUDA context, cuBLAS, kernel
+  // loading), the next ones 1 ms, so an estimate from it said 19 min for a
+  // 6 s run. Such steps are cheap to wait for; a slow CPU step is not.
+  if (timed_units_ < 2 && last_.step_seconds < 1.0) return;
   estimated_ = true;
   const double left = unit_left_s();
   const double total = (units_ == 1 ? since(run_start_) : since(unit_start_)) + left;

@@ -96,6 +96,7 @@ class ProgressDisplay {
   Clock::time_point unit_start_;
   RunProgress last_;
   bool estimated_ = false;
+  int timed_units_ = 0;  // units of this unit's run whose wall time was reported
   bool line_shown_ = false;  // in place: our text is on the line now
   Clock::time_point last_output_;
   double finished_units_s_ = 0.0;
