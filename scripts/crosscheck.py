@@ -140,19 +140,33 @@ def python_profile(variant, shape, dtype, device, causal, pass_="fwd", warmup_it
         for c in e.cpu_children:
             walk(c, out)
 
+    # On CUDA, autograd runs backward's nodes on its device thread while this
+    # thread waits inside attn_bwd, so the record_function's own row shows no
+    # CUDA time. As attnprof does, a scope also takes the top-level ops of other
+    # threads that run inside its span (SCOPE_ADOPTION).
+    top = [e for e in events if e.device_type == DeviceType.CPU and e.cpu_parent is None]
+
+    def inside(e):
+        return [r for r in top if r.thread != e.thread and r.time_range.start >= e.time_range.start
+                and r.time_range.end <= e.time_range.end]
+
     scopes = {}
     for scope in SCOPES[pass_]:
         calls = [e for e in events if e.name == scope and e.device_type == DeviceType.CPU]
-        per_call = []
+        per_call, cuda = [], 0.0
         for e in calls:
             names = []
             walk(e, names)
+            cuda += e.device_time_total
+            for r in inside(e):
+                walk(r, names)
+                cuda += r.device_time_total
             per_call.append(names)
         n = max(len(calls), 1)
         scopes[scope] = {
             "kernels_per_call": sum(len(x) for x in per_call) / max(len(per_call), 1),
             "kernels": per_call[0] if per_call else [],
-            "cuda_avg_us": sum(e.device_time_total for e in calls) / n,
+            "cuda_avg_us": cuda / n,
             "cpu_avg_us": sum(e.cpu_time_total for e in calls) / n,
         }
     rows = {}
@@ -196,7 +210,9 @@ def attnprof_profile(exe, variant, shape, dtype, device, causal, out_dir, pass_=
 
 
 def pct(a, b):
-    return float("inf") if b == 0 else 100.0 * (a - b) / b
+    if b == 0:
+        return 0.0 if a == 0 else float("inf")
+    return 100.0 * (a - b) / b
 
 
 def compare(variant, shape, py, cc, on_cuda, tol):
@@ -204,6 +220,8 @@ def compare(variant, shape, py, cc, on_cuda, tol):
     def row(what, cval, pval, verdict):
         lines.append(f"  {what:<34} {cval:>18} {pval:>18}  {verdict}")
     lines.append(f"  {'':<34} {'attnprof (C++)':>18} {'torch.profiler':>18}")
+    if "attn_bwd" in cc["scopes"] and on_cuda:
+        lines.append(f"  note: {SCOPE_ADOPTION}")
     for scope in sorted(set(cc["scopes"]) | set(py["scopes"])):
         if scope not in cc["scopes"] or scope not in py["scopes"]:
             failures.append(f"scope {scope} is missing on one side")
@@ -277,6 +295,11 @@ def compare(variant, shape, py, cc, on_cuda, tol):
     return lines, failures
 
 
+# How a scope's device work is counted on both sides (printed with attn_bwd).
+SCOPE_ADOPTION = ("a scope's kernels include those launched by other threads' ops inside its span "
+                  "(autograd's device thread runs a CUDA backward); torch.profiler's own attn_bwd row shows "
+                  "0 CUDA time there, so both sides are counted this way")
+
 # What a blog-style run (no synchronise per step) shows differently from
 # attnprof, and why; compare_blog checks each of these and nothing else differs.
 BLOG_DIFFERENCES = [
@@ -284,6 +307,8 @@ BLOG_DIFFERENCES = [
     "4 calls; the blog-style run has only profile.__exit__'s, 1 call (CUDA only)",
     "ProfilerStep* CPU time: attnprof's steps include waiting for the GPU; a blog-style step holds launch time "
     "only, and its kernels may still run during the next step (reported, not compared)",
+    "device work of the last warm-up step may still run when recording starts (nothing waited for it): "
+    "a kernel, copy or set may show up to one step's calls more (CUDA only)",
     "everything else is the same work: kernels per call and their names, op names and call counts, "
     "GPU time per scope (within the tolerance)",
 ]
@@ -324,10 +349,20 @@ def compare_blog(py, cc, on_cuda, tol, active=3):
                 failures.append(f"blog-style: {scope} GPU time differs by {d:+.1f}%")
     counts_c = {k: v["count"] for k, v in cc["rows"].items() if k != sync}
     counts_p = {k: v["count"] for k, v in py["rows"].items() if k != sync}
-    differ = sorted(k for k in set(counts_c) | set(counts_p) if counts_c.get(k) != counts_p.get(k))
+
+    def spill(k):
+        # Device work of the last warm-up step, still running when recording
+        # starts (nothing waited for it): at most one step's calls more.
+        c, p = counts_c.get(k), counts_p.get(k)
+        return on_cuda and k[1] == "cuda" and c is not None and p is not None and 0 < p - c <= max(c // active, 1)
+
+    spilled = sorted(k for k in set(counts_c) & set(counts_p) if counts_c[k] != counts_p[k] and spill(k))
+    differ = sorted(k for k in set(counts_c) | set(counts_p) if counts_c.get(k) != counts_p.get(k) and not spill(k))
     row("other ops (name, calls)", str(len(counts_c)), str(len(counts_p)), "ok" if not differ else "MISMATCH")
     for k in differ:
         lines.append(f"      calls differ: {k[0]} [{k[1]}] C++ {counts_c.get(k)} vs blog-style {counts_p.get(k)}")
+    if spilled:
+        row("device rows with warm-up spill", "", str(len(spilled)), "expected (at most one step's calls more)")
     if differ:
         failures.append("blog-style: op names / call counts differ beyond cudaDeviceSynchronize")
     step = ("ProfilerStep*", "cpu")

@@ -312,6 +312,37 @@ TEST(ScopeStats, RuntimeCallIdsNeverCaptureAnotherForwardsWork) {
   EXPECT_DOUBLE_EQ(st.kernels[0].time_max_us, 20.0);
 }
 
+// On CUDA, autograd runs a backward's nodes on its device thread while the
+// calling thread waits inside attn_bwd: the scope's kernels are launched by ops
+// of another thread that lie inside its span. Ops of that thread outside the
+// span (before or after) are not the scope's.
+TEST(ScopeStats, AdoptsOtherThreadsOpsInsideTheScopeSpan) {
+  auto on_thread = [](TraceEvent e, uint64_t thread) {
+    e.thread = thread;
+    return e;
+  };
+  std::vector<TraceEvent> ev = {
+      cpu_op("attn_bwd", 100, 500, 1, true),
+      on_thread(cpu_op("autograd::engine::evaluate_function: MmBackward0", 150, 300, 2), 77),
+      on_thread(cpu_op("aten::mm", 160, 290, 3), 77),
+      launch(170, 180, 11, 3),
+      kernel("k_grad", 200, 260, 11, 3),
+      on_thread(cpu_op("aten::mul", 600, 700, 4), 77),  // after the scope
+      launch(610, 620, 12, 4),
+      kernel("k_later", 630, 640, 12, 4),
+  };
+  const ScopeStats st = scope_stats(build_function_events(ev, true), "attn_bwd");
+  EXPECT_EQ(st.calls, 1);
+  EXPECT_DOUBLE_EQ(st.kernels_per_call, 1.0);
+  EXPECT_DOUBLE_EQ(st.device_time_avg_us, 60.0);
+  ASSERT_EQ(st.kernels.size(), 1u);
+  EXPECT_EQ(st.kernels[0].name, "k_grad");
+  ASSERT_EQ(st.first_call.size(), 1u);
+  // Python's semantics stay in the key-averages rows: the scope's own row has
+  // no device time, as torch.profiler shows a record_function around backward().
+  EXPECT_EQ(row(key_averages(build_function_events(ev, true)), "attn_bwd").device_time_total_ns, 0);
+}
+
 // Kernel figures are per call over all calls (mean, min, max), one convention
 // with the scope's own time; the scopes of one step are told apart by name.
 TEST(ScopeStats, KernelTimesAreMeanMinMaxOverCalls) {

@@ -224,6 +224,32 @@ TEST(KinetoTrace, FileErrorsNameThePath) {
   testing::remove_tree(dir);
 }
 
+// A CUDA backward: the calling thread waits inside attn_bwd while autograd's
+// device thread (another tid of the process) launches the kernels.
+TEST(KinetoTrace, ScopeTakesLaunchesOfAnotherThreadInsideItsSpan) {
+  json j = {{"traceEvents", json::array()}};
+  auto& ev = j["traceEvents"];
+  auto x = [&](const char* cat, const char* name, int pid, int tid, int ts, int dur, int corr) {
+    json e = {{"ph", "X"}, {"cat", cat}, {"name", name}, {"pid", pid}, {"tid", tid}, {"ts", ts}, {"dur", dur}};
+    if (corr >= 0) e["args"] = {{"correlation", corr}};
+    ev.push_back(e);
+  };
+  x("user_annotation", "attn_bwd", 5, 1, 100, 400, -1);
+  x("cpu_op", "aten::mm", 5, 2, 150, 100, -1);
+  x("cuda_runtime", "cudaLaunchKernel", 5, 2, 160, 10, 9);
+  x("kernel", "k_grad", 0, 7, 200, 50, 9);
+  x("cuda_runtime", "cudaLaunchKernel", 5, 2, 600, 10, 10);  // after the scope
+  x("kernel", "k_later", 0, 7, 620, 5, 10);
+  x("cuda_runtime", "cudaLaunchKernel", 6, 2, 160, 10, 11);  // another process
+  x("kernel", "k_other_process", 0, 7, 300, 5, 11);
+  const KinetoTrace t = parse_kineto_trace(j.dump(), "bwd");
+  const auto scopes = find_forwards(t, "attn_bwd");
+  ASSERT_EQ(scopes.size(), 1u);
+  ASSERT_EQ(scopes[0].device_work.size(), 1u);
+  EXPECT_EQ(t.name_of(t.slices[scopes[0].device_work[0]]), "k_grad");
+  EXPECT_EQ(scopes[0].device_ns, 50'000);
+}
+
 // Hostile but well-formed: no attn_fwd (no forwards, no error), string pids,
 // wrongly typed args (absent), 100k events (read in linear time).
 TEST(KinetoTrace, OddButValidTracesRead) {

@@ -361,12 +361,26 @@ std::vector<Forward> find_forwards(const KinetoTrace& t, std::string_view scope)
   }
   if (forwards.empty()) return forwards;
 
+  // A scope's calls may also launch from another thread of its process: on
+  // CUDA, autograd runs a backward's nodes on its device thread while the
+  // caller waits inside attn_bwd. A runtime call on a thread without scopes
+  // belongs to the scope (of any thread of that process) whose span holds it.
+  std::map<int64_t, std::vector<TrackKey>> scope_tracks_of_pid;
+  for (const auto& [track, tf] : threads) scope_tracks_of_pid[track.first].push_back(track);
   std::unordered_map<int64_t, size_t> forward_of_correlation;
   for (const TraceSlice& s : t.slices) {
     if (s.kind != SliceKind::runtime || s.correlation < 0) continue;
-    const auto it = threads.find(track_of(s));
-    if (it == threads.end()) continue;
-    if (const auto f = it->second.holding(s.ts_ns)) forward_of_correlation.emplace(s.correlation, *f);
+    if (const auto it = threads.find(track_of(s)); it != threads.end()) {
+      if (const auto f = it->second.holding(s.ts_ns)) forward_of_correlation.emplace(s.correlation, *f);
+      continue;
+    }
+    const auto pid = scope_tracks_of_pid.find(s.pid);
+    if (pid == scope_tracks_of_pid.end()) continue;
+    for (const TrackKey& track : pid->second)
+      if (const auto f = threads.at(track).holding(s.ts_ns)) {
+        forward_of_correlation.emplace(s.correlation, *f);
+        break;
+      }
   }
   bool linked = false;
   for (size_t i = 0; i < t.slices.size(); ++i) {

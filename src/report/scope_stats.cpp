@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 
 namespace attnprof {
 
@@ -25,8 +26,32 @@ struct PerCall {
 };
 }  // namespace
 
+// Top-level CPU ops of threads without the scope that run inside [start, end]:
+// on CUDA, autograd runs a backward's nodes on its device thread while the
+// calling thread waits inside attn_bwd, so the scope's kernels are launched
+// from ops that are not its descendants (Python's key_averages shows such a
+// record_function scope with 0 CUDA time; attnprof counts its work).
+static std::vector<int> adopted_roots(const std::vector<FunctionEvent>& fes, const std::vector<int>& roots,
+                               const std::set<uint64_t>& scope_threads, int64_t start, int64_t end) {
+  std::vector<int> out;
+  for (int r : roots) {
+    const TraceEvent& e = fes[r].event;
+    if (scope_threads.count(e.thread) || e.start_ns < start || e.end_ns > end) continue;
+    out.push_back(r);
+  }
+  return out;
+}
+
 ScopeStats scope_stats(const std::vector<FunctionEvent>& fes, const std::string& scope) {
   ScopeStats st;
+  std::vector<int> roots;  // other threads' top-level CPU ops
+  std::set<uint64_t> scope_threads;
+  for (int i = 0; i < static_cast<int>(fes.size()); ++i) {
+    const FunctionEvent& f = fes[i];
+    if (f.event.device != EventDevice::Cpu || f.event.is_async) continue;
+    if (f.key == scope) scope_threads.insert(f.event.thread);
+    if (f.parent < 0) roots.push_back(i);
+  }
   st.scope = scope;
   double cpu_ns = 0, device_ns = 0;
   int64_t device_work = 0;
@@ -38,10 +63,17 @@ ScopeStats scope_stats(const std::vector<FunctionEvent>& fes, const std::string&
     if (f.key != scope || f.event.device != EventDevice::Cpu || f.event.is_async) continue;
     const size_t call = static_cast<size_t>(st.calls++);
     cpu_ns += double(f.cpu_time_total_ns);
-    device_ns += double(f.device_time_total_ns);
-    call_device_us.push_back(double(f.device_time_total_ns) / 1000.0);
+    double call_device_ns = double(f.device_time_total_ns);
+    std::vector<int> work = subtree_kernels(fes, i);
+    for (int r : adopted_roots(fes, roots, scope_threads, f.event.start_ns, f.event.end_ns)) {
+      call_device_ns += double(fes[r].device_time_total_ns);
+      const std::vector<int> more = subtree_kernels(fes, r);
+      work.insert(work.end(), more.begin(), more.end());
+    }
+    std::sort(work.begin(), work.end());
+    device_ns += call_device_ns;
+    call_device_us.push_back(call_device_ns / 1000.0);
     for (PerCall& pc : per_name) pc.count.push_back(0.0), pc.time_us.push_back(0.0);
-    const std::vector<int> work = subtree_kernels(fes, i);
     device_work += static_cast<int64_t>(work.size());
     for (int k : work) {
       const TraceEvent& d = fes[k].event;

@@ -120,7 +120,9 @@ struct Forward {
 // Every CPU attn_fwd scope, in time order, with its device work. Device work
 // belongs to the forward whose time span holds the runtime call with the same
 // correlation id, on the forward's thread: CUPTI's own link, exact even when
-// several streams interleave. Only when the trace has no runtime call that
+// several streams interleave. A runtime call on a thread of the same process
+// that holds no scope (autograd's device thread running a CUDA backward)
+// belongs to the scope whose span holds it. Only when the trace has no runtime call that
 // links to device work (runtime events filtered out) does the forward take the
 // device work inside its gpu_user_annotation span instead (matched by External
 // id): that span is Kineto's reconstruction, absent from older Kineto versions
