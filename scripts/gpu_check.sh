@@ -13,6 +13,7 @@
 #     nvtx        scripts/nvtx_proof.py (ncu counts inside the attn_fwd ranges)
 #     pyops       the operators from Python (scripts/ops_check.py), every bad input a RuntimeError
 #     hta         small runs whose folders come back for scripts/hta_check.py on the CPU machine
+#     ring        (two GPUs) the ring ctests (NCCL included) and scripts/bench_ring.py
 #     signals     SIGINT while Kineto is prepared but not enabled: exit 130, no temps left
 #     sweep       the sweep behind docs/sweep_h200.*
 #   PREBUILT=DIR  use a build tree made on the CPU machine (same torch) instead of
@@ -103,6 +104,14 @@ if has hta; then
   ./build/attnprof --device cuda --variant naive,sdpa-flash,custom-flash --batch 2 --heads 4 --seq 256 \
     --head-dim 64 --timing-iters 0 --out "$W/hta_traces" > "$W/hta_traces.log" 2>&1
   summary+=("hta traces rc=$? ($(find "$W/hta_traces" -name '*.pt.trace.json.gz' | wc -l) traces kept)")
+fi
+if has ring; then
+  timeout 200 ctest --test-dir build -R 'Ring' --output-on-failure > "$W/ring_ctest.log" 2>&1
+  summary+=("ring ctest rc=$?: $(grep -E 'tests passed' "$W/ring_ctest.log"); skipped: $(grep -c '(Skipped)' "$W/ring_ctest.log")")
+  PYTHONUNBUFFERED=1 timeout 330 python3 scripts/bench_ring.py --attnprof build/attnprof --out "$W/ring_out" \
+    --budget-s 240 --log-dir "$W/ring_logs" > "$W/bench_ring.log" 2>&1
+  summary+=("bench_ring rc=$?")
+  while read -r l; do summary+=("  $l"); done < <(grep -E '^\|' "$W/bench_ring.log" | head -12)
 fi
 if has signals; then
   # The issue-11 teardown repro on the GPU: a SIGINT while Kineto is prepared

@@ -421,8 +421,12 @@ TEST(RingCli, RefusalsAndUsageErrorsAreOneLine) {
     EXPECT_EQ(tu::count_lines(r.err), 1) << r.err;
   }
   if (cuda_device_count() >= 1) {
-    const auto r = tu::run_cli("--variant ring-custom-flash --device cuda --seq 128 --nproc " +
-                                    std::to_string(cuda_device_count() + 1) + " --out " + d);
+    // A sequence that shards over the ranks asked for (2N zigzag chunks), so
+    // the GPU count is what refuses it (on the 2-GPU host seq 128 over 3 ranks
+    // was refused for its sharding first).
+    const int n = cuda_device_count() + 1;
+    const auto r = tu::run_cli("--variant ring-custom-flash --device cuda --seq " +
+                               std::to_string(128 * n) + " --nproc " + std::to_string(n) + " --out " + d);
     EXPECT_EQ(r.rc, 3) << r.err;
     EXPECT_NE(r.err.find("GPUs; this host has " + std::to_string(cuda_device_count())), std::string::npos) << r.err;
   }
