@@ -107,7 +107,8 @@ def check_run(out, variant, stem, on_cuda):
         n: (int(g.shape[0]), float(g["dur"].sum())) for n, g in df[df["cat_s"].isin(cats)].groupby("name_s")}
 
     # CPU ops and user scopes; ProfilerStep#N fold into ProfilerStep*, as in the table.
-    cpu = fold_redispatches(df[df["cat_s"].isin(["cpu_op", "user_annotation"])])
+    # CUDA runtime and driver calls are CPU rows of the table too.
+    cpu = fold_redispatches(df[df["cat_s"].isin(["cpu_op", "user_annotation", "cuda_runtime", "cuda_driver"])])
     hta_cpu = {}
     for n, g in cpu.groupby("name_s"):
         c, t = int(g.shape[0]), float(g["dur"].sum())
@@ -125,7 +126,7 @@ def check_run(out, variant, stem, on_cuda):
         # HTA's own analysis: the kernel breakdown's per-kernel sums.
         _, metrics = analyzer.get_gpu_kernel_breakdown(visualize=False)
         for _, row in metrics.iterrows():
-            name = row["kernel_name"]
+            name = row["name"]  # HTA 0.5.0's column (not "kernel_name")
             if name in summ_k and abs(float(row["sum (us)"]) - summ_k[name][1]) > TOL_US * summ_k[name][0] + 1.0:
                 problems.append(f"HTA kernel breakdown: {name}: {row['sum (us)']} us vs summary {summ_k[name][1]:.3f}")
     return problems, lines
