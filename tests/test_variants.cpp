@@ -240,3 +240,23 @@ TEST(SdpaVariants, LowerRightCausalRouteIsReported) {
   v->prepare(p, one.q, one.k, one.v);
   EXPECT_TRUE(v->facts().empty());
 }
+
+// A backward pass of our fused variant names its backward kernels (read from
+// the traits they are built with), a forward pass does not; prepare needs no
+// GPU, so this runs everywhere.
+TEST(CustomFlashFacts, BackwardPassNamesTheBackwardKernels) {
+  Problem p;
+  p.batch = 1, p.heads_q = 2, p.heads_kv = 2, p.seq_q = 16, p.seq_kv = 16, p.head_dim = 64;
+  auto has_bwd = [](const Variant& v) {
+    for (const Fact& f : v.facts())
+      if (f.key == "backward kernels") return f.value.find("flash_bwd_kernel") != std::string::npos;
+    return false;
+  };
+  auto v = make_variant("custom-flash");
+  const Inputs in = random_inputs(p);
+  v->prepare(p, in.q, in.k, in.v);
+  EXPECT_FALSE(has_bwd(*v));
+  p.pass = Pass::bwd;
+  v->prepare(p, in.q, in.k, in.v);
+  EXPECT_TRUE(has_bwd(*v));
+}

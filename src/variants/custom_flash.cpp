@@ -11,6 +11,7 @@
 
 #include "attnprof/problem.h"
 #include "attnprof/variant.h"
+#include "kernels/flash_attention/flash_bwd_describe.h"
 #include "kernels/flash_attention/flash_fwd_plan.h"
 #ifdef ATTNPROF_HAVE_CUDA_KERNELS
 #include "kernels/flash_attention/flash_fwd_api.h"
@@ -42,7 +43,6 @@ class CustomFlash final : public CustomOpVariant {
   void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k,
                const at::Tensor& v) override {
     CustomOpVariant::prepare(p, q, k, v);
-    head_dim_ = static_cast<int>(p.head_dim);
     is_bf16_ = p.dtype == DType::BF16;
 #ifdef ATTNPROF_HAVE_CUDA_KERNELS
     if (q.is_cuda()) plan_ = flash::plan_for(q, k, causal_);  // the path forward() runs
@@ -59,11 +59,12 @@ class CustomFlash final : public CustomOpVariant {
   }
 
   std::vector<Fact> facts() const override {
-    return {{"kernel", flash::describe_fwd(head_dim_, is_bf16_, plan_)}};
+    std::vector<Fact> f = {{"kernel", flash::describe_fwd(head_dim_, is_bf16_, plan_)}};
+    if (pass_ != Pass::fwd) f.push_back({"backward kernels", flash::describe_bwd(head_dim_)});
+    return f;
   }
 
  private:
-  int head_dim_ = 0;
   bool is_bf16_ = true;
   flash::FwdPlan plan_;
 };

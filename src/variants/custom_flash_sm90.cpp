@@ -14,6 +14,7 @@
 
 #include "attnprof/problem.h"
 #include "attnprof/variant.h"
+#include "kernels/flash_attention/flash_bwd_describe.h"
 #include "kernels/flash_sm90/flash_sm90_traits.h"
 #include "variants/custom_op_variant.h"
 #include "variants/factories.h"
@@ -74,13 +75,16 @@ class CustomFlashSm90 final : public CustomOpVariant {
 
   std::vector<Fact> facts() const override {
     using T = flash_sm90::FwdConfig<128, uint16_t>::Traits;
-    return {{"kernel",
+    std::vector<Fact> f = {{"kernel",
              "attnprof::flash_sm90::flash_fwd_sm90_kernel (persistent, one " + std::to_string(T::kThreads) +
                  "-thread block per SM: 1 producer warpgroup issuing TMA loads, " +
                  std::to_string(T::kConsumerWarpgroups) + " consumer warpgroups of 64 query rows on wgmma; " +
                  std::to_string(T::kProducerRegs) + "/" + std::to_string(T::kConsumerRegs) +
                  " registers per producer/consumer thread by setmaxnreg)"},
             {"tiles", describe_config<64>() + "; " + describe_config<128>()}};
+    // Its backward is custom-flash's (the same autograd node, ops_autograd.cpp).
+    if (pass_ != Pass::fwd) f.push_back({"backward kernels", flash::describe_bwd(head_dim_)});
+    return f;
   }
 };
 

@@ -16,6 +16,8 @@ class CustomOpVariant : public Variant {
   void prepare(const Problem& p, const at::Tensor&, const at::Tensor&, const at::Tensor&) override {
     scale_ = p.softmax_scale();
     causal_ = p.causal();
+    pass_ = p.pass;
+    head_dim_ = static_cast<int>(p.head_dim);
   }
 
  protected:
@@ -46,6 +48,8 @@ class CustomOpVariant : public Variant {
 
   double scale_ = 1.0;
   bool causal_ = true;
+  Pass pass_ = Pass::fwd;  // a backward pass adds the backward kernels to the facts
+  int head_dim_ = 0;
 };
 
 }  // namespace attnprof
