@@ -114,6 +114,17 @@ TEST(CompareCli, TwoRealRunsFilesAndDirectories) {
   r = run_cli("compare " + d + "/a " + d + "/b");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("== naive/1_2_32_16_bf16_causal.summary.json"), std::string::npos) << r.out;
+
+  // A pipe or FIFO is read once (the README's `<(zcat a.summary.json.gz)`):
+  // reading it a second time for the merged trace found it empty, exit 4.
+  const std::string fifo = d + "/b.fifo";
+  ASSERT_EQ(std::system(("mkfifo " + fifo).c_str()), 0);
+  // The writer waits (in the background) until attnprof opens the FIFO.
+  ASSERT_EQ(std::system(("(cat " + b + " > " + fifo + ") &").c_str()), 0);
+  r = run_cli("compare " + a + " " + fifo + " --out " + d + "/cmp", 60);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("forward CPU time"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("merged trace: "), std::string::npos) << r.out;
   remove_tree(d);
 }
 

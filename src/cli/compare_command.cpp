@@ -8,8 +8,10 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "attnprof/io/files.h"
@@ -47,11 +49,14 @@ PathKind kind_of(const std::string& p, std::string& why) {
   return S_ISDIR(st.st_mode) ? PathKind::directory : PathKind::file;
 }
 
-// The summaries compared: (relative path, A, B), both sides read back.
-std::vector<std::tuple<std::string, RunRecord, RunRecord>> compared_runs(const CompareOptions& o, bool files) {
+// The summaries compared: (relative path, A, B). Two files were read once
+// already and are passed in (`read`): a pipe or FIFO (`<(zcat a.gz)`) cannot
+// be read a second time. Directories' summaries are read back here.
+std::vector<std::tuple<std::string, RunRecord, RunRecord>> compared_runs(
+    const CompareOptions& o, const std::optional<std::pair<RunRecord, RunRecord>>& read) {
   std::vector<std::tuple<std::string, RunRecord, RunRecord>> runs;
-  if (files) {
-    runs.emplace_back("", report::read_summary_file(o.a), report::read_summary_file(o.b));
+  if (read) {
+    runs.emplace_back("", read->first, read->second);
     return runs;
   }
   const std::vector<std::string> fa = report::find_summaries(o.a), fb = report::find_summaries(o.b);
@@ -77,12 +82,12 @@ std::string trace_of(const std::string& root, bool files, const std::string& sum
 // against other runs (`out_dir`) only when there is a trace to write. Returns
 // the lines to print.
 std::string stage_ab_traces(io::StagedFiles& staged, std::unique_ptr<io::OutputDir>& out_dir, const CompareOptions& o,
-                            bool files) {
+                            const std::optional<std::pair<RunRecord, RunRecord>>& files) {
   std::map<std::string, std::vector<report::RunTraceFile>> by_stem;
   std::map<std::string, std::vector<RunRecord>> records;
   for (const auto& [rel, a, b] : compared_runs(o, files)) {
     if (!a.ok() || !b.ok()) continue;
-    const std::string ta = trace_of(o.a, files, o.a, a), tb = trace_of(o.b, files, o.b, b);
+    const std::string ta = trace_of(o.a, files.has_value(), o.a, a), tb = trace_of(o.b, files.has_value(), o.b, b);
     if (ta.empty() || tb.empty()) continue;
     // Two single summaries of different variants: one row label, so A and B group.
     const std::string label = a.variant == b.variant ? a.variant : a.variant + " / " + b.variant;
@@ -122,9 +127,11 @@ int run_compare(const CompareOptions& o) {
                                  kb == PathKind::file ? "file" : "directory"));
   std::vector<report::PairedComparison> pairs;
   std::vector<std::string> only_a, only_b;
+  std::optional<std::pair<RunRecord, RunRecord>> files;  // two summary files, read once
   try {
     if (ka == PathKind::file) {
-      const RunRecord ra = report::read_summary_file(o.a), rb = report::read_summary_file(o.b);
+      files.emplace(report::read_summary_file(o.a), report::read_summary_file(o.b));
+      const auto& [ra, rb] = *files;
       pairs.push_back({ra.variant + "/" + ra.problem.file_stem(), report::compare_runs(ra, rb, o.a, o.b)});
     } else {
       report::DirectoryComparison d = report::compare_directories(o.a, o.b);
@@ -154,7 +161,7 @@ int run_compare(const CompareOptions& o) {
   io::StagedFiles outputs;
   std::string written;
   try {
-    written = stage_ab_traces(outputs, out_dir, o, ka == PathKind::file);
+    written = stage_ab_traces(outputs, out_dir, o, files);
   } catch (const report::SummaryError& e) {  // read again for the traces: changed since
     error(e.what());
     return kBadFile;

@@ -441,6 +441,10 @@ std::string read_file(const std::string& path, size_t max_bytes) {
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   std::string out;
   char buf[1 << 16];
+  // A FIFO reads as empty until its writer has opened it: a writer started
+  // just before us (`cat a > fifo &`) gets up to 2 s to do so; none is an error,
+  // never a hang.
+  int fifo_waits = S_ISFIFO(st.st_mode) ? 100 : 0;
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
@@ -448,6 +452,10 @@ std::string read_file(const std::string& path, size_t max_bytes) {
       const std::string reason = os_reason();
       ::close(fd);
       throw FileError(path + ": cannot read: " + reason);
+    }
+    if (n == 0 && out.empty() && fifo_waits-- > 0) {
+      ::usleep(20 * 1000);
+      continue;
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
