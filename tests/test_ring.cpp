@@ -14,6 +14,7 @@
 #include <random>
 
 #include "attnprof/device.h"
+#include "attnprof/io/files.h"
 #include "distributed/inner.h"
 #include "distributed/launcher.h"
 #include "distributed/layout.h"
@@ -385,6 +386,32 @@ TEST(RingCli, TwoCpuRanksWriteRankFilesAndTheRingTable) {
   EXPECT_GT(ring.at("ranks")[1].at("forward_us").get<double>(), 0);
   EXPECT_GT(ring.at("single_gpu_us").get<double>(), 0) << "rank 0 ran sdpa-flash on the full sequence";
   EXPECT_TRUE(tu::path_exists(d + "/sdpa-flash/1_2_128_32_bf16_causal.summary.json"));
+  tu::remove_tree(d);
+}
+
+// Auto iteration counts are fixed in a ring run (every step is a collective:
+// counts each rank sized from its own step times differed under load and one
+// rank waited forever), --quiet holds for `all`, and the launcher holds the
+// output directory's lock for its ranks.
+TEST(RingCli, AutoCountsAreTheSameOnEveryRankAndTheOutputIsLocked) {
+  const std::string d = tu::make_temp_dir("ring_auto");
+  const std::string run = "--variant all --nproc 2 --device cpu --batch 1 --heads 2 --seq 64 --head-dim 32 --quiet --out " + d;
+  auto r = tu::run_cli(run, 120);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err.find("[1/"), std::string::npos) << "--quiet: no headers\n" << r.err;
+  for (int rank = 0; rank < 2; ++rank) {
+    const nlohmann::json s =
+        tu::load_json(d + "/ring-sdpa-flash/1_2_64_32_bf16_causal.rank" + std::to_string(rank) + ".summary.json");
+    EXPECT_EQ(s.at("schedule").at("warmup_iters"), 3) << rank;
+    EXPECT_EQ(s.at("timing").at("reps").get<int>() * s.at("timing").at("iters_per_rep").get<int>(), 3) << rank;
+  }
+  {
+    attnprof::io::DirLock held(d);  // another run holds --out
+    r = tu::run_cli(run, 120);
+    EXPECT_EQ(r.rc, 6) << r.err;
+    EXPECT_NE(r.err.find("is in use by another attnprof run"), std::string::npos) << r.err;
+    EXPECT_EQ(tu::count_lines(r.err), 1) << r.err;
+  }
   tu::remove_tree(d);
 }
 

@@ -7,9 +7,11 @@
 // Only rank 0 prints to stdout; a rank that fails says so on stderr and
 // leaves, and the launcher stops the rest.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,9 +36,17 @@ namespace attnprof::cli {
 namespace {
 
 constexpr int kMaxProcs = 1024;
+// Set by our launcher for its ranks: it holds the output directory's lock.
+constexpr const char* kOutLockedVar = "ATTNPROF_OUT_LOCKED_BY";
 // Rank 0 may run the single-GPU baseline while the others wait on the store.
 constexpr std::chrono::minutes kStoreTimeout{60};
 constexpr std::chrono::minutes kOpTimeout{10};
+// `auto` iteration counts in a ring run (run_rank says why they are fixed):
+// the GPU default of the single-process auto warm-up, and timing counts that
+// keep a 131072-token forward (~100 ms on two H200s) to about a second.
+constexpr int kRingWarmupIters = 3;
+constexpr int kRingTimingItersCuda = 10;
+constexpr int kRingTimingItersCpu = 3;
 
 void check_device_flag(const CliOptions& o) {
   if (o.device.rfind("cuda:", 0) == 0)
@@ -71,13 +81,16 @@ int launch(const CliOptions& o, const std::vector<std::string>& names) {
     fmt::print(stderr, "attnprof: {} cannot run here: {}\n", join(names), why);
     return exit_code::kUnsupported;
   }
-  if (!output_dir_ready(o.out)) return exit_code::kOutput;
+  // The launcher holds --out for the ranks (DirLock: a second run into it
+  // exits 6); the ranks are told so and take no lock of their own.
+  io::OutputDir out_dir(o.out);  // FileError: exit 4; DirBusy: exit 6
   ring::LaunchSpec spec;
   spec.exe = ring::self_exe();
   spec.argv = ring::self_argv();
   spec.nproc = nproc;
   spec.master_port = ring::free_tcp_port();
-  spec.env = {{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"NVSHMEM_DISABLE_NVLS", "1"}};
+  spec.env = {{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"NVSHMEM_DISABLE_NVLS", "1"},
+              {kOutLockedVar, std::to_string(::getpid())}};
   if (!cuda_available()) spec.env.emplace_back("KINETO_LOG_LEVEL", std::getenv("KINETO_LOG_LEVEL") ? std::getenv("KINETO_LOG_LEVEL") : "5");
   const ring::LaunchResult res = ring::launch_ranks(spec);
   // Rank 0's stderr came through as it was written; the others' last line is
@@ -169,8 +182,16 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
   const Problem p = build_problem(ro);
   RunSettings s = build_settings(o);
   s.files.stem_suffix = ".rank" + std::to_string(env.rank);
+  // Every ring step is a collective. Counts each rank decides from its own
+  // step times (auto) can differ under load, and a rank then waits forever
+  // for a transfer its peer never starts: a ring run takes fixed counts.
+  if (s.measure.schedule.warmup_iters == kAutoIters) s.measure.schedule.warmup_iters = kRingWarmupIters;
+  if (s.measure.timing_iters == kAutoIters) s.measure.timing_iters = p.on_cuda() ? kRingTimingItersCuda : kRingTimingItersCpu;
   if (!cuda_available()) ::setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
   if (!output_dir_ready(s.files.out_dir)) return exit_code::kOutput;
+  // Under torchrun or Slurm no launcher of ours holds --out: rank 0 does.
+  std::unique_ptr<io::OutputDir> out_lock;
+  if (lead && !std::getenv(kOutLockedVar)) out_lock = std::make_unique<io::OutputDir>(s.files.out_dir);
   install_interrupt_handlers();
   try {
     ring::set_current_group(
@@ -199,7 +220,7 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
       }
       continue;
     }
-    if (lead && names.size() > 1) fmt::print(stderr, "[{}/{}] {}\n", i + 1, names.size(), run_label(name, p));
+    if (lead && names.size() > 1 && !o.quiet) fmt::print(stderr, "[{}/{}] {}\n", i + 1, names.size(), run_label(name, p));
     Measurement m = run_variant(name, p, s.measure);
     s.measure.startup_ms.reset();  // process start-up belongs to the first variant only
     RunRecord& r = m.record;
@@ -284,6 +305,9 @@ std::optional<int> run_distributed(const CliOptions& o) {
     throw UsageError(e.what());
   }
   if (!env && !o.nproc) return std::nullopt;
+  // The count first: `--nproc 0` is about the count, whatever the variant.
+  if (o.nproc && (*o.nproc < 1 || *o.nproc > kMaxProcs))
+    throw UsageError(fmt::format("--nproc must be 1 to {}, got {}", kMaxProcs, *o.nproc));
   const std::vector<std::string> names = expand_variants(o.variants, /*multi_gpu=*/true);
   for (const std::string& n : names)
     if (!find_variant(n)->has(VariantTag::multi_gpu))
