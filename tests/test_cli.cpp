@@ -166,7 +166,7 @@ TEST(Cli, RunWritesValidTraceTableAndSummary) {
 TEST(Cli, EveryProblemAxisHasItsOwnFiles) {
   const std::string d = make_temp_dir("stems");
   const std::string base = " --device cpu --batch 1 --heads 2 --seq 16 --head-dim 16 --variant naive --timing-iters 0 --out " + d;
-  for (const char* extra : {"", " --no-causal", " --kv-heads 1", " --seq-q 4 --seq-kv 16", " --pass bwd",
+  for (const char* extra : {"", " --no-causal", " --kv-heads 1", " --seq-q 4", " --pass bwd",
                             " --pass fwd+bwd"}) {
     const Result r = run_cli(base + extra);
     ASSERT_EQ(r.rc, 0) << extra << ": " << r.err;

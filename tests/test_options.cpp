@@ -102,6 +102,20 @@ TEST(Options, PresetsApplyAndExplicitFlagsWinInAnyOrder) {
   EXPECT_EQ(build_problem(parse({"--batch", "2", "--shape", "llama3-8b-decode"})).batch, 2);
   EXPECT_EQ(build_problem(parse({"--shape", "llama3-8b-decode", "--seq-kv", "100"})).seq_kv, 100);
   EXPECT_THROW(parse({"--shape", "llama9"}), CLI::ValidationError);
+  // --seq means queries and keys: given with a preset it replaces both of the
+  // preset's lengths (it was silently unused), in either order.
+  for (const auto& args : {std::vector<std::string>{"--shape", "llama3-8b-decode", "--seq", "512"},
+                           std::vector<std::string>{"--seq", "512", "--shape", "llama3-8b-decode"}}) {
+    const Problem p = build_problem(parse(args));
+    EXPECT_EQ(p.seq_q, 512);
+    EXPECT_EQ(p.seq_kv, 512);
+    EXPECT_EQ(p.heads_kv, 8) << "the preset's other fields stay";
+  }
+  const Problem q = build_problem(parse({"--shape", "llama3-8b-decode", "--seq", "512", "--seq-q", "4"}));
+  EXPECT_EQ(q.seq_q, 4);
+  EXPECT_EQ(q.seq_kv, 512);
+  EXPECT_EQ(usage_error(parse({"--seq", "64", "--seq-q", "8", "--seq-kv", "128"})),
+            "--seq 64 is unused when --seq-q and --seq-kv are both given; give --seq, or --seq-q / --seq-kv");
 }
 
 TEST(Options, SettingsCarryTheScheduleAndRejectNonsense) {
@@ -171,4 +185,20 @@ TEST(Options, IterationCountsTakeAutoOrADecimalCount) {
   CliOptions o = cpu();
   o.warmup_iters = -2;
   EXPECT_THROW(build_settings(o), UsageError);
+}
+
+// A sweep axis given twice, or a value repeated, is one point per value.
+TEST(Options, ListOptionsDropRepeatedValues) {
+  CLI::App app;
+  std::vector<int64_t> seqs;
+  std::vector<std::string> names;
+  add_integer_list_option(app, "--seq", seqs, "");
+  add_name_list_option(app, "--variant", names, "");
+  std::vector<std::string> args = {"attnprof", "--seq", "512,1024,512", "--seq", "1024,2048",
+                                   "--variant", "naive,inplace", "--variant", "naive"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  EXPECT_EQ(seqs, (std::vector<int64_t>{512, 1024, 2048}));
+  EXPECT_EQ(names, (std::vector<std::string>{"naive", "inplace"}));
 }

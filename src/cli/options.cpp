@@ -92,7 +92,8 @@ void add_integer_list_option(CLI::App& app, const std::string& name, std::vector
            for (const std::string& item : split_list(name, args)) {
              const io::DecimalParse d = io::parse_decimal(item);
              if (!d.error.empty()) throw CLI::ValidationError(name + ": " + d.error);
-             out.push_back(d.value);
+             // A value given twice (--seq 512,512, or the flag repeated) is one point.
+             if (std::find(out.begin(), out.end(), d.value) == out.end()) out.push_back(d.value);
            }
          },
          help)
@@ -107,7 +108,13 @@ void add_integer_list_option(CLI::App& app, const std::string& name, std::vector
 void add_name_list_option(CLI::App& app, const std::string& name, std::vector<std::string>& out,
                           const std::string& help) {
   app.add_option_function<std::vector<std::string>>(
-         name, [&out, name](const std::vector<std::string>& args) { out = split_list(name, args); }, help)
+         name,
+         [&out, name](const std::vector<std::string>& args) {
+           out.clear();
+           for (std::string& item : split_list(name, args))  // a name given twice runs once
+             if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(std::move(item));
+         },
+         help)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)  // --variant a --variant b: both
       ->default_str(join(out, ","));
 }
@@ -172,13 +179,18 @@ void add_shape_options(CLI::App& app, CliOptions& o) {
   app.add_option("--kv-heads", o.kv_heads,
                  "Key/value heads, dividing --heads: fewer is grouped-query attention, 1 multi-query (default: --heads)")
       ->check(decimal_integer(kInt64Min, kInt64Max));
+  // Callbacks run in definition order (--shape, --seq, --seq-q, --seq-kv): an
+  // explicit --seq drops a preset's seq_q/seq_kv before --seq-q/--seq-kv set theirs.
   app.add_option("--seq", o.seq, "Sequence length of queries and keys (unless --seq-q / --seq-kv)")
       ->capture_default_str()
-      ->check(decimal_integer(kInt64Min, kInt64Max));
+      ->check(decimal_integer(kInt64Min, kInt64Max))
+      ->each([&o](const std::string&) { o.seq_given = true, o.seq_q.reset(), o.seq_kv.reset(); });
   app.add_option("--seq-q", o.seq_q, "Queries per head, e.g. 1 for decode (default: --seq)")
-      ->check(decimal_integer(kInt64Min, kInt64Max));
+      ->check(decimal_integer(kInt64Min, kInt64Max))
+      ->each([&o](const std::string&) { o.seq_q_given = true; });
   app.add_option("--seq-kv", o.seq_kv, "Keys/values per head, e.g. the KV-cache length (default: --seq)")
-      ->check(decimal_integer(kInt64Min, kInt64Max));
+      ->check(decimal_integer(kInt64Min, kInt64Max))
+      ->each([&o](const std::string&) { o.seq_kv_given = true; });
   app.add_option("--head-dim", o.head_dim, "Head dimension")->capture_default_str()->check(decimal_integer(kInt64Min, kInt64Max));
   app.add_option("--pass", o.pass,
                  "What a step runs: fwd (the forward), bwd (the backward of a forward run outside the measured "
@@ -301,6 +313,10 @@ Problem build_problem(const CliOptions& o) {
     throw UsageError("--causal and --no-causal contradict each other; give one (causal is the default)");
   const bool causal = !o.no_causal_given;
   const int64_t kv_heads = o.kv_heads.value_or(o.heads);
+  if (o.seq_given && o.seq_q_given && o.seq_kv_given)
+    throw UsageError(fmt::format("--seq {} is unused when --seq-q and --seq-kv are both given; give --seq, or "
+                                 "--seq-q / --seq-kv",
+                                 o.seq));
   const int64_t seq_q = o.seq_q.value_or(o.seq), seq_kv = o.seq_kv.value_or(o.seq);
   check_positive("--batch", o.batch, kMaxBatch);
   check_positive("--heads", o.heads, kMaxHeads);

@@ -30,6 +30,9 @@ struct CliOptions {
   std::string pass = "fwd";
   // --causal (the default) / --no-causal; both at once is refused.
   bool causal_given = false, no_causal_given = false;
+  // Seen on the command line: an explicit --seq replaces a --shape preset's
+  // seq_q/seq_kv, and --seq with both --seq-q and --seq-kv is refused (unused).
+  bool seq_given = false, seq_q_given = false, seq_kv_given = false;
   uint64_t seed = 0;
   std::string out = "traces";
   bool no_gzip = false;
