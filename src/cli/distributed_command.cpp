@@ -226,7 +226,7 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
     RunRecord& r = m.record;
     if (r.status == Status::interrupted) {
       const std::string path = report::write_interrupted_summary(r, s.files);
-      fmt::print(stderr, "attnprof: rank {} interrupted during {}{}\n", env.rank, name, path.empty() ? "" : "; " + path + " marks it");
+      fmt::print(stderr, "attnprof: rank {} interrupted during {}{}\n", env.rank, name, path.empty() ? "" : "; " + path + " marks it interrupted");
       return 128 + interrupt_signal();
     }
     if (!r.ok()) {  // its peers would wait for it in the next transfer: leave, the launcher stops them
