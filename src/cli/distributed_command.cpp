@@ -69,8 +69,7 @@ bool output_dir_ready(const std::string& dir) {
 // Launcher side: cheap checks here (one line, exit 3, no process started),
 // then one process per rank; the ranks check the rest themselves.
 int launch(const CliOptions& o, const std::vector<std::string>& names) {
-  const int nproc = *o.nproc;
-  if (nproc < 1 || nproc > kMaxProcs) throw UsageError(fmt::format("--nproc must be 1 to {}, got {}", kMaxProcs, nproc));
+  const int nproc = *o.nproc;  // 1 to kMaxProcs (run_distributed)
   check_device_flag(o);
   const Problem p = build_problem(o);
   (void)build_settings(o);  // every flag validated before N processes start

@@ -1,10 +1,11 @@
 #include "distributed/inner.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 
 #include <stdexcept>
 #include <tuple>
+
+#include "kernels/ops_signatures.h"
 
 namespace attnprof::ring {
 
@@ -29,10 +30,7 @@ namespace {
 
 // attnprof's operators share one schema: (q, k, v, causal, scale) -> (out, lse).
 BlockAttention operator_block(const char* op) {
-  auto handle = c10::Dispatcher::singleton()
-                    .findSchemaOrThrow(op, "")
-                    .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
-                                                              const at::Tensor&, bool, double)>();
+  auto handle = ops::op_handle<ops::FlashAttentionFn>(op);
   return [handle](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, double scale) {
     auto [out, lse] = handle.call(q, k, v, causal, scale);
     return BlockResult{out, lse};

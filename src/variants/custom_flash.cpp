@@ -16,6 +16,7 @@
 #ifdef ATTNPROF_HAVE_CUDA_KERNELS
 #include "kernels/flash_attention/flash_fwd_api.h"
 #endif
+#include "kernels/ops_signatures.h"
 #include "variants/custom_op_variant.h"
 #include "variants/factories.h"
 
@@ -50,11 +51,7 @@ class CustomFlash final : public CustomOpVariant {
   }
 
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
-    static auto op =
-        c10::Dispatcher::singleton()
-            .findSchemaOrThrow("attnprof::flash_attention", "")
-            .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
-                                                      const at::Tensor&, bool, double)>();
+    static auto op = ops::op_handle<ops::FlashAttentionFn>("attnprof::flash_attention");
     return std::get<0>(op.call(q, k, v, causal_, scale_));
   }
 

@@ -16,6 +16,7 @@
 #include "attnprof/variant.h"
 #include "kernels/flash_attention/flash_bwd_describe.h"
 #include "kernels/flash_sm90/flash_sm90_traits.h"
+#include "kernels/ops_signatures.h"
 #include "variants/custom_op_variant.h"
 #include "variants/factories.h"
 #include "variants/torch_problem.h"
@@ -65,23 +66,19 @@ class CustomFlashSm90 final : public CustomOpVariant {
   }
 
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
-    static auto op =
-        c10::Dispatcher::singleton()
-            .findSchemaOrThrow("attnprof::flash_attention_sm90", "")
-            .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
-                                                      const at::Tensor&, bool, double)>();
+    static auto op = ops::op_handle<ops::FlashAttentionFn>("attnprof::flash_attention_sm90");
     return std::get<0>(op.call(q, k, v, causal_, scale_));
   }
 
   std::vector<Fact> facts() const override {
     using T = flash_sm90::FwdConfig<128, uint16_t>::Traits;
-    std::vector<Fact> f = {{"kernel",
-             "attnprof::flash_sm90::flash_fwd_sm90_kernel (persistent, one " + std::to_string(T::kThreads) +
-                 "-thread block per SM: 1 producer warpgroup issuing TMA loads, " +
-                 std::to_string(T::kConsumerWarpgroups) + " consumer warpgroups of 64 query rows on wgmma; " +
-                 std::to_string(T::kProducerRegs) + "/" + std::to_string(T::kConsumerRegs) +
-                 " registers per producer/consumer thread by setmaxnreg)"},
-            {"tiles", describe_config<64>() + "; " + describe_config<128>()}};
+    std::vector<Fact> f = {
+        {"kernel", "attnprof::flash_sm90::flash_fwd_sm90_kernel (persistent, one " + std::to_string(T::kThreads) +
+                       "-thread block per SM: 1 producer warpgroup issuing TMA loads, " +
+                       std::to_string(T::kConsumerWarpgroups) + " consumer warpgroups of 64 query rows on wgmma; " +
+                       std::to_string(T::kProducerRegs) + "/" + std::to_string(T::kConsumerRegs) +
+                       " registers per producer/consumer thread by setmaxnreg)"},
+        {"tiles", describe_config<64>() + "; " + describe_config<128>()}};
     // Its backward is custom-flash's (the same autograd node, ops_autograd.cpp).
     if (pass_ != Pass::fwd) f.push_back({"backward kernels", flash::describe_bwd(head_dim_)});
     return f;

@@ -3,13 +3,13 @@
 // mask and softmax in one pass over each score row) → at::matmul (P·V):
 // 3 kernels per forward against inplace's 5.
 #include <ATen/ATen.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 
 #include <memory>
 #include <string>
 
 #include "attnprof/problem.h"
 #include "attnprof/variant.h"
+#include "kernels/ops_signatures.h"
 #include "variants/custom_op_variant.h"
 #include "variants/factories.h"
 #include "variants/torch_problem.h"
@@ -36,9 +36,7 @@ class CustomSoftmax final : public CustomOpVariant {
   }
 
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
-    static auto op = c10::Dispatcher::singleton()
-                         .findSchemaOrThrow("attnprof::scaled_masked_softmax", "")
-                         .typed<at::Tensor(const at::Tensor&, double, bool)>();
+    static auto op = ops::op_handle<ops::ScaledMaskedSoftmaxFn>("attnprof::scaled_masked_softmax");
     at::Tensor scores = at::matmul(q, expand_kv_heads(k, heads_q_).transpose(-2, -1));
     at::Tensor probs = op.call(scores, scale_, causal_);
     return at::matmul(probs, expand_kv_heads(v, heads_q_));
