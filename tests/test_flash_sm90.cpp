@@ -26,6 +26,7 @@
 
 #include "attention_test_inputs.h"
 #include "attnprof/problem.h"
+#include "kernels/flash_sm90/tile_order.h"
 #include "attnprof/variant.h"
 #include "variants/factories.h"
 #include "variants/torch_problem.h"
@@ -192,6 +193,10 @@ TEST(FlashSm90Op, MatchesFloat64Reference) {
     for (auto [b, hq, hkv] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {3, 4, 4}, {2, 8, 2}})
       shapes.push_back({b, hq, hkv, seq, seq});
   shapes.push_back({1, 8, 2, 4096, 4096});
+  // 35 heads of 2048 keys: K/V of 35 MB, past 5/8 of a 50 MB L2, so the causal
+  // tile order cuts the heads into sections (18 + 17 on the H200), one of
+  // them spanning two batch entries.
+  shapes.push_back({5, 7, 7, 2048, 2048});
   run_shapes("square, grouped heads", shapes, seed);
 }
 
@@ -268,6 +273,99 @@ TEST(FlashSm90Op, RejectsBadInputs) {
   expect_error(shifted, q, q, "16-byte aligned");
   EXPECT_THROW(flash_op().call(q, q, q, true, std::nan("")), c10::Error);
   EXPECT_THROW(flash_op().call(q, q, q, true, -1.0), c10::Error);
+}
+
+// The tile order (tile_order.h) needs no GPU: every tile exactly once, each
+// section a run of whole heads taken longest query block first, and, with
+// the greedy hand-out the kernel's atomic counter does, a busiest SM close to
+// the average where head-by-head order left a long tail.
+using attnprof::flash_sm90::plan_tile_order;
+using attnprof::flash_sm90::tile_coord;
+using attnprof::flash_sm90::TileOrder;
+
+namespace order {
+
+// Finish time of the busiest of `sms` SMs over the average, tiles handed to
+// whichever is free first; a tile of query block m costs m + 1 key blocks
+// (causal, square) plus one block of fixed cost.
+double tail_ratio(const std::vector<int>& m_blocks, int sms) {
+  std::vector<double> busy(static_cast<size_t>(sms), 0.0);
+  double total = 0;
+  for (int m : m_blocks) {
+    auto it = std::min_element(busy.begin(), busy.end());
+    *it += m + 2.0;
+    total += m + 2.0;
+  }
+  return *std::max_element(busy.begin(), busy.end()) / (total / sms);
+}
+
+}  // namespace order
+
+TEST(FlashSm90TileOrder, VisitsEveryTileOnceLongestFirstWithinSections) {
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  for (int trial = 0; trial < 400; ++trial) {
+    const int group = 1 << (rng() % 4);
+    const int heads = group * (1 + static_cast<int>(rng() % 40));
+    const int m_blocks = 1 + static_cast<int>(rng() % 70);
+    const int64_t kv_bytes = int64_t{1} << (12 + rng() % 14);
+    const int64_t l2 = int64_t{1} << (20 + rng() % 7);
+    const int sms = 1 + static_cast<int>(rng() % 140);
+    const bool causal = rng() % 4 != 0;
+    SCOPED_TRACE("heads " + std::to_string(heads) + " group " + std::to_string(group) + " m_blocks " +
+                 std::to_string(m_blocks) + " kv " + std::to_string(kv_bytes) + " l2 " + std::to_string(l2) +
+                 " sms " + std::to_string(sms) + (causal ? " causal" : " full") + ", seed " + std::to_string(seed));
+    const TileOrder o = plan_tile_order(heads, group, m_blocks, kv_bytes, l2, sms, causal);
+    ASSERT_GE(o.section_heads, 1);
+    std::vector<int> seen(static_cast<size_t>(heads) * m_blocks, 0);
+    int section_first = 0, section_end = 0, prev_m = 0;
+    for (int tile = 0; tile < heads * m_blocks; ++tile) {
+      const auto c = tile_coord(o, tile);
+      ASSERT_TRUE(c.bh >= 0 && c.bh < heads && c.m_block >= 0 && c.m_block < m_blocks) << "tile " << tile;
+      ++seen[static_cast<size_t>(c.bh) * m_blocks + c.m_block];
+      if (c.bh >= section_end) {  // a new section starts at its first head, longest block first
+        ASSERT_EQ(c.bh, section_end) << "tile " << tile;
+        ASSERT_EQ(c.m_block, m_blocks - 1) << "tile " << tile;
+        section_first = section_end;
+        section_end += o.section_heads + (section_first < o.big_sections * (o.section_heads + 1) ? 1 : 0);
+      } else {
+        ASSERT_GE(c.bh, section_first) << "tile " << tile;
+        ASSERT_LE(c.m_block, prev_m) << "tile " << tile << ": a longer block after a shorter one";
+      }
+      prev_m = c.m_block;
+    }
+    EXPECT_EQ(section_end, heads);
+    EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; })) << "a tile missed or repeated";
+    if (!causal) EXPECT_EQ(o.section_heads, 1) << "equal tiles: head by head";
+  }
+}
+
+TEST(FlashSm90TileOrder, CausalTailNearTheAverageOnAnH200) {
+  constexpr int kSms = 132;
+  constexpr int64_t kL2 = 50 * 1024 * 1024;
+  struct Case {
+    int batch_heads, seq, head_dim;
+  };
+  for (const Case& c : {Case{64, 4096, 128}, Case{128, 1024, 64}, Case{16, 16384, 128}, Case{64, 8192, 128},
+                        Case{32, 2048, 128}, Case{256, 512, 64}}) {
+    SCOPED_TRACE(std::to_string(c.batch_heads) + " heads x " + std::to_string(c.seq) + " x d" +
+                 std::to_string(c.head_dim));
+    const int m_blocks = (c.seq + 127) / 128;
+    const TileOrder o =
+        plan_tile_order(c.batch_heads, 1, m_blocks, int64_t{4} * c.seq * c.head_dim, kL2, kSms, true);
+    std::vector<int> sectioned, head_by_head;
+    for (int t = 0; t < c.batch_heads * m_blocks; ++t) {
+      sectioned.push_back(tile_coord(o, t).m_block);
+      head_by_head.push_back(m_blocks - 1 - t % m_blocks);
+    }
+    const double ours = order::tail_ratio(sectioned, kSms);
+    const double before = order::tail_ratio(head_by_head, kSms);
+    std::cout << "[ sm90     ] " << c.batch_heads << "x" << c.seq << " d" << c.head_dim << ": busiest SM "
+              << ours << " of the average (head by head: " << before << "), " << o.section_heads
+              << " heads per section\n";
+    EXPECT_LE(ours, 1.035);
+    EXPECT_LE(ours, before + 1e-9);
+  }
 }
 
 // supports() needs no GPU: it must answer with a reason, never crash.

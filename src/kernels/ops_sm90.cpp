@@ -95,6 +95,7 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_cuda(const at::Tensor& q
   p.seqlen_k = static_cast<int>(seq_k);
   p.head_dim = static_cast<int>(head_dim);
   p.num_sms = prop->multiProcessorCount;
+  p.l2_bytes = prop->l2CacheSize;
   p.scale = static_cast<float>(scale);
   p.scale_log2 = static_cast<float>(scale * 1.4426950408889634);  // log2(e)
   p.causal = causal;

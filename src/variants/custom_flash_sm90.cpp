@@ -24,14 +24,23 @@
 namespace attnprof {
 namespace {
 
-// The tile configuration of one head dim, in words, from the kernel's traits
-// (Element only sets the element size: any 16-bit type gives the same shape).
-template <int kHeadDim>
+// The configuration one (head dim, mask) runs, in words, from the kernel's
+// traits (Element only sets the element size: any 16-bit type gives the same shape).
+template <int kHeadDim, bool kCausal>
 std::string describe_config() {
-  using T = typename flash_sm90::FwdConfig<kHeadDim, uint16_t>::Traits;
-  return "head_dim " + std::to_string(kHeadDim) + ": tiles of " + std::to_string(T::kBlockM) +
+  using T = typename flash_sm90::FwdConfig<kHeadDim, uint16_t, kCausal>::Traits;
+  return std::to_string(T::kThreads) + "-thread blocks (" + std::to_string(T::kConsumerWarpgroups) +
+         " consumer warpgroups, " + std::to_string(T::kProducerRegs) + "/" + std::to_string(T::kConsumerRegs) +
+         " registers per producer/consumer thread by setmaxnreg), tiles of " + std::to_string(T::kBlockM) +
          " query rows x " + std::to_string(T::kBlockN) + " keys, " + std::to_string(T::kStages) +
          "-stage K/V ring, " + std::to_string(T::kSmemBytes / 1024) + " KiB shared memory";
+}
+
+template <int kHeadDim>
+std::string describe_head_dim() {
+  const std::string causal = describe_config<kHeadDim, true>(), full = describe_config<kHeadDim, false>();
+  const std::string d = "head_dim " + std::to_string(kHeadDim) + ": ";
+  return causal == full ? d + causal : d + "causal " + causal + "; full " + full;
 }
 
 class CustomFlashSm90 final : public CustomOpVariant {
@@ -39,7 +48,7 @@ class CustomFlashSm90 final : public CustomOpVariant {
   std::string name() const override { return "custom-flash-sm90"; }
   std::string description() const override {
     return "attnprof's Hopper attention kernel: TMA loads on mbarriers, a producer warpgroup and two "
-           "consumer warpgroups (wgmma, ping-pong), online softmax overlapped with the GEMMs (1 kernel)";
+           "or three consumer warpgroups (wgmma, ping-pong), online softmax overlapped with the GEMMs (1 kernel)";
   }
 
   Support supports(const Problem& p) const override {
@@ -71,14 +80,11 @@ class CustomFlashSm90 final : public CustomOpVariant {
   }
 
   std::vector<Fact> facts() const override {
-    using T = flash_sm90::FwdConfig<128, uint16_t>::Traits;
     std::vector<Fact> f = {
-        {"kernel", "attnprof::flash_sm90::flash_fwd_sm90_kernel (persistent, one " + std::to_string(T::kThreads) +
-                       "-thread block per SM: 1 producer warpgroup issuing TMA loads, " +
-                       std::to_string(T::kConsumerWarpgroups) + " consumer warpgroups of 64 query rows on wgmma; " +
-                       std::to_string(T::kProducerRegs) + "/" + std::to_string(T::kConsumerRegs) +
-                       " registers per producer/consumer thread by setmaxnreg)"},
-        {"tiles", describe_config<64>() + "; " + describe_config<128>()}};
+        {"kernel", "attnprof::flash_sm90::flash_fwd_sm90_kernel (persistent, one block per SM: 1 producer "
+                   "warpgroup issuing TMA loads, consumer warpgroups of 64 query rows on wgmma; causal tiles "
+                   "longest first within L2-sized sections of heads, from an atomic counter)"},
+        {"tiles", describe_head_dim<64>() + " | " + describe_head_dim<128>()}};
     // Its backward is custom-flash's (the same autograd node, ops_autograd.cpp).
     if (pass_ != Pass::fwd) f.push_back({"backward kernels", flash::describe_bwd(head_dim_)});
     return f;

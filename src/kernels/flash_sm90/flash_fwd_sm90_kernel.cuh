@@ -1,17 +1,18 @@
 // Hopper attention forward, warp-specialised (device code only).
 //
 // Persistent: gridDim.x blocks (at most one per SM) loop over tiles of
-// kBlockM query rows of one (batch, query head). Tile t is query block
-// num_m_blocks - 1 - t % num_m_blocks of head t / num_m_blocks: the blocks of
-// one head are handed out together (its K/V stays in L2 while they run), the
-// longest causal rows first.
+// kBlockM query rows of one (batch, query head), in the order of
+// tile_order.h: head by head, or under causal masking longest rows first
+// within sections of heads whose K/V fits in L2.
 //
 // Warpgroup 0, the producer, gives its registers back (setmaxnreg.dec) and
-// one of its threads issues every TMA copy: per tile the Q tile, then K and V
-// tiles from the last visible key block down to block 0, into kStages
-// buffers, each waiting for its buffer's "empty" barrier and completing on its
-// "full" barrier. It also fetches the next tile index (an atomic counter under
-// causal masking) and passes it through shared memory with the Q barrier.
+// one of its threads issues every TMA copy: per tile the Q tile (into one of
+// kQStages buffers, so the next tile's Q arrives while the consumers finish
+// the current one), then K and V tiles from the last visible key block down
+// to block 0, into kStages buffers, each waiting for its buffer's "empty"
+// barrier and completing on its "full" barrier. It also fetches the next tile
+// index (an atomic counter under causal masking) and passes it through shared
+// memory with the Q barrier.
 //
 // Warpgroups 1..kConsumerWarpgroups, the consumers, take the registers
 // (setmaxnreg.inc), 64 Q rows each. Per key block j they issue S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1}
@@ -35,6 +36,7 @@
 #include "kernels/common/sm90_wgmma.cuh"
 #include "kernels/flash_sm90/flash_sm90_traits.h"
 #include "kernels/flash_sm90/softmax_sm90.cuh"
+#include "kernels/flash_sm90/tile_order.h"
 
 namespace attnprof::flash_sm90 {
 
@@ -53,6 +55,7 @@ struct KernelArgs {
   int seqlen_k;
   int causal_offset;   // seqlen_k - seqlen_q: key j visible to query i iff j <= i + offset
   int num_m_blocks;    // query blocks per head
+  TileOrder order;     // tile index -> (head, query block)
   int num_n_blocks;    // key blocks per head
   int total_tiles;     // num_m_blocks · B · Hq
   float scale;
@@ -72,9 +75,10 @@ struct Tile {
 
 template <typename Traits>
 __device__ __forceinline__ Tile decode_tile(const KernelArgs& a, int tile) {
+  const TileCoord c = tile_coord(a.order, tile);
   Tile t;
-  t.bh = tile / a.num_m_blocks;
-  t.m_block = a.num_m_blocks - 1 - (tile - t.bh * a.num_m_blocks);
+  t.bh = c.bh;
+  t.m_block = c.m_block;
   t.n_blocks = a.num_n_blocks;
   if (a.causal) {
     const int last_row = min((t.m_block + 1) * Traits::kBlockM, a.seqlen_q) - 1;
@@ -90,12 +94,14 @@ struct Smem {
   uint32_t q, k, v, bar;
   volatile int* tile_slot;
 
-  __device__ uint32_t q_full() const { return bar; }
-  __device__ uint32_t q_empty() const { return bar + 8; }
-  __device__ uint32_t k_full(uint32_t s) const { return bar + 16 + 8 * s; }
-  __device__ uint32_t k_empty(uint32_t s) const { return bar + 16 + 8 * (Traits::kStages + s); }
-  __device__ uint32_t v_full(uint32_t s) const { return bar + 16 + 8 * (2 * Traits::kStages + s); }
-  __device__ uint32_t v_empty(uint32_t s) const { return bar + 16 + 8 * (3 * Traits::kStages + s); }
+  static constexpr uint32_t kKV = 16 * Traits::kQStages;  // the K/V barriers follow the Q ones
+  __device__ uint32_t q_tile(uint32_t s) const { return q + s * Traits::kQBytes; }
+  __device__ uint32_t q_full(uint32_t s) const { return bar + 8 * s; }
+  __device__ uint32_t q_empty(uint32_t s) const { return bar + 8 * (Traits::kQStages + s); }
+  __device__ uint32_t k_full(uint32_t s) const { return bar + kKV + 8 * s; }
+  __device__ uint32_t k_empty(uint32_t s) const { return bar + kKV + 8 * (Traits::kStages + s); }
+  __device__ uint32_t v_full(uint32_t s) const { return bar + kKV + 8 * (2 * Traits::kStages + s); }
+  __device__ uint32_t v_empty(uint32_t s) const { return bar + kKV + 8 * (3 * Traits::kStages + s); }
 };
 
 // Position in the K/V ring: stage and the parity of its current phase.
@@ -118,28 +124,29 @@ __device__ __forceinline__ void producer(const KernelArgs& a, const Smem<Traits>
   prefetch_tensor_map(&a.tma_v);
   const int group = a.heads_q / a.heads_kv;
   RingPos<Traits::kStages> pos;
-  uint32_t q_phase = 0;
+  RingPos<Traits::kQStages> qpos;
   int tile = blockIdx.x;
   for (;;) {
-    // The consumers have issued their last read of the previous Q tile (and
-    // read the previous tile index long before).
-    mbar_wait(sm.q_empty(), q_phase ^ 1);
-    q_phase ^= 1;
-    *sm.tile_slot = tile;
+    // The consumers have issued their last read of the Q tile that used this
+    // stage (and read its tile index long before).
+    mbar_wait(sm.q_empty(qpos.stage), qpos.phase ^ 1);
+    const uint32_t q_full = sm.q_full(qpos.stage);
+    sm.tile_slot[qpos.stage] = tile;
     if (tile >= a.total_tiles) {
-      mbar_arrive(sm.q_full());  // the end marker: no more tiles
+      mbar_arrive(q_full);  // the end marker: no more tiles
       return;
     }
     const Tile t = decode_tile<Traits>(a, tile);
     if (t.n_blocks > 0) {
-      mbar_arrive_expect_tx(sm.q_full(), Traits::kQBytes);
+      mbar_arrive_expect_tx(q_full, Traits::kQBytes);
 #pragma unroll
       for (int cb = 0; cb < Traits::kColBlocks; ++cb)
-        tma_load_3d(sm.q + cb * Traits::kQColBytes, &a.tma_q, sm.q_full(), cb * Traits::kColElems,
+        tma_load_3d(sm.q_tile(qpos.stage) + cb * Traits::kQColBytes, &a.tma_q, q_full, cb * Traits::kColElems,
                     t.m_block * Traits::kBlockM, t.bh);
     } else {
-      mbar_arrive(sm.q_full());  // nothing visible: the consumers write zeros
+      mbar_arrive(q_full);  // nothing visible: the consumers write zeros
     }
+    qpos.advance();
     // Fetched now, needed after the K/V loop: the atomic's latency hides.
     const int next = a.tile_counter ? static_cast<int>(gridDim.x) + atomicAdd(a.tile_counter, 1)
                                     : tile + static_cast<int>(gridDim.x);
@@ -183,7 +190,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
   // K-major (head_dim contiguous); V is the MN-major B of P·V (head_dim, its N,
   // contiguous), column blocks kKVColBytes apart. The k16 steps add byte
   // offsets / 16 to the address field.
-  const uint64_t desc_q = smem_desc_sw128(sm.q + cwg * 64 * 128, 16, 1024);
+  const uint64_t desc_q0 = smem_desc_sw128(sm.q + cwg * 64 * 128, 16, 1024);  // Q stage 0
   const uint64_t desc_k = smem_desc_sw128(sm.k, 16, 1024);
   const uint64_t desc_v = smem_desc_sw128(sm.v, Traits::kKVColBytes, 1024);
   auto q_step = [](int ks) { return static_cast<uint64_t>(((ks / 4) * Traits::kQColBytes + (ks % 4) * 32) >> 4); };
@@ -201,14 +208,16 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
   if (cwg == kNumConsumers - 1) named_bar_arrive(Traits::kSchedulerBarrier, kTokenThreads);
 
   RingPos<Traits::kStages> pos;
-  uint32_t q_phase = 0;
+  RingPos<Traits::kQStages> qpos;
   for (;;) {
-    mbar_wait(sm.q_full(), q_phase);
-    q_phase ^= 1;
+    const uint32_t q_stage = qpos.stage;
+    mbar_wait(sm.q_full(q_stage), qpos.phase);
+    qpos.advance();
     // Shuffled from lane 0 so the compiler knows it is warp-uniform: wgmma
     // under control flow it cannot prove uniform gets serialised (C7520).
-    const int tile = __shfl_sync(0xffffffffu, *sm.tile_slot, 0);
+    const int tile = __shfl_sync(0xffffffffu, sm.tile_slot[q_stage], 0);
     if (tile >= a.total_tiles) break;
+    const uint64_t desc_q = desc_q0 + ((q_stage * Traits::kQBytes) >> 4);
     const Tile t = decode_tile<Traits>(a, tile);
     const int wg_row0 = t.m_block * kBM + cwg * 64;  // first query row of this warpgroup
     const int row0 = wg_row0 + row_in_wg;
@@ -219,7 +228,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
     RowState st = {{-INFINITY, -INFINITY}, {0.f, 0.f}};
 
     if (t.n_blocks == 0) {
-      if (warp_leader) mbar_arrive(sm.q_empty());
+      if (warp_leader) mbar_arrive(sm.q_empty(q_stage));
     } else {
       uint32_t p[Traits::kPSteps][4];  // P of the previous key block, packed as wgmma A fragments
       RingPos<Traits::kStages> prev;
@@ -250,7 +259,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
         wgmma_wait<kFirst ? 0 : 1>();  // S done; P·V may still run
         pin_registers(s);
         if (warp_leader) {
-          if (i == t.n_blocks - 1) mbar_arrive(sm.q_empty());  // last read of this Q tile
+          if (i == t.n_blocks - 1) mbar_arrive(sm.q_empty(q_stage));  // last read of this Q tile
           mbar_arrive(sm.k_empty(pos.stage));
         }
 
@@ -354,8 +363,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   sm.tile_slot = reinterpret_cast<volatile int*>(smem_raw + (base - raw) + Traits::kOffTileSlot);
 
   if (threadIdx.x == 0) {
-    mbar_init(sm.q_full(), 1);
-    mbar_init(sm.q_empty(), Traits::kConsumerWarps);
+#pragma unroll
+    for (int s = 0; s < Traits::kQStages; ++s) {
+      mbar_init(sm.q_full(s), 1);
+      mbar_init(sm.q_empty(s), Traits::kConsumerWarps);
+    }
 #pragma unroll
     for (int s = 0; s < Traits::kStages; ++s) {
       mbar_init(sm.k_full(s), 1);

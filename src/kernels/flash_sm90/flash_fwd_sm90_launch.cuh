@@ -12,6 +12,7 @@
 #include "kernels/flash_sm90/flash_fwd_sm90_kernel.cuh"
 #include "kernels/flash_sm90/flash_sm90_params.h"
 #include "kernels/flash_sm90/flash_sm90_traits.h"
+#include "kernels/flash_sm90/tile_order.h"
 
 namespace attnprof::flash_sm90 {
 
@@ -21,9 +22,10 @@ namespace attnprof::flash_sm90 {
 CUtensorMap make_tensor_map(const void* base, bool is_bf16, int head_dim, int rows, int slabs,
                             int box_rows);
 
-template <int kHeadDim, typename Element>
-void run_fwd_hdim(const FwdParams& p, cudaStream_t stream) {
-  using Traits = typename FwdConfig<kHeadDim, Element>::Traits;
+template <typename Traits>
+void launch_fwd(const FwdParams& p, cudaStream_t stream) {
+  constexpr int kHeadDim = Traits::kHeadDim;
+  using Element = typename Traits::Element;
   KernelArgs a;
   a.tma_q = make_tensor_map(p.q, p.is_bf16, kHeadDim, p.seqlen_q, p.batch * p.heads_q, Traits::kBlockM);
   a.tma_k = make_tensor_map(p.k, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN);
@@ -39,6 +41,9 @@ void run_fwd_hdim(const FwdParams& p, cudaStream_t stream) {
   a.num_m_blocks = (p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM;
   a.num_n_blocks = (p.seqlen_k + Traits::kBlockN - 1) / Traits::kBlockN;
   a.total_tiles = a.num_m_blocks * p.batch * p.heads_q;  // bounds checked at the boundary
+  a.order = plan_tile_order(p.batch * p.heads_q, p.heads_q / p.heads_kv, a.num_m_blocks,
+                            int64_t{2} * p.seqlen_k * kHeadDim * static_cast<int64_t>(sizeof(Element)),
+                            p.l2_bytes, p.num_sms, p.causal);
   a.scale = p.scale;
   a.scale_log2 = p.scale_log2;
   a.causal = p.causal;
@@ -49,6 +54,15 @@ void run_fwd_hdim(const FwdParams& p, cudaStream_t stream) {
   const int grid = std::min(a.total_tiles, p.num_sms);
   kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(a);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <int kHeadDim, typename Element>
+void run_fwd_hdim(const FwdParams& p, cudaStream_t stream) {
+  if (p.causal) {
+    launch_fwd<typename FwdConfig<kHeadDim, Element, true>::Traits>(p, stream);
+  } else {
+    launch_fwd<typename FwdConfig<kHeadDim, Element, false>::Traits>(p, stream);
+  }
 }
 
 }  // namespace attnprof::flash_sm90

@@ -18,9 +18,9 @@ struct FwdParams {
   void* o = nullptr;
   float* lse = nullptr;  // [batch, heads_q, seqlen_q], natural log
 
-  // Causal launches hand tiles out through this zeroed counter (longest rows
-  // first, whichever SM is free takes the next); nullptr: each block takes
-  // every gridDim.x-th tile, which balances when all tiles cost the same.
+  // Causal launches hand tiles out through this zeroed counter (in the order
+  // of tile_order.h, whichever SM is free takes the next); nullptr: each block
+  // takes every gridDim.x-th tile, which balances when all tiles cost the same.
   int* tile_counter = nullptr;
 
   int batch = 0;
@@ -30,6 +30,7 @@ struct FwdParams {
   int seqlen_k = 0;
   int head_dim = 0;
   int num_sms = 0;  // persistent grid: at most one block per SM
+  int64_t l2_bytes = 0;  // sizes the head sections of the causal tile order (tile_order.h)
 
   float scale = 1.f;       // softmax scale applied to Q·Kᵀ
   float scale_log2 = 1.f;  // scale · log2(e): the kernel uses exp2

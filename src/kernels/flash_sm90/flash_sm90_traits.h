@@ -13,6 +13,17 @@
 
 #include <cstdint>
 
+// Q tiles in shared memory: with 2 the producer loads the next tile's Q while
+// the consumers still work on the current one; with 1 it waits until their
+// last Q·Kᵀ of the tile. H200, bf16, op level, same run, two repetitions
+// (2026-12-01; TFLOP/s, 2 stages against 1): 634/635 against 566/565 at
+// 4x16x8192x128 causal, 660/663 against 602/597 at 1x16x16384x128 causal,
+// 636/647 against 590/591 full there, 388/388 against 370/370 at
+// 8x16x1024x64 full, 609/609 against 596/597 at 4x16x4096x128 full.
+#ifndef ATTNPROF_SM90_Q_STAGES
+#define ATTNPROF_SM90_Q_STAGES 2
+#endif
+
 namespace attnprof::flash_sm90 {
 
 template <int kHeadDim_, int kBlockN_, int kStages_, int kConsumerWarpgroups_, int kPolyExpEvery_,
@@ -59,15 +70,17 @@ struct FwdTraits {
   static constexpr int kQBytes = kQColBytes * kColBlocks;
   static constexpr int kKVBytes = kKVColBytes * kColBlocks;  // one K or one V stage
 
+  static constexpr int kQStages = ATTNPROF_SM90_Q_STAGES;
   static constexpr int kOffQ = 0;
-  static constexpr int kOffK = kOffQ + kQBytes;
+  static constexpr int kOffK = kOffQ + kQStages * kQBytes;
   static constexpr int kOffV = kOffK + kStages * kKVBytes;
   static constexpr int kOffBarriers = kOffV + kStages * kKVBytes;
-  // q_full, q_empty, then k_full, k_empty, v_full, v_empty per stage; then the tile slot.
-  static constexpr int kNumBarriers = 2 + 4 * kStages;
+  // q_full, q_empty per Q stage, then k_full, k_empty, v_full, v_empty per
+  // K/V stage; then one tile slot per Q stage.
+  static constexpr int kNumBarriers = 2 * kQStages + 4 * kStages;
   static constexpr int kOffTileSlot = kOffBarriers + 8 * kNumBarriers;
   // + 1024: the dynamic shared-memory base is rounded up to the swizzle atom.
-  static constexpr int kSmemBytes = kOffTileSlot + 16 + 1024;
+  static constexpr int kSmemBytes = kOffTileSlot + 4 * kQStages + 16 + 1024;
 
   // Registers per consumer thread: S (and P as fp32), O, and P packed for wgmma.
   static constexpr int kSRegs = kBlockN / 2;
@@ -85,6 +98,7 @@ struct FwdTraits {
                 "kBlockN: wgmma n (multiple of 16 here for the P·V k16 steps), a TMA box of <= 256 rows");
   static_assert(kBlockM <= 256, "a TMA box has at most 256 rows");
   static_assert(kStages >= 2, "TMA needs at least double buffering to overlap");
+  static_assert(kQStages == 1 || kQStages == 2, "one or two Q tiles");
   static_assert(kQColBytes % 1024 == 0 && kKVColBytes % 1024 == 0,
                 "every tile and column block must start on a 1024-byte swizzle atom");
   static_assert(kSmemBytes <= 227 * 1024, "over the per-block shared memory limit of sm_90");
@@ -97,9 +111,13 @@ struct FwdTraits {
 // - d128: key tiles of 176 (208 KB) and 3 stages (230 KB) won at some shapes
 //   and lost at others by a few per cent, within the run-to-run spread;
 //   128 keys x 2 stages stays.
-// - d64: 3 consumers (192-row tiles) was +2% and +8% at 8x16x1024x64 full in
-//   two runs but -10% and -5% causal; 2 consumers stays, pending a full test
-//   run of the 3-consumer kernel.
+// - d64: 3 consumers (192-row tiles, 160 registers each) against 2, same
+//   run, after the causal tile order (tile_order.h), 2026-12-01, two
+//   repetitions: full 364/367 against 335/336 TFLOP/s at 8x16x1024x64 and
+//   298/308 against 276/283 at 16x16x512x64 (+8-9%, even with 1024 rows
+//   wasting an eighth of a 192-row tile); causal 231/226 against 246/242 and
+//   158/159 against 169/169 (-6%). So d64 runs 3 consumers without causal
+//   masking and 2 with it.
 // - exp2 on the FMA pipes for 1/4 or 1/2 of P cost 5-20% everywhere: off.
 // - a rescale slack of 8 beat moving the max on every increase by 1-5% at
 //   d128 (the per-warp vote of the latter still fired on most key blocks).
@@ -127,25 +145,29 @@ struct FwdTraits {
 #ifndef ATTNPROF_SM90_D128_RESCALE_SLACK
 #define ATTNPROF_SM90_D128_RESCALE_SLACK 8
 #endif
-#ifndef ATTNPROF_SM90_D64_CONSUMERS
-#define ATTNPROF_SM90_D64_CONSUMERS 2
+#ifndef ATTNPROF_SM90_D64_CAUSAL_CONSUMERS
+#define ATTNPROF_SM90_D64_CAUSAL_CONSUMERS 2
+#endif
+#ifndef ATTNPROF_SM90_D64_FULL_CONSUMERS
+#define ATTNPROF_SM90_D64_FULL_CONSUMERS 3
 #endif
 #ifndef ATTNPROF_SM90_D128_CONSUMERS
 #define ATTNPROF_SM90_D128_CONSUMERS 2
 #endif
 
-template <int kHeadDim, typename Element>
+// One configuration per (head dim, causal); at head_dim 128 both are the same.
+template <int kHeadDim, typename Element, bool kCausal>
 struct FwdConfig;
 
-template <typename Element>
-struct FwdConfig<64, Element> {
+template <typename Element, bool kCausal>
+struct FwdConfig<64, Element, kCausal> {
   using Traits = FwdTraits<64, ATTNPROF_SM90_D64_BLOCK_N, ATTNPROF_SM90_D64_STAGES,
-                           ATTNPROF_SM90_D64_CONSUMERS, ATTNPROF_SM90_D64_POLY_EXP_EVERY,
-                           ATTNPROF_SM90_D64_RESCALE_SLACK, Element>;
+                           kCausal ? ATTNPROF_SM90_D64_CAUSAL_CONSUMERS : ATTNPROF_SM90_D64_FULL_CONSUMERS,
+                           ATTNPROF_SM90_D64_POLY_EXP_EVERY, ATTNPROF_SM90_D64_RESCALE_SLACK, Element>;
 };
 
-template <typename Element>
-struct FwdConfig<128, Element> {
+template <typename Element, bool kCausal>
+struct FwdConfig<128, Element, kCausal> {
   using Traits = FwdTraits<128, ATTNPROF_SM90_D128_BLOCK_N, ATTNPROF_SM90_D128_STAGES,
                            ATTNPROF_SM90_D128_CONSUMERS, ATTNPROF_SM90_D128_POLY_EXP_EVERY,
                            ATTNPROF_SM90_D128_RESCALE_SLACK, Element>;

@@ -1,0 +1,90 @@
+// The order in which the persistent Hopper kernel visits its tiles (128 query
+// rows of one (batch, query head)), shared by the host, which plans it, and
+// the kernel, which decodes a tile index with it.
+//
+// Under causal masking a tile's cost grows with its query block, and a tile
+// started late keeps its SM busy after the others have run dry. Handing the
+// tiles out head by head (each head's longest first) left the last head's
+// longest tiles for the end: modelled on 132 SMs, the busiest SM then ran
+// 6% past the average at 4×16×4096×128 and 12% at 8×16×1024×64. Handing them
+// out longest first over *all* heads fixes the tail but spreads the working
+// set over every head's K/V (128 MB at 4×16×4096×128, past the 50 MB L2).
+// So the heads are cut into sections whose K/V fits in about 5/8 of L2 (FA3
+// uses 32 MB on the 50 MB H100), and the tiles of one section go longest
+// first, head fastest. The last section must still have enough work to hide
+// its own longest tile: a section holds at least 2·SMs / m_blocks heads.
+// Sections differ in size by at most one head, the larger ones first.
+// Without causal masking all tiles cost the same: a section is one head
+// (head by head, a head's K/V in L2 while its tiles run).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define ATTNPROF_SM90_HD __host__ __device__
+#else
+#define ATTNPROF_SM90_HD
+#endif
+
+namespace attnprof::flash_sm90 {
+
+struct TileOrder {
+  int num_m_blocks = 1;   // query blocks per head
+  int section_heads = 1;  // heads in a section (the first big_sections hold one more)
+  int big_sections = 0;
+};
+
+struct TileCoord {
+  int bh;       // batch · heads_q + query head
+  int m_block;  // query block
+};
+
+// Tile index (0 .. batch_heads · num_m_blocks - 1) → (head, query block).
+ATTNPROF_SM90_HD inline TileCoord tile_coord(const TileOrder& o, int tile) {
+  const int big_heads = o.section_heads + 1;
+  const int big_tiles = o.big_sections * big_heads * o.num_m_blocks;
+  int heads, first_bh, in;
+  if (tile < big_tiles) {
+    heads = big_heads;
+    const int sec = tile / (heads * o.num_m_blocks);
+    first_bh = sec * heads;
+    in = tile - sec * heads * o.num_m_blocks;
+  } else {
+    heads = o.section_heads;
+    const int rest = tile - big_tiles;
+    const int sec = rest / (heads * o.num_m_blocks);
+    first_bh = o.big_sections * big_heads + sec * heads;
+    in = rest - sec * heads * o.num_m_blocks;
+  }
+  const int rank = in / heads;  // 0: the longest query block
+  return {first_bh + (in - rank * heads), o.num_m_blocks - 1 - rank};
+}
+
+// The order for batch_heads query heads (groups of `group` sharing one K/V
+// head) of num_m_blocks query blocks each, on a GPU with num_sms SMs and
+// l2_bytes of L2; kv_bytes: K plus V of one K/V head.
+inline TileOrder plan_tile_order(int batch_heads, int group, int num_m_blocks, int64_t kv_bytes,
+                                 int64_t l2_bytes, int num_sms, bool causal) {
+  TileOrder o;
+  o.num_m_blocks = std::max(num_m_blocks, 1);
+  const int heads = std::max(batch_heads, 1);
+  int sections = heads;
+#ifdef ATTNPROF_SM90_TILE_ORDER_HEAD_BY_HEAD  // tuning builds (scripts/build_sm90_alt.py): the old order
+  causal = false;
+#endif
+  if (causal) {
+    const int64_t budget = std::max<int64_t>(l2_bytes / 8 * 5, 1);
+    const int64_t kv_heads = (heads + std::max(group, 1) - 1) / std::max(group, 1);
+    const int64_t by_l2 = (kv_heads * std::max<int64_t>(kv_bytes, 0) + budget - 1) / budget;
+    const int64_t min_heads = (2 * static_cast<int64_t>(std::max(num_sms, 1)) + o.num_m_blocks - 1) /
+                              o.num_m_blocks;
+    const int64_t by_tail = std::max<int64_t>(heads / min_heads, 1);
+    sections = static_cast<int>(std::clamp<int64_t>(std::min(by_l2, by_tail), 1, heads));
+  }
+  o.section_heads = heads / sections;
+  o.big_sections = heads % sections;
+  return o;
+}
+
+}  // namespace attnprof::flash_sm90
