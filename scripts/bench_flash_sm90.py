@@ -4,7 +4,7 @@ and to FlashAttention-2, in one Python process (fast iteration on the Hopper ker
 
 Each figure is the median over --reps repetitions of --calls back-to-back calls
 between two CUDA events (launch latency hides behind the GPU, as in a model),
-the repetitions of all backends interleaved in a rotating order;
+the repetitions of all backends interleaved in a random order, each preceded by untimed calls of its own;
 when one set of q/k/v fits in L2 several sets are rotated so every call reads
 from HBM. TFLOP/s count 4*B*H*S^2*D, half for causal. The ratio to cuDNN is last.
 
@@ -14,6 +14,7 @@ from HBM. TFLOP/s count 4*B*H*S^2*D, half for causal. The ratio to cuDNN is last
 """
 import argparse
 import math
+import random
 import statistics
 import sys
 
@@ -39,13 +40,16 @@ def make_inputs(shape, dtype, sets):
     return [tuple(torch.randn(b, h, s, d, device="cuda", dtype=dtype) for _ in range(3)) for _ in range(sets)]
 
 
-def time_fns(fns, inputs, calls, reps):
-    """Median µs per call of each fn. The repetitions of all fns interleave and
-    the order rotates by one each repetition, so each fn takes each place about
-    equally often: with a fixed order, the same kernel timed first in every
-    repetition ran 5-10% faster on the H200 than when timed fourth (request 3
-    in docs/notes/flash_sm90_progress.md), which biases every ratio.
-    A fn that raises (a backend refusing the shape) gets NaN."""
+def time_fns(fns, inputs, calls, reps, settle):
+    """Median µs per call of each fn. The repetitions of all fns interleave in
+    a fresh random order each repetition, and before its timed calls each fn
+    runs `settle` untimed calls of its own. Both against biases measured on
+    the H200 (2026-11-30 and 12-01): with a fixed order the same kernel timed
+    first ran 5-10% faster than when timed fourth; with a rotating order a
+    kernel that always followed sdpa-flash (a cooler kernel) ran up to 10%
+    faster than the very same kernel built as a second library and timed
+    right after it: the clock the GPU settles at depends on the power drawn
+    just before. A fn that raises (a backend refusing the shape) gets NaN."""
     live = []
     for fn in fns:
         try:
@@ -57,11 +61,14 @@ def time_fns(fns, inputs, calls, reps):
             live.append(None)
     torch.cuda.synchronize()
     times = [[] for _ in fns]
+    order = random.Random(12345)
     for rep in range(reps):
-        for j in [(rep + k) % len(live) for k in range(len(live))]:
+        for j in order.sample(range(len(live)), len(live)):
             fn = live[j]
             if fn is None:
                 continue
+            for i in range(settle):
+                fn(*inputs[i % len(inputs)])
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             for i in range(calls):
@@ -138,6 +145,7 @@ def main():
     ap.add_argument("--alt", action="append", default=[], help="NAME=LIB: a tuning build's attnprof_NAME::flash_attention_sm90")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--settle", type=int, default=20, help="untimed calls of a fn just before its timed ones")
     ap.add_argument("--check", action="store_true", help="print error diagnostics first")
     ap.add_argument("--profile", help="BxHxSxD: run the op once after warm-up (for ncu) and exit")
     ap.add_argument("--causal", action="store_true", help="with --profile")
@@ -183,7 +191,7 @@ def main():
             scale = shape[3] ** -0.5
             fns = [ours(ns, causal, scale) for ns, _ in ops]
             fns += [sdpa(SDPBackend.CUDNN_ATTENTION, causal, scale), sdpa(SDPBackend.FLASH_ATTENTION, causal, scale)]
-            tf = [flops(shape, causal) / (t * 1e-6) / 1e12 for t in time_fns(fns, inputs, args.calls, args.reps)]
+            tf = [flops(shape, causal) / (t * 1e-6) / 1e12 for t in time_fns(fns, inputs, args.calls, args.reps, args.settle)]
             rows.append((shape, causal, tf))
         del inputs
         torch.cuda.empty_cache()

@@ -211,7 +211,9 @@ TEST(FlashSm90Op, SeqQDiffersFromSeqKv) {
               {1, 8, 1, 17, 32768},   // long cache, MQA
               {1, 4, 4, 128, 1000},   // chunked prefill
               {2, 8, 2, 1000, 17},    // more queries than keys
-              {1, 2, 2, 300, 1}},     // one key
+              {1, 2, 2, 300, 1},      // one key
+              {1, 4, 2, 2100, 3000},  // chunked prefill past the short-causal rows (other tile config)
+              {1, 2, 2, 3000, 2100}}, // more queries than keys, likewise
              seed);
 }
 

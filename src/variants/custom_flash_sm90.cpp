@@ -26,9 +26,9 @@ namespace {
 
 // The configuration one (head dim, mask) runs, in words, from the kernel's
 // traits (Element only sets the element size: any 16-bit type gives the same shape).
-template <int kHeadDim, bool kCausal>
+template <int kHeadDim, bool kShortCausal>
 std::string describe_config() {
-  using T = typename flash_sm90::FwdConfig<kHeadDim, uint16_t, kCausal>::Traits;
+  using T = typename flash_sm90::FwdConfig<kHeadDim, uint16_t, kShortCausal>::Traits;
   return std::to_string(T::kThreads) + "-thread blocks (" + std::to_string(T::kConsumerWarpgroups) +
          " consumer warpgroups, " + std::to_string(T::kProducerRegs) + "/" + std::to_string(T::kConsumerRegs) +
          " registers per producer/consumer thread by setmaxnreg), tiles of " + std::to_string(T::kBlockM) +
@@ -38,9 +38,11 @@ std::string describe_config() {
 
 template <int kHeadDim>
 std::string describe_head_dim() {
-  const std::string causal = describe_config<kHeadDim, true>(), full = describe_config<kHeadDim, false>();
+  const std::string short_causal = describe_config<kHeadDim, true>(), other = describe_config<kHeadDim, false>();
   const std::string d = "head_dim " + std::to_string(kHeadDim) + ": ";
-  return causal == full ? d + causal : d + "causal " + causal + "; full " + full;
+  return short_causal == other ? d + other
+                               : d + other + "; causal with fewer than " +
+                                     std::to_string(flash_sm90::kShortCausalRows) + " query rows " + short_causal;
 }
 
 class CustomFlashSm90 final : public CustomOpVariant {

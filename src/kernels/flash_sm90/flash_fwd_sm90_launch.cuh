@@ -58,7 +58,7 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
 
 template <int kHeadDim, typename Element>
 void run_fwd_hdim(const FwdParams& p, cudaStream_t stream) {
-  if (p.causal) {
+  if (p.causal && p.seqlen_q < kShortCausalRows) {
     launch_fwd<typename FwdConfig<kHeadDim, Element, true>::Traits>(p, stream);
   } else {
     launch_fwd<typename FwdConfig<kHeadDim, Element, false>::Traits>(p, stream);

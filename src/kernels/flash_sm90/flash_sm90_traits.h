@@ -15,11 +15,11 @@
 
 // Q tiles in shared memory: with 2 the producer loads the next tile's Q while
 // the consumers still work on the current one; with 1 it waits until their
-// last Q·Kᵀ of the tile. H200, bf16, op level, same run, two repetitions
-// (2026-12-01; TFLOP/s, 2 stages against 1): 634/635 against 566/565 at
-// 4x16x8192x128 causal, 660/663 against 602/597 at 1x16x16384x128 causal,
-// 636/647 against 590/591 full there, 388/388 against 370/370 at
-// 8x16x1024x64 full, 609/609 against 596/597 at 4x16x4096x128 full.
+// last Q·Kᵀ of the tile. H200, bf16, scripts/bench_flash_sm90.py (random
+// order, settling calls), two repetitions, 2026-12-01, TFLOP/s, 2 stages
+// against 1: 388/386 against 369/366 at 8x16x1024x64 full, 262/262 against
+// 253/253 causal; 456/456 against 430/429 at 8x16x2048x64 full; 538/539
+// against 520/517 at 4x16x4096x128 causal; head_dim 128 full within 1%.
 #ifndef ATTNPROF_SM90_Q_STAGES
 #define ATTNPROF_SM90_Q_STAGES 2
 #endif
@@ -111,13 +111,14 @@ struct FwdTraits {
 // - d128: key tiles of 176 (208 KB) and 3 stages (230 KB) won at some shapes
 //   and lost at others by a few per cent, within the run-to-run spread;
 //   128 keys x 2 stages stays.
-// - d64: 3 consumers (192-row tiles, 160 registers each) against 2, same
-//   run, after the causal tile order (tile_order.h), 2026-12-01, two
-//   repetitions: full 364/367 against 335/336 TFLOP/s at 8x16x1024x64 and
-//   298/308 against 276/283 at 16x16x512x64 (+8-9%, even with 1024 rows
-//   wasting an eighth of a 192-row tile); causal 231/226 against 246/242 and
-//   158/159 against 169/169 (-6%). So d64 runs 3 consumers without causal
-//   masking and 2 with it.
+// - d64: 3 consumers (192-row tiles, 160 registers each) against 2. Same
+//   process, scripts/bench_flash_sm90.py with random order and settling
+//   calls, 2026-12-01, two repetitions, TFLOP/s: full 388/384 against
+//   ~366 (2 consumers, earlier run) at 8x16x1024x64; causal 241/241 against
+//   262/261 at 8x16x1024x64 but 369/371 against 344/345 at 8x16x2048x64.
+//   At 1024 rows the 192-row tiles waste an eighth of the last tile and
+//   leave fewer, longer tiles to balance the causal tail. So d64 runs 3
+//   consumers, except causal with fewer than kShortCausalRows query rows: 2.
 // - exp2 on the FMA pipes for 1/4 or 1/2 of P cost 5-20% everywhere: off.
 // - a rescale slack of 8 beat moving the max on every increase by 1-5% at
 //   d128 (the per-warp vote of the latter still fired on most key blocks).
@@ -145,29 +146,37 @@ struct FwdTraits {
 #ifndef ATTNPROF_SM90_D128_RESCALE_SLACK
 #define ATTNPROF_SM90_D128_RESCALE_SLACK 8
 #endif
-#ifndef ATTNPROF_SM90_D64_CAUSAL_CONSUMERS
-#define ATTNPROF_SM90_D64_CAUSAL_CONSUMERS 2
+#ifndef ATTNPROF_SM90_D64_CONSUMERS
+#define ATTNPROF_SM90_D64_CONSUMERS 3
 #endif
-#ifndef ATTNPROF_SM90_D64_FULL_CONSUMERS
-#define ATTNPROF_SM90_D64_FULL_CONSUMERS 3
+#ifndef ATTNPROF_SM90_D64_SHORT_CAUSAL_CONSUMERS
+#define ATTNPROF_SM90_D64_SHORT_CAUSAL_CONSUMERS 2
+#endif
+#ifndef ATTNPROF_SM90_SHORT_CAUSAL_ROWS
+#define ATTNPROF_SM90_SHORT_CAUSAL_ROWS 2048
 #endif
 #ifndef ATTNPROF_SM90_D128_CONSUMERS
 #define ATTNPROF_SM90_D128_CONSUMERS 2
 #endif
 
-// One configuration per (head dim, causal); at head_dim 128 both are the same.
-template <int kHeadDim, typename Element, bool kCausal>
+// Causal attention over fewer query rows than this runs the kShortCausal
+// configuration (see d64 above); everything else the default one.
+constexpr int kShortCausalRows = ATTNPROF_SM90_SHORT_CAUSAL_ROWS;
+
+// One configuration per (head dim, short causal or not); at head_dim 128 both
+// are the same.
+template <int kHeadDim, typename Element, bool kShortCausal>
 struct FwdConfig;
 
-template <typename Element, bool kCausal>
-struct FwdConfig<64, Element, kCausal> {
+template <typename Element, bool kShortCausal>
+struct FwdConfig<64, Element, kShortCausal> {
   using Traits = FwdTraits<64, ATTNPROF_SM90_D64_BLOCK_N, ATTNPROF_SM90_D64_STAGES,
-                           kCausal ? ATTNPROF_SM90_D64_CAUSAL_CONSUMERS : ATTNPROF_SM90_D64_FULL_CONSUMERS,
+                           kShortCausal ? ATTNPROF_SM90_D64_SHORT_CAUSAL_CONSUMERS : ATTNPROF_SM90_D64_CONSUMERS,
                            ATTNPROF_SM90_D64_POLY_EXP_EVERY, ATTNPROF_SM90_D64_RESCALE_SLACK, Element>;
 };
 
-template <typename Element, bool kCausal>
-struct FwdConfig<128, Element, kCausal> {
+template <typename Element, bool kShortCausal>
+struct FwdConfig<128, Element, kShortCausal> {
   using Traits = FwdTraits<128, ATTNPROF_SM90_D128_BLOCK_N, ATTNPROF_SM90_D128_STAGES,
                            ATTNPROF_SM90_D128_CONSUMERS, ATTNPROF_SM90_D128_POLY_EXP_EVERY,
                            ATTNPROF_SM90_D128_RESCALE_SLACK, Element>;
