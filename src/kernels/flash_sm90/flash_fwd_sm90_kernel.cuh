@@ -203,9 +203,23 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
   // goes first: the last consumer pre-arrives on barrier 0 once, and every
   // later arrival pairs with one sync (see the end of this function).
   constexpr int kTokenThreads = 2 * 128;
+  // Without the token (consumers issue when ready): -8 to -11% at head_dim 64
+  // full, +2% at 8x16x1024x64 causal, -4% at 4x16x4096x128 (H200, 2026-12-01).
+#ifdef ATTNPROF_SM90_NO_PINGPONG  // tuning builds (scripts/build_sm90_alt.py): consumers issue when ready
+  constexpr bool kPingPong = false;
+#else
+  constexpr bool kPingPong = true;
+#endif
+  // Skipping warpgroups whose rows all lie past seq_q: decode (one query row,
+  // 8x32/8 heads x 32768 keys) 597 against 774 us; elsewhere within noise.
+#ifdef ATTNPROF_SM90_NO_IDLE_SKIP  // tuning builds: warpgroups past seq_q compute as the others
+  constexpr bool kSkipIdle = false;
+#else
+  constexpr bool kSkipIdle = true;
+#endif
   const int my_barrier = Traits::kSchedulerBarrier + cwg;
   const int next_barrier = Traits::kSchedulerBarrier + (cwg + 1) % kNumConsumers;
-  if (cwg == kNumConsumers - 1) named_bar_arrive(Traits::kSchedulerBarrier, kTokenThreads);
+  if (kPingPong && cwg == kNumConsumers - 1) named_bar_arrive(Traits::kSchedulerBarrier, kTokenThreads);
 
   RingPos<Traits::kStages> pos;
   RingPos<Traits::kQStages> qpos;
@@ -229,6 +243,30 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
 
     if (t.n_blocks == 0) {
       if (warp_leader) mbar_arrive(sm.q_empty(q_stage));
+    } else if (kSkipIdle && wg_row0 >= a.seqlen_q) {
+      // Every row of this warpgroup lies past seq_q (the last tile of a head
+      // when seq_q is not a multiple of kBlockM; at decode, all but the
+      // first): no GEMMs and no softmax. It keeps the barrier protocol only,
+      // taking and passing the token and releasing every stage it would have
+      // read, so the others get the tensor cores sooner.
+      RingPos<Traits::kStages> prev;
+      for (int i = 0; i < t.n_blocks; ++i) {
+        mbar_wait(sm.k_full(pos.stage), pos.phase);
+        if (i > 0) mbar_wait(sm.v_full(prev.stage), prev.phase);
+        if constexpr (kPingPong) {
+          named_bar_sync(my_barrier, kTokenThreads);
+          named_bar_arrive(next_barrier, kTokenThreads);
+        }
+        if (warp_leader) {
+          if (i == t.n_blocks - 1) mbar_arrive(sm.q_empty(q_stage));
+          mbar_arrive(sm.k_empty(pos.stage));
+          if (i > 0) mbar_arrive(sm.v_empty(prev.stage));
+        }
+        prev = pos;
+        pos.advance();
+      }
+      mbar_wait(sm.v_full(prev.stage), prev.phase);
+      if (warp_leader) mbar_arrive(sm.v_empty(prev.stage));
     } else {
       uint32_t p[Traits::kPSteps][4];  // P of the previous key block, packed as wgmma A fragments
       RingPos<Traits::kStages> prev;
@@ -242,7 +280,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
 
         mbar_wait(sm.k_full(pos.stage), pos.phase);
         if constexpr (!kFirst) mbar_wait(sm.v_full(prev.stage), prev.phase);
-        named_bar_sync(my_barrier, kTokenThreads);  // my turn to use the tensor cores
+        if constexpr (kPingPong) named_bar_sync(my_barrier, kTokenThreads);  // my turn to use the tensor cores
         wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < Traits::kQKSteps; ++ks)
@@ -254,7 +292,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
             GemmO::template rs<1>(o, p[kk], desc_v + stage_off(prev.stage) + ((kk * 16 * 128) >> 4), 1);
           wgmma_commit();
         }
-        named_bar_arrive(next_barrier, kTokenThreads);  // the next consumer's turn
+        if constexpr (kPingPong) named_bar_arrive(next_barrier, kTokenThreads);  // the next consumer's turn
 
         wgmma_wait<kFirst ? 0 : 1>();  // S done; P·V may still run
         pin_registers(s);
@@ -340,7 +378,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
   }
   // The last consumer's last arrival on barrier 0 is still pending: take it, so
   // every barrier phase completes before the block exits.
-  if (cwg == 0) named_bar_sync(Traits::kSchedulerBarrier, kTokenThreads);
+  if (kPingPong && cwg == 0) named_bar_sync(Traits::kSchedulerBarrier, kTokenThreads);
 }
 
 }  // namespace detail

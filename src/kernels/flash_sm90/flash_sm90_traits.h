@@ -119,7 +119,8 @@ struct FwdTraits {
 //   At 1024 rows the 192-row tiles waste an eighth of the last tile and
 //   leave fewer, longer tiles to balance the causal tail. So d64 runs 3
 //   consumers, except causal with fewer than kShortCausalRows query rows: 2.
-// - exp2 on the FMA pipes for 1/4 or 1/2 of P cost 5-20% everywhere: off.
+// - exp2 on the FMA pipes for 1/4 or 1/2 of P cost 5-20% everywhere, and
+//   for 1/8 (d64) or 1/16 (d128) 1-9% (2026-12-01): off.
 // - a rescale slack of 8 beat moving the max on every increase by 1-5% at
 //   d128 (the per-warp vote of the latter still fired on most key blocks).
 #ifndef ATTNPROF_SM90_D64_BLOCK_N
