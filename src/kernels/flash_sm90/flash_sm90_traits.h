@@ -111,14 +111,15 @@ struct FwdTraits {
 // - d128: key tiles of 176 (208 KB) and 3 stages (230 KB) won at some shapes
 //   and lost at others by a few per cent, within the run-to-run spread;
 //   128 keys x 2 stages stays.
-// - d64: 3 consumers (192-row tiles, 160 registers each) against 2. Same
-//   process, scripts/bench_flash_sm90.py with random order and settling
-//   calls, 2026-12-01, two repetitions, TFLOP/s: full 388/384 against
-//   ~366 (2 consumers, earlier run) at 8x16x1024x64; causal 241/241 against
-//   262/261 at 8x16x1024x64 but 369/371 against 344/345 at 8x16x2048x64.
-//   At 1024 rows the 192-row tiles waste an eighth of the last tile and
-//   leave fewer, longer tiles to balance the causal tail. So d64 runs 3
-//   consumers, except causal with fewer than kShortCausalRows query rows: 2.
+// - d64: 3 consumers (192-row tiles, 160 registers each) against 2, same
+//   process, 2026-12-01, two repetitions, TFLOP/s: full 364/367 against
+//   335/336 at 8x16x1024x64 (rotating order with the 2-consumer kernel
+//   timed first, a bias in its favour: docs/notes/flash_sm90_progress.md);
+//   causal, random order with settling calls: 241/241 against 262/261 at
+//   8x16x1024x64 but 369/371 against 344/345 at 8x16x2048x64. At 1024 rows
+//   the 192-row tiles waste an eighth of the last tile and leave fewer,
+//   longer tiles to balance the causal tail. So d64 runs 3 consumers, except
+//   causal with fewer than kShortCausalRows query rows: 2.
 // - exp2 on the FMA pipes for 1/4 or 1/2 of P cost 5-20% everywhere, and
 //   for 1/8 (d64) or 1/16 (d128) 1-9% (2026-12-01): off.
 // - a rescale slack of 8 beat moving the max on every increase by 1-5% at
