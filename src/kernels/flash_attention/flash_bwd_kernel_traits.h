@@ -109,7 +109,16 @@ struct BwdKernelTraits {
 //   128 is over the shared-memory limit. ncu at 4x16x4096x128 full: shared
 //   memory (L1) pipe 77-80% busy, tensor pipe 41%, 9.2 cycles per issued
 //   instruction with 2 warps per scheduler: bound by shared-memory traffic,
-//   every warp reads whole Q and dO tiles as B operands.
+//   every warp reads whole Q and dO tiles as B operands. Counted from the
+//   code (not measured): per 64-query step a warp reads its 16 keys of K and
+//   V (4 KB each), Q and dO (16 KB each) twice, as B of Sᵀ/dPᵀ and
+//   transposed for dK/dV, and 16 KB of dSᵀ and K for dQ: 88 KB, 704 KB per
+//   block. FA2's layouts for this shape (2x4 warps for S/dP, 4x2 for dK/dV,
+//   2x4 for dQ; P and dS through shared memory) read about 576 KB and write
+//   32 KB, 22% less, in line with our 0.89x of sdpa-flash at 4x16x4096x128
+//   full. Holding a warp's Q/dO slice in registers for both uses (movmatrix
+//   for the transpose) saves little: K and V must then be re-read per slice,
+//   since dK and dV alone take 128 of the 255 registers.
 #ifndef ATTNPROF_FLASH_BWD_D64_BLOCK_M
 #define ATTNPROF_FLASH_BWD_D64_BLOCK_M 64
 #endif
