@@ -54,10 +54,9 @@ struct KernelArgs {
   int seqlen_q;
   int seqlen_k;
   int causal_offset;   // seqlen_k - seqlen_q: key j visible to query i iff j <= i + offset
-  int num_m_blocks;    // query blocks per head
-  TileOrder order;     // tile index -> (head, query block)
+  TileOrder order;     // tile index -> (head, query block); holds the query blocks per head
   int num_n_blocks;    // key blocks per head
-  int total_tiles;     // num_m_blocks · B · Hq
+  int total_tiles;     // query blocks per head · B · Hq
   float scale;
   float scale_log2;
   bool causal;

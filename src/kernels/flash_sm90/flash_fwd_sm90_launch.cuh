@@ -38,10 +38,10 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   a.seqlen_q = p.seqlen_q;
   a.seqlen_k = p.seqlen_k;
   a.causal_offset = p.seqlen_k - p.seqlen_q;
-  a.num_m_blocks = (p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM;
+  const int num_m_blocks = (p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM;
   a.num_n_blocks = (p.seqlen_k + Traits::kBlockN - 1) / Traits::kBlockN;
-  a.total_tiles = a.num_m_blocks * p.batch * p.heads_q;  // bounds checked at the boundary
-  a.order = plan_tile_order(p.batch * p.heads_q, p.heads_q / p.heads_kv, a.num_m_blocks,
+  a.total_tiles = num_m_blocks * p.batch * p.heads_q;  // bounds checked at the boundary
+  a.order = plan_tile_order(p.batch * p.heads_q, p.heads_q / p.heads_kv, num_m_blocks,
                             int64_t{2} * p.seqlen_k * kHeadDim * static_cast<int64_t>(sizeof(Element)),
                             p.l2_bytes, p.num_sms, p.causal);
   a.scale = p.scale;

@@ -42,21 +42,14 @@ struct TileCoord {
 
 // Tile index (0 .. batch_heads · num_m_blocks - 1) → (head, query block).
 ATTNPROF_SM90_HD inline TileCoord tile_coord(const TileOrder& o, int tile) {
-  const int big_heads = o.section_heads + 1;
-  const int big_tiles = o.big_sections * big_heads * o.num_m_blocks;
-  int heads, first_bh, in;
-  if (tile < big_tiles) {
-    heads = big_heads;
-    const int sec = tile / (heads * o.num_m_blocks);
-    first_bh = sec * heads;
-    in = tile - sec * heads * o.num_m_blocks;
-  } else {
-    heads = o.section_heads;
-    const int rest = tile - big_tiles;
-    const int sec = rest / (heads * o.num_m_blocks);
-    first_bh = o.big_sections * big_heads + sec * heads;
-    in = rest - sec * heads * o.num_m_blocks;
-  }
+  // The big sections come first; past them, count from the first small one.
+  const int big_tiles = o.big_sections * (o.section_heads + 1) * o.num_m_blocks;
+  const bool big = tile < big_tiles;
+  const int heads = o.section_heads + (big ? 1 : 0);
+  const int rest = big ? tile : tile - big_tiles;
+  const int sec = rest / (heads * o.num_m_blocks);
+  const int in = rest - sec * heads * o.num_m_blocks;
+  const int first_bh = (big ? 0 : o.big_sections * (o.section_heads + 1)) + sec * heads;
   const int rank = in / heads;  // 0: the longest query block
   return {first_bh + (in - rank * heads), o.num_m_blocks - 1 - rank};
 }
