@@ -1,5 +1,6 @@
 # Proof that the Hopper attention kernels take Hopper's own path, from the built
-# machine code alone (no GPU): every flash_fwd_sm90_kernel in OBJECTS must
+# machine code alone (no GPU): every flash_fwd_sm90_kernel (forward) and
+# flash_bwd_sm90_kernel (backward) in OBJECTS, and at least one of each, must
 #  - issue wgmma (HGMMA in the SASS) and TMA loads (UTMALDG),
 #  - use no local memory and no stack frame (no spills, no register arrays
 #    moved to memory), as cuobjdump -res-usage reports them.
@@ -12,8 +13,10 @@ if(NOT CUOBJDUMP OR NOT EXISTS "${CUOBJDUMP}")
   return()
 endif()
 
-set(kernel_re "flash_fwd_sm90_kernel")
+set(kernel_re "flash_(fwd|bwd)_sm90_kernel")
 set(found 0)
+set(found_fwd 0)
+set(found_bwd 0)
 set(failures "")
 foreach(obj IN LISTS OBJECTS)
   execute_process(COMMAND "${CUOBJDUMP}" -res-usage "${obj}"
@@ -35,6 +38,11 @@ foreach(obj IN LISTS OBJECTS)
       continue()
     endif()
     math(EXPR found "${found} + 1")
+    if(entry MATCHES "flash_fwd_sm90_kernel")
+      math(EXPR found_fwd "${found_fwd} + 1")
+    else()
+      math(EXPR found_bwd "${found_bwd} + 1")
+    endif()
     string(REGEX MATCH "Function ([A-Za-z0-9_]+):" _ "${entry}")
     set(fn "${CMAKE_MATCH_1}")
     string(REGEX MATCH "REG:([0-9]+) STACK:([0-9]+) SHARED:([0-9]+) LOCAL:([0-9]+)" _ "${entry}")
@@ -76,11 +84,12 @@ foreach(obj IN LISTS OBJECTS)
   endforeach()
 endforeach()
 
-if(found EQUAL 0)
-  message(FATAL_ERROR "no ${kernel_re} in: ${OBJECTS}")
+if(found_fwd EQUAL 0 OR found_bwd EQUAL 0)
+  message(FATAL_ERROR "${found_fwd} forward and ${found_bwd} backward kernels (${kernel_re}) in: ${OBJECTS}")
 endif()
 if(failures)
   string(REPLACE ";" "\n  " failures "${failures}")
   message(FATAL_ERROR "sm_90a kernels off Hopper's path:\n  ${failures}")
 endif()
-message("${found} sm_90a attention kernels: wgmma + TMA, no stack, no local memory")
+message("${found} sm_90a attention kernels (${found_fwd} forward, ${found_bwd} backward): wgmma + TMA, "
+        "no stack, no local memory")

@@ -1,5 +1,6 @@
 // Backward of attnprof's own CUDA operators: attnprof::flash_attention_backward
-// and attnprof::scaled_masked_softmax_backward directly, and both forward
+// (portable), attnprof::flash_attention_backward_sm90 (Hopper) and
+// attnprof::scaled_masked_softmax_backward directly, and both forward
 // operators through autograd (the dispatcher's Autograd kernels, the
 // custom-flash and custom-softmax variants). Gradients are compared with
 // float64 autograd on fresh random inputs (the seed is printed on failure);
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <torch/autograd.h>
 #include <torch/cuda.h>
+#include <ATen/cuda/CUDAContext.h>
 
 #include <chrono>
 #include <cmath>
@@ -211,11 +213,10 @@ std::string describe(const BwdCase& c, uint64_t seed) {
          " seed " + std::to_string(seed);
 }
 
-// The backward operator on its own: out and lse come from the float64
+// A backward operator on its own: out and lse come from the float64
 // reference (rounded to the dtype / float32), so the cases need no forward
 // support for grouped heads or seq_q != seq_k.
-TEST(FlashAttentionBackwardOp, MatchesFloat64Autograd) {
-  REQUIRE_CUDA_BACKWARD();
+void check_backward_op(const char* op_name) {
   const std::vector<std::pair<int64_t, int64_t>> seqs = {
       {1, 1},    {17, 17},   {65, 65},    {1000, 1000}, {1025, 1025},
       {17, 1000}, {1, 1025}, {1025, 65},  {128, 4096}};  // seq_q > seq_k: rows with no key (causal)
@@ -246,8 +247,7 @@ TEST(FlashAttentionBackwardOp, MatchesFloat64Autograd) {
                                      {{2, hkv, sk, d}, dt},
                                      {{2, hq, sq_pad, d}, at::kFloat},
                                      {{2, 2, hq, sq_pad}, at::kFloat}});
-            auto [dq, dk, dv] = op_handle<FlashBwdFn>("attnprof::flash_attention_backward")
-                                    .call(dout, q, k, v, out, lse, causal, scale);
+            auto [dq, dk, dv] = op_handle<FlashBwdFn>(op_name).call(dout, q, k, v, out, lse, causal, scale);
             ASSERT_EQ(dq.sizes(), q.sizes());
             ASSERT_EQ(dk.sizes(), k.sizes());
             ASSERT_EQ(dv.sizes(), v.sizes());
@@ -257,6 +257,98 @@ TEST(FlashAttentionBackwardOp, MatchesFloat64Autograd) {
             expect_grad("dv", dv, plain.dv, ref.dv);
             if (budget.exhausted()) return;
           }
+}
+
+TEST(FlashAttentionBackwardOp, MatchesFloat64Autograd) {
+  REQUIRE_CUDA_BACKWARD();
+  check_backward_op("attnprof::flash_attention_backward");
+}
+
+// The Hopper backward runs only where it was built and on compute capability
+// 9.0; elsewhere these tests say why they skip.
+#define REQUIRE_SM90_BACKWARD()                                                                      \
+  do {                                                                                               \
+    REQUIRE_CUDA_BACKWARD();                                                                         \
+    if (!has_cuda_kernel("attnprof::flash_attention_backward_sm90"))                                 \
+      GTEST_SKIP() << "attnprof was built without its sm_90a kernels";                               \
+    const auto cap = at::cuda::getCurrentDeviceProperties();                                         \
+    if (cap->major != 9 || cap->minor != 0)                                                          \
+      GTEST_SKIP() << "the Hopper backward needs a compute capability 9.0 GPU, this one is "         \
+                   << cap->major << "." << cap->minor;                                               \
+  } while (0)
+
+TEST(FlashAttentionBackwardSm90Op, MatchesFloat64Autograd) {
+  REQUIRE_SM90_BACKWARD();
+  check_backward_op("attnprof::flash_attention_backward_sm90");
+}
+
+// Both Hopper-capable forward operators record an autograd node whose
+// backward runs the Hopper kernel on this GPU (ops_autograd.cpp); the
+// gradients match, for square and grouped-query shapes.
+TEST(FlashAttentionBackwardSm90Op, ThroughAutogradFromBothForwards) {
+  REQUIRE_SM90_BACKWARD();
+  FailureBudget budget(4);
+  for (const char* fwd_name : {"attnprof::flash_attention", "attnprof::flash_attention_sm90"})
+    for (const auto& [b, hq, hkv, s, d] : std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>>{
+             {2, 3, 3, 333, 128}, {1, 8, 2, 1025, 64}, {2, 4, 1, 200, 128}, {1, 2, 2, 1, 64}})
+      for (auto dt : {at::kBFloat16, at::kHalf})
+        for (bool causal : {false, true}) {
+          const uint64_t seed = fresh_seed();
+          SCOPED_TRACE(testing::Message() << fwd_name << " " << b << "x" << hq << "/" << hkv << "x" << s << "x" << d
+                                          << " " << dt << (causal ? " causal" : " full") << " seed " << seed);
+          const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+          const auto opts = at::TensorOptions().device(at::kCUDA).dtype(dt);
+          const at::Tensor q0 = at::randn({b, hq, s, d}, opts), k0 = at::randn({b, hkv, s, d}, opts);
+          const at::Tensor v0 = at::randn({b, hkv, s, d}, opts), dout = at::randn({b, hq, s, d}, opts);
+          const AttentionGrads ref = attention_autograd(q0.to(at::kDouble), k0.to(at::kDouble), v0.to(at::kDouble),
+                                                        dout.to(at::kDouble), causal, scale);
+          const AttentionGrads plain = attention_autograd(q0, k0, v0, dout, causal, scale);
+          const at::Tensor q = q0.clone().requires_grad_(true), k = k0.clone().requires_grad_(true);
+          const at::Tensor v = v0.clone().requires_grad_(true);
+          auto [out, lse] = op_handle<FlashFn>(fwd_name).call(q, k, v, causal, scale);
+          ASSERT_TRUE(out.grad_fn() != nullptr) << "no autograd node recorded";
+          out.backward(dout);
+          expect_grad("dq", q.grad(), plain.dq, ref.dq);
+          expect_grad("dk", k.grad(), plain.dk, ref.dk);
+          expect_grad("dv", v.grad(), plain.dv, ref.dv);
+          if (budget.exhausted()) return;
+        }
+}
+
+// Everything the portable operator rejects, plus what the tensor maps need.
+TEST(FlashAttentionBackwardSm90Op, RejectsBadInputs) {
+  REQUIRE_SM90_BACKWARD();
+  const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  const at::Tensor q = at::randn({1, 4, 32, 64}, bf16), k = at::randn({1, 2, 48, 64}, bf16);
+  const at::Tensor lse = at::zeros({1, 4, 32}, bf16.dtype(at::kFloat));
+  auto bwd = op_handle<FlashBwdFn>("attnprof::flash_attention_backward_sm90");
+  auto call = [&](const at::Tensor& g, const at::Tensor& qq, const at::Tensor& kk, const at::Tensor& vv,
+                  const at::Tensor& o, const at::Tensor& l, double scale) {
+    return bwd.call(g, qq, kk, vv, o, l, true, scale);
+  };
+  EXPECT_NO_THROW(call(q, q, k, k, q, lse, 0.125));
+  // A view one element into its storage: contiguous, but 2 bytes off the
+  // 16-byte alignment TMA needs.
+  const at::Tensor q_off = at::randn({q.numel() + 1}, bf16).narrow(0, 1, q.numel()).view(q.sizes());
+  const BadCalls bad = {
+      {"mixed dtypes", [&] { call(q, q, k.to(at::kHalf), k, q, lse, 0.125); }},
+      {"head_dim 96", [&] {
+         const at::Tensor q96 = at::randn({1, 4, 32, 96}, bf16), k96 = at::randn({1, 2, 48, 96}, bf16);
+         call(q96, q96, k96, k96, q96, lse, 0.125);
+       }},
+      {"kv heads not dividing", [&] {
+         const at::Tensor k3 = at::randn({1, 3, 48, 64}, bf16);
+         call(q, q, k3, k3, q, lse, 0.125);
+       }},
+      {"lse shape", [&] { call(q, q, k, k, q, lse.narrow(2, 0, 16).contiguous(), 0.125); }},
+      {"non-contiguous", [&] { call(q, q.transpose(2, 3).contiguous().transpose(2, 3), k, k, q, lse, 0.125); }},
+      {"q misaligned", [&] { call(q, q_off, k, k, q, lse, 0.125); }},
+      {"grad_out misaligned", [&] { call(q_off, q, k, k, q, lse, 0.125); }},
+      {"on the CPU", [&] { call(q.cpu(), q.cpu(), k.cpu(), k.cpu(), q.cpu(), lse.cpu(), 0.125); }},
+      {"undefined grad_out", [&] { call(at::Tensor(), q, k, k, q, lse, 0.125); }},
+      {"scale inf", [&] { call(q, q, k, k, q, lse, INFINITY); }},
+  };
+  expect_each_rejected(bad, "attnprof::flash_attention_backward_sm90");
 }
 
 // End to end through the dispatcher's Autograd kernel (forward + backward

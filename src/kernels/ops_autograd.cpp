@@ -10,15 +10,39 @@
 #ifdef ATTNPROF_HAVE_CUDA_KERNELS
 
 #include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
+#include <cstdint>
 #include <initializer_list>
 #include <tuple>
 
+#include "kernels/flash_bwd_choice.h"
 #include "kernels/ops_signatures.h"
 
 namespace attnprof {
+
+namespace kernels {
+
+// The Hopper backward is 1.35-1.5x faster than the portable one at the
+// benchmark shapes on the H200 (op level, bf16, 2026-12-01; BENCHMARKS.md), so
+// the backward of both flash forwards runs it wherever it can.
+bool hopper_backward_applies(std::initializer_list<const at::Tensor*> ts) {
+  static const bool built = [] {
+    const auto handle = c10::Dispatcher::singleton().findOp({"attnprof::flash_attention_backward_sm90", ""});
+    return handle && handle->hasKernelForDispatchKey(c10::DispatchKey::CUDA);
+  }();
+  if (!built) return false;
+  const at::Tensor& first = **ts.begin();
+  const cudaDeviceProp* prop = at::cuda::getDeviceProperties(first.device().index());
+  if (prop->major != 9 || prop->minor != 0) return false;
+  for (const at::Tensor* t : ts)
+    if (!t->is_contiguous() || reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 != 0) return false;
+  return true;
+}
+
+}  // namespace kernels
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
@@ -65,10 +89,13 @@ struct FlashAttentionFunction : torch::autograd::Function<FlashAttentionFunction
     if (!grad_out.defined())
       return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
     const variable_list saved = ctx->get_saved_variables();
-    static const auto op = op_handle<FlashBwdFn>("attnprof::flash_attention_backward");
-    // The kernel reads rows of grad_out; autograd may hand over a broadcast or
+    static const auto portable = op_handle<FlashBwdFn>("attnprof::flash_attention_backward");
+    static const auto hopper = op_handle<FlashBwdFn>("attnprof::flash_attention_backward_sm90");
+    // The kernels read rows of grad_out; autograd may hand over a broadcast or
     // strided gradient (e.g. from out.sum()).
-    auto [dq, dk, dv] = op.call(grad_out.contiguous(), saved[0], saved[1], saved[2], saved[3], saved[4],
+    const at::Tensor go = grad_out.contiguous();
+    const auto& op = kernels::hopper_backward_applies({&saved[0], &saved[1], &saved[2], &go}) ? hopper : portable;
+    auto [dq, dk, dv] = op.call(go, saved[0], saved[1], saved[2], saved[3], saved[4],
                                 ctx->saved_data["causal"].toBool(), ctx->saved_data["scale"].toDouble());
     return {dq, dk, dv, at::Tensor(), at::Tensor(), at::Tensor()};
   }

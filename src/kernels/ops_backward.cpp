@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "kernels/flash_attention/flash_bwd_params.h"
+#include "kernels/flash_bwd_boundary.h"
 #include "kernels/scaled_masked_softmax/scaled_masked_softmax.h"
 #include "kernels/tensor_checks.h"
 
@@ -29,10 +30,13 @@ void check_operand(const at::Tensor& t, const char* op, const char* name, const 
   TORCH_CHECK(t.device() == device, op, ": ", name, " is on ", t.device(), ", the others on ", device);
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_backward_cuda(
-    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-    const at::Tensor& out, const at::Tensor& lse, bool causal, double scale) {
-  constexpr const char* op = "attnprof::flash_attention_backward";
+}  // namespace
+
+namespace kernels {
+
+FlashBwdCall prepare_flash_bwd(const char* op, const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k,
+                               const at::Tensor& v, const at::Tensor& out, const at::Tensor& lse, bool causal,
+                               double scale) {
   TORCH_CHECK(q.defined() && q.is_cuda(), op, ": q must be a defined CUDA tensor");
   const at::Device device = q.device();
   const std::pair<const at::Tensor*, const char*> operands[] = {
@@ -63,21 +67,25 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_backward_cuda(
   TORCH_CHECK(batch * heads_q <= kInt32Max && seq_q_pad <= kInt32Max && seq_k <= kInt32Max, op,
               ": sizes too large for 32-bit indices: q ", q.sizes(), ", k ", k.sizes());
 
-  c10::cuda::CUDAGuard guard(device);
+  FlashBwdCall call;
   if (q.numel() == 0 || k.numel() == 0) {  // nothing attends or nothing to attend to: zero gradients
-    return {at::zeros_like(q), at::zeros_like(k), at::zeros_like(v)};
+    call.dq = at::zeros_like(q);
+    call.dk = at::zeros_like(k);
+    call.dv = at::zeros_like(v);
+    call.trivial = true;
+    return call;
   }
-  at::Tensor dq = at::empty_like(q);
-  at::Tensor dk = at::empty_like(k);
-  at::Tensor dv = at::empty_like(v);
+  at::Tensor& dq = call.dq = at::empty_like(q);
+  at::Tensor& dk = call.dk = at::empty_like(k);
+  at::Tensor& dv = call.dv = at::empty_like(v);
   // Workspaces (flash_bwd_params.h): fp32 dQ accumulator and the per-row D and
   // lse·log2 e, query rows padded to whole blocks. Every element is written by
   // the preprocessing kernel before the main kernel reads it.
   const auto f32 = q.options().dtype(at::kFloat);
-  at::Tensor dq_accum = at::empty({batch, heads_q, seq_q_pad, head_dim}, f32);
-  at::Tensor row_stats = at::empty({2, batch, heads_q, seq_q_pad}, f32);
+  at::Tensor& dq_accum = call.dq_accum = at::empty({batch, heads_q, seq_q_pad, head_dim}, f32);
+  at::Tensor& row_stats = call.row_stats = at::empty({2, batch, heads_q, seq_q_pad}, f32);
 
-  flash::BwdParams p;
+  flash::BwdParams& p = call.params;
   p.q = q.data_ptr();
   p.k = k.data_ptr();
   p.v = v.data_ptr();
@@ -108,8 +116,21 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_backward_cuda(
   p.scale = static_cast<float>(scale);
   p.causal = causal;
   p.is_bf16 = dt == at::kBFloat16;
-  flash::run_flash_bwd(p, at::cuda::getCurrentCUDAStream().stream());
-  return {dq, dk, dv};
+  return call;
+}
+
+}  // namespace kernels
+
+namespace {
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_backward_cuda(
+    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& out, const at::Tensor& lse, bool causal, double scale) {
+  kernels::FlashBwdCall call = kernels::prepare_flash_bwd("attnprof::flash_attention_backward", grad_out, q, k,
+                                                          v, out, lse, causal, scale);
+  c10::cuda::CUDAGuard guard(q.device());
+  if (!call.trivial) flash::run_flash_bwd(call.params, at::cuda::getCurrentCUDAStream().stream());
+  return {call.dq, call.dk, call.dv};
 }
 
 at::Tensor scaled_masked_softmax_backward_cuda(const at::Tensor& grad_out, const at::Tensor& out,

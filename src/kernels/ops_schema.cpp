@@ -36,6 +36,10 @@ TORCH_LIBRARY(attnprof, m) {
   // aligned (key j visible to query i iff j <= i + seq_k - seq_q); rows with
   // lse = -inf (no visible key) contribute nothing.
   m.def("flash_attention_backward(Tensor grad_out, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, bool causal, float scale) -> (Tensor grad_q, Tensor grad_k, Tensor grad_v)");
+  // The same gradients from the Hopper (sm_90a) backward kernel (wgmma, TMA);
+  // CUDA implementation only where it was built (ops_sm90.cpp) and only on
+  // compute capability 9.0 devices; q, k, v, grad_out also 16-byte aligned.
+  m.def("flash_attention_backward_sm90(Tensor grad_out, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, bool causal, float scale) -> (Tensor grad_q, Tensor grad_k, Tensor grad_v)");
   // grad_scores = scale * out * (grad_out - rowsum(grad_out * out)) over the last
   // dimension; out is scaled_masked_softmax's output (masked entries are 0).
   m.def("scaled_masked_softmax_backward(Tensor grad_out, Tensor out, float scale) -> Tensor");

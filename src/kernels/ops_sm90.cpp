@@ -14,21 +14,31 @@
 #include <limits>
 #include <tuple>
 
+#include "kernels/flash_attention/flash_bwd_params.h"
+#include "kernels/flash_bwd_boundary.h"
 #include "kernels/flash_sm90/flash_sm90_params.h"
 
 namespace attnprof {
 namespace {
 
 constexpr const char* kOp = "attnprof::flash_attention_sm90";
+constexpr const char* kBwdOp = "attnprof::flash_attention_backward_sm90";
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
 // The tensor maps describe dense [slabs][rows][head_dim] tensors, and TMA reads
 // from 16-byte aligned addresses only.
-void check_layout(const at::Tensor& t, const char* name) {
-  TORCH_CHECK(t.is_contiguous(), kOp, ": ", name, " must be contiguous (sizes ", t.sizes(),
+void check_layout(const at::Tensor& t, const char* name, const char* op = kOp) {
+  TORCH_CHECK(t.is_contiguous(), op, ": ", name, " must be contiguous (sizes ", t.sizes(),
               ", strides ", t.strides(), "); call .contiguous() first");
-  TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, kOp, ": ", name,
+  TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, op, ": ", name,
               " must start at a 16-byte aligned address (storage offset ", t.storage_offset(), ")");
+}
+
+void check_hopper(const at::Device& device, const char* op) {
+  const cudaDeviceProp* prop = at::cuda::getDeviceProperties(device.index());
+  TORCH_CHECK(prop->major == 9 && prop->minor == 0, op,
+              ": needs a compute capability 9.0 GPU (Hopper, e.g. H100/H200: wgmma and TMA); ", device, " is ",
+              prop->name, " with compute capability ", prop->major, ".", prop->minor);
 }
 
 std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_cuda(const at::Tensor& q, const at::Tensor& k,
@@ -59,10 +69,8 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_cuda(const at::Tensor& q
   TORCH_CHECK(std::isfinite(scale) && scale > 0, kOp, ": scale must be finite and positive, got ", scale);
 
   c10::cuda::CUDAGuard guard(q.device());
+  check_hopper(q.device(), kOp);
   const cudaDeviceProp* prop = at::cuda::getDeviceProperties(q.device().index());
-  TORCH_CHECK(prop->major == 9 && prop->minor == 0, kOp,
-              ": needs a compute capability 9.0 GPU (Hopper, e.g. H100/H200: wgmma and TMA); ", q.device(),
-              " is ", prop->name, " with compute capability ", prop->major, ".", prop->minor);
 
   check_layout(q, "q");
   check_layout(k, "k");
@@ -111,12 +119,33 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_cuda(const at::Tensor& q
   return {out, lse};
 }
 
+// The checks and workspaces are the portable backward's (flash_bwd_boundary.h);
+// on top, a Hopper GPU and what the tensor maps need of q, k, v and grad_out.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_backward_sm90_cuda(
+    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& out, const at::Tensor& lse, bool causal, double scale) {
+  kernels::FlashBwdCall call =
+      kernels::prepare_flash_bwd(kBwdOp, grad_out, q, k, v, out, lse, causal, scale);
+  c10::cuda::CUDAGuard guard(q.device());
+  check_hopper(q.device(), kBwdOp);
+  check_layout(q, "q", kBwdOp);
+  check_layout(k, "k", kBwdOp);
+  check_layout(v, "v", kBwdOp);
+  check_layout(grad_out, "grad_out", kBwdOp);
+  // Key blocks of 128 on the grid's x axis, (batch, KV head) on y.
+  TORCH_CHECK(k.size(0) * k.size(1) <= 65535, kBwdOp, ": batch x KV heads (", k.size(0), " x ", k.size(1),
+              ") is over the grid limit of 65535");
+  if (!call.trivial) flash_sm90::run_bwd(call.params, at::cuda::getCurrentCUDAStream().stream());
+  return {call.dq, call.dk, call.dv};
+}
+
 }  // namespace
 }  // namespace attnprof
 
 #ifndef ATTNPROF_SM90_ALT_LIBRARY
 TORCH_LIBRARY_IMPL(attnprof, CUDA, m) {
   m.impl("flash_attention_sm90", &attnprof::flash_attention_sm90_cuda);
+  m.impl("flash_attention_backward_sm90", &attnprof::flash_attention_backward_sm90_cuda);
 }
 #else
 // Tuning builds (scripts/build_sm90_alt.py): the same operator from another

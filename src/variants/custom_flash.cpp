@@ -11,13 +11,13 @@
 
 #include "attnprof/problem.h"
 #include "attnprof/variant.h"
-#include "kernels/flash_attention/flash_bwd_describe.h"
 #include "kernels/flash_attention/flash_fwd_plan.h"
 #ifdef ATTNPROF_HAVE_CUDA_KERNELS
 #include "kernels/flash_attention/flash_fwd_api.h"
 #endif
 #include "kernels/ops_signatures.h"
 #include "variants/custom_op_variant.h"
+#include "variants/flash_backward_facts.h"
 #include "variants/factories.h"
 
 namespace attnprof {
@@ -45,6 +45,7 @@ class CustomFlash final : public CustomOpVariant {
                const at::Tensor& v) override {
     CustomOpVariant::prepare(p, q, k, v);
     is_bf16_ = p.dtype == DType::BF16;
+    hopper_bwd_ = flash_backward_is_hopper(q, k, v);
 #ifdef ATTNPROF_HAVE_CUDA_KERNELS
     if (q.is_cuda()) plan_ = flash::plan_for(q, k, causal_);  // the path forward() runs
 #endif
@@ -57,12 +58,13 @@ class CustomFlash final : public CustomOpVariant {
 
   std::vector<Fact> facts() const override {
     std::vector<Fact> f = {{"kernel", flash::describe_fwd(head_dim_, is_bf16_, plan_)}};
-    if (pass_ != Pass::fwd) f.push_back({"backward kernels", flash::describe_bwd(head_dim_)});
+    if (pass_ != Pass::fwd) f.push_back({"backward kernels", flash::describe_bwd(head_dim_, hopper_bwd_)});
     return f;
   }
 
  private:
   bool is_bf16_ = true;
+  bool hopper_bwd_ = false;
   flash::FwdPlan plan_;
 };
 

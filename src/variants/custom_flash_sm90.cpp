@@ -14,10 +14,10 @@
 
 #include "attnprof/problem.h"
 #include "attnprof/variant.h"
-#include "kernels/flash_attention/flash_bwd_describe.h"
 #include "kernels/flash_sm90/flash_sm90_traits.h"
 #include "kernels/ops_signatures.h"
 #include "variants/custom_op_variant.h"
+#include "variants/flash_backward_facts.h"
 #include "variants/factories.h"
 #include "variants/torch_problem.h"
 
@@ -76,6 +76,11 @@ class CustomFlashSm90 final : public CustomOpVariant {
     return Support::yes();
   }
 
+  void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
+    CustomOpVariant::prepare(p, q, k, v);
+    hopper_bwd_ = flash_backward_is_hopper(q, k, v);
+  }
+
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
     static auto op = ops::op_handle<ops::FlashAttentionFn>("attnprof::flash_attention_sm90");
     return std::get<0>(op.call(q, k, v, causal_, scale_));
@@ -88,9 +93,12 @@ class CustomFlashSm90 final : public CustomOpVariant {
                    "longest first within L2-sized sections of heads, from an atomic counter)"},
         {"tiles", describe_head_dim<64>() + " | " + describe_head_dim<128>()}};
     // Its backward is custom-flash's (the same autograd node, ops_autograd.cpp).
-    if (pass_ != Pass::fwd) f.push_back({"backward kernels", flash::describe_bwd(head_dim_)});
+    if (pass_ != Pass::fwd) f.push_back({"backward kernels", flash::describe_bwd(head_dim_, hopper_bwd_)});
     return f;
   }
+
+ private:
+  bool hopper_bwd_ = false;
 };
 
 }  // namespace

@@ -97,6 +97,32 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map
       : "memory");
 }
 
+// Copies `bytes` (a multiple of 16; both addresses 16-byte aligned) from
+// global memory to shared memory at `dst` without a tensor map, completing
+// them on `bar`.
+__device__ __forceinline__ void bulk_load_1d(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(src)), "r"(bytes), "r"(bar)
+      : "memory");
+}
+
+// Orders this thread's ordinary shared-memory stores before later reads of
+// them by the async proxy (wgmma operands from shared memory, TMA stores).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// Stores four 8x8 16-bit matrices, transposed: register r[i] holds matrix i
+// in the mma fragment layout (lane l: row l / 4, columns 2(l % 4), +1), and
+// lanes 8i..8i+7 give the addresses of matrix i's stored rows, which are its
+// fragment columns (16 bytes each).
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+
 // ---- warpgroup register reallocation and named barriers ----------------------
 
 // Every warp of a warpgroup must execute the same setmaxnreg; it takes effect

@@ -32,48 +32,61 @@ void launch_flash_bwd_main(const BwdParams& p, cudaStream_t stream) {
 }
 
 template <int kHeadDim, typename Element>
-void run_flash_bwd_hdim(const BwdParams& p, cudaStream_t stream) {
-  using Traits = typename BwdConfig<kHeadDim, Element>::Traits;
+void run_preprocess_hdim(const BwdParams& p, cudaStream_t stream) {
   constexpr int kChunks = kHeadDim / 8;
   constexpr int kRowsPerBlock = kBwdRowKernelThreads / kChunks;
   const int64_t padded_rows = static_cast<int64_t>(p.batch) * p.heads_q * p.seqlen_q_pad;
-  const int64_t pre_blocks = padded_rows / kRowsPerBlock;  // exact: seqlen_q_pad % kBwdSeqQPad == 0
-  const int64_t cvt_blocks =
-      (static_cast<int64_t>(p.batch) * p.heads_q * p.seqlen_q * kChunks + kBwdRowKernelThreads - 1) /
-      kBwdRowKernelThreads;
-  TORCH_CHECK(pre_blocks <= 0x7fffffff && cvt_blocks <= 0x7fffffff, kOp,
-              ": too many query rows for one grid (", padded_rows, ")");
-
+  const int64_t blocks = padded_rows / kRowsPerBlock;  // exact: seqlen_q_pad % kBwdSeqQPad == 0
+  TORCH_CHECK(blocks <= 0x7fffffff, kOp, ": too many query rows for one grid (", padded_rows, ")");
   flash_bwd_preprocess_kernel<kHeadDim, Element>
-      <<<static_cast<unsigned>(pre_blocks), kBwdRowKernelThreads, 0, stream>>>(p);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  if (p.causal) {
-    launch_flash_bwd_main<Traits, true>(p, stream);
-  } else {
-    launch_flash_bwd_main<Traits, false>(p, stream);
-  }
-  flash_bwd_convert_dq_kernel<kHeadDim, Element>
-      <<<static_cast<unsigned>(cvt_blocks), kBwdRowKernelThreads, 0, stream>>>(p);
+      <<<static_cast<unsigned>(blocks), kBwdRowKernelThreads, 0, stream>>>(p);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-template <typename Element>
-void run_flash_bwd_dtype(const BwdParams& p, cudaStream_t stream) {
-  switch (p.head_dim) {
-    case 64:
-      run_flash_bwd_hdim<64, Element>(p, stream);
-      return;
-    case 128:
-      run_flash_bwd_hdim<128, Element>(p, stream);
-      return;
-    default:
-      TORCH_CHECK(false, kOp, ": no kernel for head_dim ", p.head_dim, " (supported: 64, 128)");
+template <int kHeadDim, typename Element>
+void run_convert_dq_hdim(const BwdParams& p, cudaStream_t stream) {
+  constexpr int kChunks = kHeadDim / 8;
+  const int64_t blocks =
+      (static_cast<int64_t>(p.batch) * p.heads_q * p.seqlen_q * kChunks + kBwdRowKernelThreads - 1) /
+      kBwdRowKernelThreads;
+  TORCH_CHECK(blocks <= 0x7fffffff, kOp, ": too many query rows for one grid (", p.seqlen_q, " per head)");
+  flash_bwd_convert_dq_kernel<kHeadDim, Element>
+      <<<static_cast<unsigned>(blocks), kBwdRowKernelThreads, 0, stream>>>(p);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// What to launch for one backward: everything, or one of the steps the
+// Hopper backward shares.
+enum class BwdPart { kAll, kPreprocess, kConvertDq };
+
+template <int kHeadDim, typename Element>
+void run_part_hdim(const BwdParams& p, cudaStream_t stream, BwdPart part) {
+  if (part == BwdPart::kPreprocess || part == BwdPart::kAll) run_preprocess_hdim<kHeadDim, Element>(p, stream);
+  if (part == BwdPart::kAll) {
+    using Traits = typename BwdConfig<kHeadDim, Element>::Traits;
+    if (p.causal) {
+      launch_flash_bwd_main<Traits, true>(p, stream);
+    } else {
+      launch_flash_bwd_main<Traits, false>(p, stream);
+    }
+  }
+  if (part == BwdPart::kConvertDq || part == BwdPart::kAll) run_convert_dq_hdim<kHeadDim, Element>(p, stream);
+}
+
+void run_part(const BwdParams& p, cudaStream_t stream, BwdPart part) {
+  TORCH_CHECK(p.head_dim == 64 || p.head_dim == 128, kOp, ": no kernel for head_dim ", p.head_dim,
+              " (supported: 64, 128)");
+  if (p.is_bf16) {
+    p.head_dim == 64 ? run_part_hdim<64, __nv_bfloat16>(p, stream, part)
+                     : run_part_hdim<128, __nv_bfloat16>(p, stream, part);
+  } else {
+    p.head_dim == 64 ? run_part_hdim<64, __half>(p, stream, part) : run_part_hdim<128, __half>(p, stream, part);
   }
 }
 
 }  // namespace
 
-void run_flash_bwd(const BwdParams& p, CUstream_st* stream) {
+void check_flash_bwd_params(const BwdParams& p) {
   // The kernels address rows with the compile-time head dim; batch and head
   // strides stay runtime. The workspaces hold whole padded query blocks.
   const int64_t d = p.head_dim;
@@ -84,12 +97,20 @@ void run_flash_bwd(const BwdParams& p, CUstream_st* stream) {
               ": workspace rows ", p.seqlen_q_pad, " are not seq_q ", p.seqlen_q, " padded to ", kBwdSeqQPad);
   TORCH_CHECK(p.heads_kv > 0 && p.heads_q % p.heads_kv == 0, kOp, ": heads_kv ", p.heads_kv,
               " must divide heads_q ", p.heads_q);
+}
+
+void run_flash_bwd_preprocess(const BwdParams& p, CUstream_st* stream) {
+  run_part(p, stream, BwdPart::kPreprocess);
+}
+
+void run_flash_bwd_convert_dq(const BwdParams& p, CUstream_st* stream) {
+  run_part(p, stream, BwdPart::kConvertDq);
+}
+
+void run_flash_bwd(const BwdParams& p, CUstream_st* stream) {
+  check_flash_bwd_params(p);
   if (p.batch == 0 || p.heads_q == 0 || p.seqlen_q == 0 || p.seqlen_k == 0) return;
-  if (p.is_bf16) {
-    run_flash_bwd_dtype<__nv_bfloat16>(p, stream);
-  } else {
-    run_flash_bwd_dtype<__half>(p, stream);
-  }
+  run_part(p, stream, BwdPart::kAll);
 }
 
 }  // namespace attnprof::flash

@@ -70,4 +70,11 @@ struct BwdParams {
 // dQ conversion; all on `stream`. Defined in flash_bwd_launch.cu. Head dims 64, 128.
 void run_flash_bwd(const BwdParams& params, CUstream_st* stream);
 
+// The steps around the main kernel, shared with the Hopper backward
+// (flash_sm90/flash_bwd_sm90_api.cu): the layout checks run_flash_bwd makes,
+// the preprocessing and the dQ conversion, each on `stream`.
+void check_flash_bwd_params(const BwdParams& params);
+void run_flash_bwd_preprocess(const BwdParams& params, CUstream_st* stream);
+void run_flash_bwd_convert_dq(const BwdParams& params, CUstream_st* stream);
+
 }  // namespace attnprof::flash

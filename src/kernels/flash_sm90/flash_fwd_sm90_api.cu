@@ -8,6 +8,7 @@
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 
 #include "kernels/flash_sm90/flash_sm90_params.h"
+#include "kernels/flash_sm90/tensor_map.h"
 
 namespace attnprof::flash_sm90 {
 namespace {

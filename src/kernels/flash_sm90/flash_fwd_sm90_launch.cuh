@@ -12,15 +12,10 @@
 #include "kernels/flash_sm90/flash_fwd_sm90_kernel.cuh"
 #include "kernels/flash_sm90/flash_sm90_params.h"
 #include "kernels/flash_sm90/flash_sm90_traits.h"
+#include "kernels/flash_sm90/tensor_map.h"
 #include "kernels/flash_sm90/tile_order.h"
 
 namespace attnprof::flash_sm90 {
-
-// A 3-D tensor map over a contiguous [slabs][rows][head_dim] 16-bit tensor,
-// boxes of box_rows × 64 elements, 128-byte swizzled, out-of-bounds rows read
-// as zeros. Defined in flash_fwd_sm90_api.cu.
-CUtensorMap make_tensor_map(const void* base, bool is_bf16, int head_dim, int rows, int slabs,
-                            int box_rows);
 
 template <typename Traits>
 void launch_fwd(const FwdParams& p, cudaStream_t stream) {

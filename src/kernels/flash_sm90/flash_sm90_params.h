@@ -7,6 +7,10 @@
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*
 
+namespace attnprof::flash {
+struct BwdParams;  // flash_attention/flash_bwd_params.h: the backward shares the portable kernels' params
+}  // namespace attnprof::flash
+
 namespace attnprof::flash_sm90 {
 
 struct FwdParams {
@@ -48,5 +52,14 @@ void run_fwd(const FwdParams& params, CUstream_st* stream);
 // flash_fwd_sm90_hdim*_*.cu file (flash_fwd_sm90_launch.cuh).
 template <int kHeadDim, typename Element>
 void run_fwd_hdim(const FwdParams& params, CUstream_st* stream);
+
+// The backward: the portable preprocessing, the Hopper main kernel (dK, dV,
+// dQ into the fp32 workspace), the portable dQ conversion; all on `stream`.
+// q, k, v, dout must be contiguous with 16-byte aligned bases (tensor maps);
+// dk, dv take the params' strides. Defined in flash_bwd_sm90_api.cu.
+void run_bwd(const flash::BwdParams& params, CUstream_st* stream);
+
+template <int kHeadDim, typename Element>
+void run_bwd_hdim(const flash::BwdParams& params, CUstream_st* stream);
 
 }  // namespace attnprof::flash_sm90

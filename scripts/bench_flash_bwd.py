@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Op-level timing of the attention backward: attnprof's Hopper kernel
+(attnprof::flash_attention_backward_sm90) and its portable one
+(attnprof::flash_attention_backward) against SDPA's FlashAttention-2 and cuDNN
+backward, in one Python process.
+
+Only the backward is timed. Ours: the operator called on the saved q, k, v,
+out, lse of one forward. SDPA: torch.autograd.grad on a retained graph of one
+forward. Each figure is the median over --reps repetitions of --calls
+back-to-back calls between two CUDA events, the backends interleaved in a
+random order with --settle untimed calls each first (scripts/bench_flash_sm90.py
+explains why). TFLOP/s count 2.5 x the forward's 4*B*H*S^2*D, half for causal.
+
+  python3 scripts/bench_flash_bwd.py [--lib build/libattnprof_core.so] [--shapes 8x16x1024x64,...]
+"""
+import argparse
+import math
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_flash_sm90 import parse_shape, time_fns  # noqa: E402
+
+SHAPES = [(8, 16, 1024, 64), (4, 16, 4096, 128), (1, 16, 16384, 128)]
+
+
+def bwd_flops(shape, causal):
+    b, h, s, d = shape
+    f = 2.5 * 4.0 * b * h * s * s * d
+    return f / 2 if causal else f
+
+
+def ours(op_name, q, k, v, dout, causal, scale):
+    out, lse = torch.ops.attnprof.flash_attention_sm90(q, k, v, causal, scale)
+    op = getattr(torch.ops.attnprof, op_name)
+    return lambda: op(dout, q, k, v, out, lse, causal, scale)
+
+
+def sdpa(backend, q, k, v, dout, causal, scale):
+    qg, kg, vg = (t.detach().requires_grad_(True) for t in (q, k, v))
+    with sdpa_kernel([backend]):
+        out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal, scale=scale)
+    return lambda: torch.autograd.grad(out, (qg, kg, vg), dout, retain_graph=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", default="build/libattnprof_core.so")
+    ap.add_argument("--calls", type=int, default=10)
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--settle", type=int, default=10)
+    ap.add_argument("--shapes", help="comma-separated BxHxSxD (default: the three benchmark shapes)")
+    args = ap.parse_args()
+    torch.ops.load_library(args.lib)
+    prop = torch.cuda.get_device_properties(0)
+    print(f"device: {prop.name}, {prop.multi_processor_count} SMs, torch {torch.__version__}")
+    shapes = [parse_shape(s) for s in args.shapes.split(",")] if args.shapes else SHAPES
+    names = ["sm90", "portable", "sdpa-flash", "sdpa-cudnn"]
+    rows = []
+    for shape in shapes:
+        b, h, s, d = shape
+        q, k, v, dout = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+        for causal in (True, False):
+            scale = d ** -0.5
+            fns = [ours("flash_attention_backward_sm90", q, k, v, dout, causal, scale),
+                   ours("flash_attention_backward", q, k, v, dout, causal, scale)]
+            for backend in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION):
+                try:
+                    fns.append(sdpa(backend, q, k, v, dout, causal, scale))
+                except RuntimeError as e:
+                    print(f"  {backend} refused: {str(e).splitlines()[0]}")
+                    fns.append(lambda: (_ for _ in ()).throw(RuntimeError("refused")))
+            us = time_fns([lambda *_, f=f: f() for f in fns], [()], args.calls, args.reps, args.settle)
+            rows.append((shape, causal, us))
+            del fns
+        del q, k, v, dout
+        torch.cuda.empty_cache()
+    print("| shape | mask | " + " | ".join(f"{n} µs (TFLOP/s)" for n in names) +
+          " | sm90 / sdpa-flash | sm90 / sdpa-cudnn |")
+    print("|---|---|" + "---|" * (len(names) + 2))
+    for shape, causal, us in rows:
+        tf = [bwd_flops(shape, causal) / (t * 1e-6) / 1e12 for t in us]
+        cells = " | ".join(f"{t:.0f} ({x:.0f})" if math.isfinite(t) else "refused" for t, x in zip(us, tf))
+        print(f"| {'x'.join(map(str, shape))} | {'causal' if causal else 'full'} | {cells} | "
+              f"{us[2] / us[0]:.2f} | {us[3] / us[0]:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+// Launch layer of the Hopper attention backward's main kernel: tensor maps,
+// grid, shared-memory opt-in, launch, launch check. Included by one .cu file
+// per (head dim, dtype), so the four kernels compile in parallel.
+#pragma once
+
+#include <c10/cuda/CUDAException.h>
+#include <c10/util/Exception.h>
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include "kernels/flash_attention/flash_bwd_params.h"
+#include "kernels/flash_sm90/flash_bwd_sm90_kernel.cuh"
+#include "kernels/flash_sm90/flash_bwd_sm90_traits.h"
+#include "kernels/flash_sm90/flash_sm90_params.h"
+#include "kernels/flash_sm90/tensor_map.h"
+
+namespace attnprof::flash_sm90 {
+
+template <typename Traits>
+void launch_bwd(const flash::BwdParams& p, cudaStream_t stream) {
+  constexpr int kHeadDim = Traits::kHeadDim;
+  static_assert(flash::kBwdSeqQPad % Traits::kBlockM == 0,
+                "query blocks read whole rows of the padded workspaces");
+  BwdKernelArgs a;
+  a.tma_q = make_tensor_map(p.q, p.is_bf16, kHeadDim, p.seqlen_q, p.batch * p.heads_q, Traits::kBlockM);
+  a.tma_do = make_tensor_map(p.dout, p.is_bf16, kHeadDim, p.seqlen_q, p.batch * p.heads_q, Traits::kBlockM);
+  a.tma_k = make_tensor_map(p.k, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN);
+  a.tma_v = make_tensor_map(p.v, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN);
+  a.lse_log2 = p.lse_log2;
+  a.d_sum = p.d_sum;
+  a.dq_accum = p.dq_accum;
+  a.dk = p.dk;
+  a.dv = p.dv;
+  a.dk_batch_stride = p.dk_batch_stride;
+  a.dk_head_stride = p.dk_head_stride;
+  a.dk_row_stride = p.dk_row_stride;
+  a.dv_batch_stride = p.dv_batch_stride;
+  a.dv_head_stride = p.dv_head_stride;
+  a.dv_row_stride = p.dv_row_stride;
+  a.heads_q = p.heads_q;
+  a.heads_kv = p.heads_kv;
+  a.seqlen_q = p.seqlen_q;
+  a.seqlen_k = p.seqlen_k;
+  a.seqlen_q_pad = p.seqlen_q_pad;
+  a.causal_offset = p.seqlen_k - p.seqlen_q;
+  a.num_m_blocks = (p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM;
+  a.scale = p.scale;
+  a.scale_log2 = p.scale * 1.4426950408889634f;  // log2(e)
+  a.causal = p.causal;
+
+  const int64_t key_blocks = (p.seqlen_k + Traits::kBlockN - 1) / Traits::kBlockN;
+  const int64_t slabs = static_cast<int64_t>(p.batch) * p.heads_kv;
+  TORCH_CHECK(key_blocks <= 0x7fffffff && slabs <= 65535, "attnprof::flash_attention_backward_sm90: ",
+              p.batch, " x ", p.heads_kv, " KV heads exceed the grid limit of 65535");
+  auto* kernel = &flash_bwd_sm90_kernel<Traits>;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes));
+  const dim3 grid(static_cast<unsigned>(key_blocks), static_cast<unsigned>(slabs));
+  kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(a);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <int kHeadDim, typename Element>
+void run_bwd_hdim(const flash::BwdParams& p, CUstream_st* stream) {
+  launch_bwd<typename BwdConfig<kHeadDim, Element>::Traits>(p, stream);
+}
+
+}  // namespace attnprof::flash_sm90

@@ -1,0 +1,99 @@
+// Compile-time shape of the Hopper attention backward, one configuration per
+// head dim.
+//
+// A block owns kBlockN = 128 keys of one (batch, KV head) and is two
+// warpgroups of 64 keys each. K and V stay in shared memory; Q, dO and their
+// per-row statistics (lse·log2 e and D = rowsum(dO∘O)) stream through
+// kStages buffers of kBlockM query rows, loaded by TMA. Per query block each
+// warpgroup computes Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (wgmma from shared memory),
+// Pᵀ and dSᵀ in registers, dV += Pᵀ·dO and dK += dSᵀ·Q (wgmma with Pᵀ and dSᵀ
+// as register operands), and writes dSᵀ transposed to shared memory, where
+// both warpgroups read it for dQ = dS·K, which goes to the fp32 workspace by
+// vector reductions. Tiles use TMA's 128-byte swizzle: column blocks of 64
+// elements (128 bytes) × rows, 1024-byte aligned.
+#pragma once
+
+#include <cstdint>
+
+namespace attnprof::flash_sm90 {
+
+// How the two warpgroups share dQ = dS·K of one query block (kBlockM × D):
+//  - kRows: warpgroup w computes query rows 64w..64w+63 (kBlockM = 128);
+//  - kCols: head-dim columns 64w..64w+63 (kBlockM = 64, head_dim 128);
+//  - kKeys: each warpgroup all of dQ over its own 64 keys, and both add to the
+//    workspace (kBlockM = 64, head_dim 64; twice the reductions).
+enum class DqSplit { kRows, kCols, kKeys };
+
+template <int kHeadDim_, int kBlockM_, typename Element_>
+struct BwdTraits {
+  using Element = Element_;  // __nv_bfloat16 or __half
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBlockM = kBlockM_;  // query rows per step
+  static constexpr int kBlockN = 128;       // keys per block: 64 per warpgroup
+  static constexpr int kWarpgroups = 2;
+  static constexpr int kThreads = 128 * kWarpgroups;
+  static constexpr int kWarps = 4 * kWarpgroups;
+  static constexpr int kStages = 2;  // Q / dO buffers
+
+  static constexpr DqSplit kDqSplit = kBlockM == 128 ? DqSplit::kRows
+                                      : kHeadDim == 128 ? DqSplit::kCols
+                                                        : DqSplit::kKeys;
+  static constexpr int kDqN = kDqSplit == DqSplit::kCols ? 64 : kHeadDim;  // wgmma n of dQ
+
+  static constexpr int kColElems = 64;  // 128 bytes of 16-bit elements
+  static constexpr int kColBlocks = kHeadDim / kColElems;
+  static constexpr int kQColBytes = kBlockM * 128;  // Q, dO: one column block
+  static constexpr int kQBytes = kQColBytes * kColBlocks;
+  static constexpr int kKVColBytes = kBlockN * 128;
+  static constexpr int kKVBytes = kKVColBytes * kColBlocks;
+  // dS as dQ's A operand: [kBlockN / 64 key blocks][kBlockM rows][64 keys].
+  static constexpr int kDSColBytes = kBlockM * 128;
+  static constexpr int kDSBytes = kDSColBytes * (kBlockN / 64);
+  static constexpr int kRowStatBytes = kBlockM * 4;  // fp32 per query row
+
+  static constexpr int kOffK = 0;
+  static constexpr int kOffV = kOffK + kKVBytes;
+  static constexpr int kOffQ = kOffV + kKVBytes;
+  static constexpr int kOffDO = kOffQ + kStages * kQBytes;
+  // Two dS buffers: one warpgroup may write the next query block's dS while
+  // the other still reads this one's (the barrier between them is per step).
+  static constexpr int kOffDS = kOffDO + kStages * kQBytes;
+  static constexpr int kOffLse = kOffDS + 2 * kDSBytes;
+  static constexpr int kOffDsum = kOffLse + kStages * kRowStatBytes;
+  static constexpr int kOffBarriers = kOffDsum + kStages * kRowStatBytes;
+  // kv_full, then q_full, do_full, empty per stage.
+  static constexpr int kNumBarriers = 1 + 3 * kStages;
+  // + 1024: the dynamic shared-memory base is rounded up to the swizzle atom.
+  static constexpr int kSmemBytes = kOffBarriers + 8 * kNumBarriers + 1024;
+
+  static constexpr int kSRegs = kBlockM / 2;    // Sᵀ, dPᵀ: 64 keys × kBlockM queries
+  static constexpr int kAccRegs = kHeadDim / 2;  // dV, dK: 64 keys × head_dim
+  static constexpr int kMSteps = kBlockM / 16;   // k16 steps of dV += Pᵀ·dO, dK += dSᵀ·Q
+  static constexpr int kDSteps = kHeadDim / 16;  // k16 steps of Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ
+
+  static constexpr int kDsBarrier = 1;  // named barrier: both warpgroups' dS are in shared memory
+
+  static_assert(sizeof(Element) == 2, "wgmma with 16-bit inputs: bf16 or fp16");
+  static_assert(kHeadDim == 64 || kHeadDim == 128, "head_dim 64 or 128");
+  static_assert(kBlockM == 64 || kBlockM == 128, "kBlockM: wgmma n of Sᵀ, a divisor of the workspace padding");
+  static_assert(kDqSplit != DqSplit::kRows || kBlockM == 64 * kWarpgroups, "row split: 64 rows per warpgroup");
+  static_assert(kQColBytes % 1024 == 0 && kKVColBytes % 1024 == 0 && kDSColBytes % 1024 == 0,
+                "every tile and column block must start on a 1024-byte swizzle atom");
+  static_assert(kSmemBytes <= 227 * 1024, "over the per-block shared memory limit of sm_90");
+};
+
+// Per-head-dim configurations (registers: see flash_bwd_sm90_kernel.cuh).
+template <int kHeadDim, typename Element>
+struct BwdConfig;
+
+template <typename Element>
+struct BwdConfig<64, Element> {
+  using Traits = BwdTraits<64, 128, Element>;
+};
+
+template <typename Element>
+struct BwdConfig<128, Element> {
+  using Traits = BwdTraits<128, 64, Element>;
+};
+
+}  // namespace attnprof::flash_sm90

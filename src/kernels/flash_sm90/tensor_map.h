@@ -1,0 +1,15 @@
+// TMA tensor maps over the attention tensors (host side; defined in
+// flash_fwd_sm90_api.cu, used by the forward and backward launch layers).
+#pragma once
+
+#include <cuda.h>  // CUtensorMap
+
+namespace attnprof::flash_sm90 {
+
+// A 3-D tensor map over a contiguous [slabs][rows][head_dim] 16-bit tensor,
+// boxes of box_rows × 64 elements, 128-byte swizzled, out-of-bounds rows read
+// as zeros.
+CUtensorMap make_tensor_map(const void* base, bool is_bf16, int head_dim, int rows, int slabs,
+                            int box_rows);
+
+}  // namespace attnprof::flash_sm90
