@@ -12,6 +12,8 @@ random order with --settle untimed calls each first (scripts/bench_flash_sm90.py
 explains why). TFLOP/s count 2.5 x the forward's 4*B*H*S^2*D, half for causal.
 
   python3 scripts/bench_flash_bwd.py [--lib build/libattnprof_core.so] [--shapes 8x16x1024x64,...]
+  --alt NAME=LIB: also time attnprof_NAME::flash_attention_backward_sm90 from LIB (scripts/build_sm90_alt.py)
+  --host: host time per call of each operator on a tiny problem (the GPU idles; launch cost only)
 """
 import argparse
 import math
@@ -34,10 +36,43 @@ def bwd_flops(shape, causal):
     return f / 2 if causal else f
 
 
-def ours(op_name, q, k, v, dout, causal, scale):
+def ours(op_name, q, k, v, dout, causal, scale, ns="attnprof"):
     out, lse = torch.ops.attnprof.flash_attention_sm90(q, k, v, causal, scale)
-    op = getattr(torch.ops.attnprof, op_name)
+    op = getattr(getattr(torch.ops, ns), op_name)
     return lambda: op(dout, q, k, v, out, lse, causal, scale)
+
+
+def host_costs():
+    """Host µs per call, 1x1x128x64 causal bf16: each call's GPU work takes a
+    few µs, so back-to-back calls measure what the host spends per call."""
+    import time
+    q, k, v, dout = (torch.randn(1, 1, 128, 64, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+    out, lse = torch.ops.attnprof.flash_attention_sm90(q, k, v, True, 0.125)
+    calls = {
+        "attnprof::flash_attention (fwd)": lambda: torch.ops.attnprof.flash_attention(q, k, v, True, 0.125),
+        "attnprof::flash_attention_sm90 (fwd)": lambda: torch.ops.attnprof.flash_attention_sm90(q, k, v, True, 0.125),
+        "attnprof::flash_attention_backward": lambda: torch.ops.attnprof.flash_attention_backward(
+            dout, q, k, v, out, lse, True, 0.125),
+        "attnprof::flash_attention_backward_sm90": lambda: torch.ops.attnprof.flash_attention_backward_sm90(
+            dout, q, k, v, out, lse, True, 0.125),
+        "sdpa-flash fwd": lambda: sdpa_fwd(SDPBackend.FLASH_ATTENTION, q, k, v),
+        "sdpa-cudnn fwd": lambda: sdpa_fwd(SDPBackend.CUDNN_ATTENTION, q, k, v),
+    }
+    for name, fn in calls.items():
+        for _ in range(50):
+            fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(500):
+            fn()
+        host = (time.perf_counter() - t0) / 500 * 1e6
+        torch.cuda.synchronize()
+        print(f"  host per call {host:7.1f} µs  {name}")
+
+
+def sdpa_fwd(backend, q, k, v):
+    with sdpa_kernel([backend]):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
 def sdpa(backend, q, k, v, dout, causal, scale):
@@ -54,12 +89,21 @@ def main():
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--settle", type=int, default=10)
     ap.add_argument("--shapes", help="comma-separated BxHxSxD (default: the three benchmark shapes)")
+    ap.add_argument("--alt", action="append", default=[], help="NAME=LIB: a tuning build's backward")
+    ap.add_argument("--host", action="store_true", help="print the host cost per operator call first")
     args = ap.parse_args()
     torch.ops.load_library(args.lib)
+    alts = []
+    for a in args.alt:
+        name, lib = a.split("=", 1)
+        torch.ops.load_library(lib)
+        alts.append(name)
     prop = torch.cuda.get_device_properties(0)
     print(f"device: {prop.name}, {prop.multi_processor_count} SMs, torch {torch.__version__}")
+    if args.host:
+        host_costs()
     shapes = [parse_shape(s) for s in args.shapes.split(",")] if args.shapes else SHAPES
-    names = ["sm90", "portable", "sdpa-flash", "sdpa-cudnn"]
+    names = ["sm90", "portable", "sdpa-flash", "sdpa-cudnn"] + alts
     rows = []
     for shape in shapes:
         b, h, s, d = shape
@@ -74,19 +118,21 @@ def main():
                 except RuntimeError as e:
                     print(f"  {backend} refused: {str(e).splitlines()[0]}")
                     fns.append(lambda: (_ for _ in ()).throw(RuntimeError("refused")))
+            fns += [ours("flash_attention_backward_sm90", q, k, v, dout, causal, scale, ns=f"attnprof_{n}")
+                    for n in alts]
             us = time_fns([lambda *_, f=f: f() for f in fns], [()], args.calls, args.reps, args.settle)
             rows.append((shape, causal, us))
             del fns
         del q, k, v, dout
         torch.cuda.empty_cache()
     print("| shape | mask | " + " | ".join(f"{n} µs (TFLOP/s)" for n in names) +
-          " | sm90 / sdpa-flash | sm90 / sdpa-cudnn |")
-    print("|---|---|" + "---|" * (len(names) + 2))
+          " | sm90 / sdpa-flash | sm90 / sdpa-cudnn |" + "".join(f" sm90 / {n} |" for n in alts))
+    print("|---|---|" + "---|" * (2 * len(names) - 2))
     for shape, causal, us in rows:
         tf = [bwd_flops(shape, causal) / (t * 1e-6) / 1e12 for t in us]
         cells = " | ".join(f"{t:.0f} ({x:.0f})" if math.isfinite(t) else "refused" for t, x in zip(us, tf))
         print(f"| {'x'.join(map(str, shape))} | {'causal' if causal else 'full'} | {cells} | "
-              f"{us[2] / us[0]:.2f} | {us[3] / us[0]:.2f} |")
+              f"{us[2] / us[0]:.2f} | {us[3] / us[0]:.2f} |" + "".join(f" {u / us[0]:.2f} |" for u in us[4:]))
     return 0
 
 

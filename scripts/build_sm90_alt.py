@@ -3,14 +3,17 @@
 separate library, for timing configurations side by side in one process.
 
   python3 scripts/build_sm90_alt.py NAME -DATTNPROF_SM90_D128_BLOCK_N=176 [...]
-  -> build-sm90alt/NAME/libattnprof_sm90_NAME.so, operator
+  -> build-sm90alt/NAME/libattnprof_sm90_NAME.so, operators
      torch.ops.attnprof_NAME.flash_attention_sm90 (scripts/bench_flash_sm90.py --alt)
+     and torch.ops.attnprof_NAME.flash_attention_backward_sm90 (scripts/bench_flash_bwd.py --alt)
 
 Reuses the compile commands of the main build (build/compile_commands.json,
 scripts/setup.sh first) for src/kernels/flash_sm90/*.cu and
 src/kernels/ops_sm90.cpp, adds the macros, renames the C++ namespace
 (flash_sm90 -> flash_sm90_NAME) so the libraries' symbols cannot collide, and
-links against LibTorch the way attnprof_core does.
+links against LibTorch the way attnprof_core does, and against attnprof_core
+itself for what the backward shares with the portable kernels (its
+preprocessing, dQ conversion and operator boundary).
 """
 import argparse
 import json
@@ -77,10 +80,12 @@ def main():
     libs = [a for a in shlex.split(m.group(1)) if "attnprof_report" not in a] if m else []
     lib = out / f"libattnprof_sm90_{args.name}.so"
     objs = [str(j[2]) for j in jobs]
-    p = subprocess.run(["g++", "-shared", "-o", str(lib)] + objs + libs, capture_output=True, text=True)
+    core = Path(args.build) / "libattnprof_core.so"
+    p = subprocess.run(["g++", "-shared", "-o", str(lib)] + objs + [str(core), f"-Wl,-rpath,{core.parent}"] + libs,
+                       capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit("link failed:\n" + p.stderr[-3000:])
-    print(f"built {lib} (operator attnprof_{args.name}::flash_attention_sm90)")
+    print(f"built {lib} (operators attnprof_{args.name}::flash_attention_sm90, ::flash_attention_backward_sm90)")
 
 
 if __name__ == "__main__":

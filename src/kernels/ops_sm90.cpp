@@ -148,12 +148,14 @@ TORCH_LIBRARY_IMPL(attnprof, CUDA, m) {
   m.impl("flash_attention_backward_sm90", &attnprof::flash_attention_backward_sm90_cuda);
 }
 #else
-// Tuning builds (scripts/build_sm90_alt.py): the same operator from another
-// tile configuration, under its own library name so several load side by side.
+// Tuning builds (scripts/build_sm90_alt.py): the same operators from another
+// tile configuration, under their own library name so several load side by side.
 #define ATTNPROF_SM90_LIBRARY(ns, m) TORCH_LIBRARY(ns, m)
 ATTNPROF_SM90_LIBRARY(ATTNPROF_SM90_ALT_LIBRARY, m) {
   m.def("flash_attention_sm90(Tensor q, Tensor k, Tensor v, bool causal, float scale) -> (Tensor out, Tensor lse)");
+  m.def("flash_attention_backward_sm90(Tensor grad_out, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, bool causal, float scale) -> (Tensor grad_q, Tensor grad_k, Tensor grad_v)");
   m.impl("flash_attention_sm90", &attnprof::flash_attention_sm90_cuda);
+  m.impl("flash_attention_backward_sm90", &attnprof::flash_attention_backward_sm90_cuda);
 }
 #endif
 

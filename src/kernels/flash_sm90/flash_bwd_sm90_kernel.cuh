@@ -89,8 +89,7 @@ __device__ __forceinline__ Step step_of(const BwdKernelArgs& a, int b, int hkv, 
   return {b * a.heads_q + hkv * group + it / m_count, m_begin + it % m_count};
 }
 
-// Q and lse·log2 e complete on q_full, dO and D on do_full: Sᵀ can start
-// before dO has landed.
+// Q and lse·log2 e complete on q_full, dO and D on do_full.
 template <typename Traits>
 __device__ __forceinline__ void load_step(const BwdKernelArgs& a, const Smem<Traits>& sm, Step st, int s) {
   const int row0 = st.m_block * Traits::kBlockM;
@@ -159,6 +158,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   constexpr int kBN = Traits::kBlockN;
   constexpr int kD = Traits::kHeadDim;
   constexpr DqSplit kSplit = Traits::kDqSplit;
+  static_assert(Traits::kStages == 2, "the refill of step it + 1 reuses the stage of step it - 1");
+#ifdef ATTNPROF_SM90_BWD_LATE_REFILL  // tuning builds (scripts/build_sm90_alt.py): thread 0 refills at the step's end
+  constexpr bool kEarlyRefill = false;
+#else
+  constexpr bool kEarlyRefill = true;
+#endif
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // The swizzle atoms need 1024-byte aligned tiles; the launch asks for 1024
@@ -264,17 +269,29 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     const uint64_t q_off = (stage * Traits::kQBytes) >> 4;
     float s[Traits::kSRegs], dp[Traits::kSRegs];
 
+    // Both waits before the fence: a wait between the two GEMMs makes ptxas
+    // insert a warpgroup.arrive of its own (C7519).
     mbar_wait(sm.q_full(stage), phase);
+    mbar_wait(sm.do_full(stage), phase);
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < Traits::kDSteps; ++ks)
       GemmS::template ss<0>(s, desc_k + kv_step(ks), desc_q + q_off + q_step(ks), ks > 0);
     wgmma_commit();
-    mbar_wait(sm.do_full(stage), phase);
 #pragma unroll
     for (int ks = 0; ks < Traits::kDSteps; ++ks)
       GemmS::template ss<0>(dp, desc_v + kv_step(ks), desc_do + q_off + q_step(ks), ks > 0);
     wgmma_commit();
+    // Refill the stage the previous step used with step it + 1, once all eight
+    // warps have released it. Placed here, behind this step's first GEMMs, the
+    // wait rarely blocks: the other warpgroup has long finished that step.
+    if constexpr (kEarlyRefill) {
+      if (threadIdx.x == 0 && it >= 1 && it + 1 < iters) {
+        const int prev = it - 1;
+        mbar_wait(sm.empty(prev % Traits::kStages), (prev / Traits::kStages) & 1);
+        load_step<Traits>(a, sm, step_of(a, b, hkv, m_begin, m_count, it + 1), prev % Traits::kStages);
+      }
+    }
     wgmma_wait<1>();  // Sᵀ done; dPᵀ may still run
     pin_registers(s);
 
@@ -367,8 +384,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         red_add_f32x2(dq_rows + row * kD + 8 * t + c2, dq[4 * t + 2 * i], dq[4 * t + 2 * i + 1]);
     }
 
-    // Refill this stage once all eight warps have released it.
-    if (threadIdx.x == 0 && it + Traits::kStages < iters) {
+    // Refill this stage once all eight warps have released it (kEarlyRefill:
+    // at the next step instead).
+    if (!kEarlyRefill && threadIdx.x == 0 && it + Traits::kStages < iters) {
       mbar_wait(sm.empty(stage), phase);
       load_step<Traits>(a, sm, step_of(a, b, hkv, m_begin, m_count, it + Traits::kStages), stage);
     }

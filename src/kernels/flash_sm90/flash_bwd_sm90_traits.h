@@ -82,13 +82,18 @@ struct BwdTraits {
   static_assert(kSmemBytes <= 227 * 1024, "over the per-block shared memory limit of sm_90");
 };
 
-// Per-head-dim configurations (registers: see flash_bwd_sm90_kernel.cuh).
+// Per-head-dim configurations (registers: see flash_bwd_sm90_kernel.cuh). The
+// macro lets scripts/build_sm90_alt.py build the alternative for timing.
+#ifndef ATTNPROF_SM90_BWD_D64_BLOCK_M
+#define ATTNPROF_SM90_BWD_D64_BLOCK_M 128
+#endif
+
 template <int kHeadDim, typename Element>
 struct BwdConfig;
 
 template <typename Element>
 struct BwdConfig<64, Element> {
-  using Traits = BwdTraits<64, 128, Element>;
+  using Traits = BwdTraits<64, ATTNPROF_SM90_BWD_D64_BLOCK_M, Element>;
 };
 
 template <typename Element>
