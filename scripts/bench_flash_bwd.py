@@ -14,6 +14,7 @@ explains why). TFLOP/s count 2.5 x the forward's 4*B*H*S^2*D, half for causal.
   python3 scripts/bench_flash_bwd.py [--lib build/libattnprof_core.so] [--shapes 8x16x1024x64,...]
   --alt NAME=LIB: also time attnprof_NAME::flash_attention_backward_sm90 from LIB (scripts/build_sm90_alt.py)
   --host: host time per call of each operator on a tiny problem (the GPU idles; launch cost only)
+  --profile BxHxSxD [--causal]: run the Hopper backward 3 times, then once more (for ncu) and exit
 """
 import argparse
 import math
@@ -91,6 +92,8 @@ def main():
     ap.add_argument("--shapes", help="comma-separated BxHxSxD (default: the three benchmark shapes)")
     ap.add_argument("--alt", action="append", default=[], help="NAME=LIB: a tuning build's backward")
     ap.add_argument("--host", action="store_true", help="print the host cost per operator call first")
+    ap.add_argument("--profile", help="BxHxSxD: run the Hopper backward after 3 warm-up calls (for ncu) and exit")
+    ap.add_argument("--causal", action="store_true", help="with --profile")
     args = ap.parse_args()
     torch.ops.load_library(args.lib)
     alts = []
@@ -100,6 +103,14 @@ def main():
         alts.append(name)
     prop = torch.cuda.get_device_properties(0)
     print(f"device: {prop.name}, {prop.multi_processor_count} SMs, torch {torch.__version__}")
+    if args.profile:
+        b, h, s, d = parse_shape(args.profile)
+        q, k, v, dout = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+        fn = ours("flash_attention_backward_sm90", q, k, v, dout, args.causal, d ** -0.5)
+        for _ in range(4):
+            fn()
+        torch.cuda.synchronize()
+        return 0
     if args.host:
         host_costs()
     shapes = [parse_shape(s) for s in args.shapes.split(",")] if args.shapes else SHAPES

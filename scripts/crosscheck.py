@@ -16,6 +16,11 @@ tolerance, 77 when torch is not importable (ctest treats that as a skip).
 
   python3 scripts/crosscheck.py --attnprof build/attnprof [--device cuda] [--pass fwd|bwd|fwd+bwd] \
       [--shapes 8x16x1024x64,4x16x4096x128] [--variants naive,inplace,...]
+
+attnprof's own variants (custom-flash, custom-flash-sm90) run in Python as
+their operators, torch.ops.attnprof.*, from --lib (the attnprof_core library
+beside --attnprof by default): the same dispatcher path and autograd node the
+C++ variants take.
 """
 import argparse
 import json
@@ -44,6 +49,9 @@ BACKENDS = {
     "sdpa-flash": SDPBackend.FLASH_ATTENTION,
     "sdpa-cudnn": SDPBackend.CUDNN_ATTENTION,
 }
+# attnprof's fused variants and the operators they call (scripts/ops_check.py
+# loads the same library).
+CUSTOM_OPS = {"custom-flash": "flash_attention", "custom-flash-sm90": "flash_attention_sm90"}
 # Rows only Python's profiler creates, and why.
 PYTHON_ONLY = {}
 # GPU-side user annotations measure the span from the first to the last kernel of
@@ -81,6 +89,10 @@ def python_forward(variant, q, k, v, causal):
     elif variant == "sdpa-auto":
         def f():
             return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    elif variant in CUSTOM_OPS and hasattr(torch.ops.attnprof, CUSTOM_OPS[variant]):
+        op = getattr(torch.ops.attnprof, CUSTOM_OPS[variant])
+        def f():
+            return op(q, k, v, causal, scale)[0]
     else:
         return None
     return f
@@ -385,7 +397,14 @@ def main():
                     help="what each step runs: fwd, bwd, fwd+bwd, or a comma list")
     ap.add_argument("--tolerance", type=float, default=0.05)
     ap.add_argument("--report", help="also write the comparison as Markdown here")
+    ap.add_argument("--lib", help="attnprof_core library for the custom variants' operators "
+                                  "(default: libattnprof_core.so beside --attnprof)")
     args = ap.parse_args()
+    lib = args.lib or os.path.join(os.path.dirname(os.path.abspath(args.attnprof)), "libattnprof_core.so")
+    if any(v in CUSTOM_OPS for v in args.variants.split(",")):
+        if not os.path.exists(lib):
+            ap.error(f"the custom variants need the operators' library: {lib} does not exist (--lib)")
+        torch.ops.load_library(lib)
     device = "cuda:0" if args.device == "cuda" else args.device
     on_cuda = device.startswith("cuda")
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
@@ -399,6 +418,11 @@ def main():
                                            pass_)
                 if cc is None:
                     msg = f"{title}: skipped ({why})"
+                    print(msg)
+                    report.append(msg)
+                    continue
+                if python_forward(variant, *(torch.empty(1, 1, 1, 1),) * 3, False) is None:
+                    msg = f"{title}: skipped (no Python counterpart for {variant} in this script)"
                     print(msg)
                     report.append(msg)
                     continue

@@ -158,7 +158,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   constexpr int kBN = Traits::kBlockN;
   constexpr int kD = Traits::kHeadDim;
   constexpr DqSplit kSplit = Traits::kDqSplit;
-  static_assert(Traits::kStages == 2, "the refill of step it + 1 reuses the stage of step it - 1");
 #ifdef ATTNPROF_SM90_BWD_LATE_REFILL  // tuning builds (scripts/build_sm90_alt.py): thread 0 refills at the step's end
   constexpr bool kEarlyRefill = false;
 #else
@@ -282,14 +281,16 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     for (int ks = 0; ks < Traits::kDSteps; ++ks)
       GemmS::template ss<0>(dp, desc_v + kv_step(ks), desc_do + q_off + q_step(ks), ks > 0);
     wgmma_commit();
-    // Refill the stage the previous step used with step it + 1, once all eight
-    // warps have released it. Placed here, behind this step's first GEMMs, the
-    // wait rarely blocks: the other warpgroup has long finished that step.
+    // Refill the stage the previous step used (with step it - 1 + kStages),
+    // once all eight warps have released it. Placed here, behind this step's
+    // first GEMMs, the wait rarely blocks: the other warpgroup has long
+    // finished that step.
     if constexpr (kEarlyRefill) {
-      if (threadIdx.x == 0 && it >= 1 && it + 1 < iters) {
-        const int prev = it - 1;
+      const int prev = it - 1;
+      if (threadIdx.x == 0 && prev >= 0 && prev + Traits::kStages < iters) {
         mbar_wait(sm.empty(prev % Traits::kStages), (prev / Traits::kStages) & 1);
-        load_step<Traits>(a, sm, step_of(a, b, hkv, m_begin, m_count, it + 1), prev % Traits::kStages);
+        load_step<Traits>(a, sm, step_of(a, b, hkv, m_begin, m_count, prev + Traits::kStages),
+                          prev % Traits::kStages);
       }
     }
     wgmma_wait<1>();  // Sᵀ done; dPᵀ may still run

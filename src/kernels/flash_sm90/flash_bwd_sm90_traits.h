@@ -15,6 +15,13 @@
 
 #include <cstdint>
 
+// Q/dO stages. H200, bf16, 2026-12-01, scripts/bench_flash_bwd.py with the
+// alternative built alongside: 3 stages ran 1-3% slower than 2 at every
+// benchmark shape (a refill is issued a whole step ahead already).
+#ifndef ATTNPROF_SM90_BWD_STAGES
+#define ATTNPROF_SM90_BWD_STAGES 2
+#endif
+
 namespace attnprof::flash_sm90 {
 
 // How the two warpgroups share dQ = dS·K of one query block (kBlockM × D):
@@ -33,7 +40,7 @@ struct BwdTraits {
   static constexpr int kWarpgroups = 2;
   static constexpr int kThreads = 128 * kWarpgroups;
   static constexpr int kWarps = 4 * kWarpgroups;
-  static constexpr int kStages = 2;  // Q / dO buffers
+  static constexpr int kStages = ATTNPROF_SM90_BWD_STAGES;  // Q / dO buffers
 
   static constexpr DqSplit kDqSplit = kBlockM == 128 ? DqSplit::kRows
                                       : kHeadDim == 128 ? DqSplit::kCols
@@ -83,7 +90,11 @@ struct BwdTraits {
 };
 
 // Per-head-dim configurations (registers: see flash_bwd_sm90_kernel.cuh). The
-// macro lets scripts/build_sm90_alt.py build the alternative for timing.
+// macro lets scripts/build_sm90_alt.py build the alternative for timing: at
+// head_dim 64, query blocks of 64 rows (dQ split by keys, 174 registers) ran
+// 1.32x (causal) and 1.44x (full) slower than 128 rows at 8x16x1024x64 (same
+// run as the stages above): half the work per step for the same latencies,
+// and twice the dQ reductions.
 #ifndef ATTNPROF_SM90_BWD_D64_BLOCK_M
 #define ATTNPROF_SM90_BWD_D64_BLOCK_M 128
 #endif
