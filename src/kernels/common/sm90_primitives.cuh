@@ -97,6 +97,30 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map
       : "memory");
 }
 
+// Adds the box at (c0, c1, c2) of shared memory at `src` (laid out as the
+// map's box, swizzle included) to a 3-D float32 tensor in global memory,
+// element by element in L2 (TMA reduction). Completes as a bulk group:
+// bulk_commit_group, then bulk_wait_group_read before `src` is written again.
+__device__ __forceinline__ void tma_reduce_add_3d(const CUtensorMap* map, uint32_t src, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(src), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Until at most kPending of this thread's bulk groups still read shared memory.
+template <int kPending>
+__device__ __forceinline__ void bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kPending) : "memory");
+}
+// Until at most kPending of this thread's bulk groups are incomplete (their
+// writes done).
+template <int kPending>
+__device__ __forceinline__ void bulk_wait_group() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
 // Copies `bytes` (a multiple of 16; both addresses 16-byte aligned) from
 // global memory to shared memory at `dst` without a tensor map, completing
 // them on `bar`.

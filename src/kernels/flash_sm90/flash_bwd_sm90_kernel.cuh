@@ -12,8 +12,8 @@
 //   Pᵀ = exp2(Sᵀ·scale·log2 e − lse·log2 e), masked; dSᵀ = Pᵀ ∘ (dPᵀ − D)
 //   dV += Pᵀ·dO, dK += dSᵀ·Q          wgmma, Pᵀ and dSᵀ as register operands
 //   dSᵀ → shared memory as dS (stmatrix .trans), a barrier with the other
-//   warpgroup, then its share of dQ = dS·K (DqSplit) added to the fp32
-//   workspace with 8-byte vector reductions.
+//   warpgroup, then its share of dQ = dS·K (DqSplit), which goes through
+//   shared memory to the fp32 workspace by TMA reduction (cp.reduce.async.bulk).
 // dK (times the softmax scale) and dV are stored from registers at the end.
 // The preprocessing (D, lse·log2 e, zeroed workspace) and the dQ conversion
 // are the portable kernels of flash_attention/flash_bwd_launch.cu.
@@ -44,6 +44,7 @@ struct BwdKernelArgs {
   CUtensorMap tma_do;  // as tma_q
   CUtensorMap tma_k;   // [B·Hkv][Sk][D], box kBlockN rows × 64 columns
   CUtensorMap tma_v;
+  CUtensorMap tma_dq;     // dq_accum as [B·Hq][Sq_pad][D] float32, box 64 rows × 32 columns
   const float* lse_log2;  // [B·Hq][Sq_pad]: +inf where a row sees no key or is padding
   const float* d_sum;     // [B·Hq][Sq_pad]
   float* dq_accum;        // [B·Hq][Sq_pad][D], zeroed
@@ -69,7 +70,7 @@ using namespace kernels;
 
 template <typename Traits>
 struct Smem {
-  uint32_t k, v, q, dout, ds, lse, dsum, bar;
+  uint32_t k, v, q, dout, ds, dq, lse, dsum, bar;
   __device__ uint32_t kv_full() const { return bar; }
   __device__ uint32_t q_full(int s) const { return bar + 8 * (1 + s); }
   __device__ uint32_t do_full(int s) const { return bar + 8 * (1 + Traits::kStages + s); }
@@ -158,6 +159,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   constexpr int kBN = Traits::kBlockN;
   constexpr int kD = Traits::kHeadDim;
   constexpr DqSplit kSplit = Traits::kDqSplit;
+#ifdef ATTNPROF_SM90_BWD_DQ_ATOMICS  // tuning builds: dQ by per-thread vector reductions
+  constexpr bool kDqByTma = false;
+#else
+  constexpr bool kDqByTma = true;
+#endif
 #ifdef ATTNPROF_SM90_BWD_LATE_REFILL  // tuning builds (scripts/build_sm90_alt.py): thread 0 refills at the step's end
   constexpr bool kEarlyRefill = false;
 #else
@@ -174,6 +180,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   sm.q = base + Traits::kOffQ;
   sm.dout = base + Traits::kOffDO;
   sm.ds = base + Traits::kOffDS;
+  sm.dq = base + Traits::kOffDQ;
   sm.lse = base + Traits::kOffLse;
   sm.dsum = base + Traits::kOffDsum;
   sm.bar = base + Traits::kOffBarriers;
@@ -375,14 +382,44 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     }
     if (lane == 0) mbar_arrive(sm.empty(stage));  // this warp's last read of Q and dO of this stage
 
-    float* dq_rows = a.dq_accum + (static_cast<int64_t>(st.q_slab) * a.seqlen_q_pad + q0 + dq_row_off) * kD + dq_col_off;
+    if constexpr (kDqByTma) {
+      // Through shared memory (the map's 128-byte swizzled box layout: row r,
+      // float column n at 16-byte chunk (n % 32) / 4 ^ r % 8), then one TMA
+      // reduction per 32-column block, issued by the warpgroup's first thread.
+      const uint32_t dq_buf = sm.dq + wg * Traits::kDqBytes;
+      if (tid == 0) bulk_wait_group_read<0>();  // the previous step's reduction has read the buffer
+      named_bar_sync(Traits::kDqBarrier + wg, 128);
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int row = 16 * warp + lane / 4 + 8 * i;
-      if (q0 + dq_row_off + row >= a.seqlen_q) continue;  // padding rows: dS is 0
+      for (int i = 0; i < 2; ++i) {
+        const int row = 16 * warp + lane / 4 + 8 * i;
 #pragma unroll
-      for (int t = 0; t < Traits::kDqN / 8; ++t)
-        red_add_f32x2(dq_rows + row * kD + 8 * t + c2, dq[4 * t + 2 * i], dq[4 * t + 2 * i + 1]);
+        for (int t = 0; t < Traits::kDqN / 8; ++t) {
+          const int n = 8 * t + c2;
+          const uint32_t addr = dq_buf + (n / 32) * Traits::kDqColBytes + row * 128 +
+                                ((((n % 32) / 4) ^ (row % 8)) * 16) + (n % 4) * 4;
+          st_shared_f32x2(addr, dq[4 * t + 2 * i], dq[4 * t + 2 * i + 1]);
+        }
+      }
+      fence_proxy_async_shared();
+      named_bar_sync(Traits::kDqBarrier + wg, 128);
+      if (tid == 0) {
+#pragma unroll
+        for (int cb = 0; cb < Traits::kDqN / 32; ++cb)
+          tma_reduce_add_3d(&a.tma_dq, dq_buf + cb * Traits::kDqColBytes, dq_col_off + 32 * cb, q0 + dq_row_off,
+                            st.q_slab);
+        bulk_commit_group();
+      }
+    } else {
+      float* dq_rows =
+          a.dq_accum + (static_cast<int64_t>(st.q_slab) * a.seqlen_q_pad + q0 + dq_row_off) * kD + dq_col_off;
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int row = 16 * warp + lane / 4 + 8 * i;
+        if (q0 + dq_row_off + row >= a.seqlen_q) continue;  // padding rows: dS is 0
+#pragma unroll
+        for (int t = 0; t < Traits::kDqN / 8; ++t)
+          red_add_f32x2(dq_rows + row * kD + 8 * t + c2, dq[4 * t + 2 * i], dq[4 * t + 2 * i + 1]);
+      }
     }
 
     // Refill this stage once all eight warps have released it (kEarlyRefill:
@@ -392,6 +429,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       load_step<Traits>(a, sm, step_of(a, b, hkv, m_begin, m_count, it + Traits::kStages), stage);
     }
   }
+
+  // The dQ reductions must have read shared memory before the block exits.
+  if (kDqByTma && tid == 0) bulk_wait_group<0>();
 
   // A block whose keys no query sees (iters == 0) stores zeros.
   store_rows<Traits>(static_cast<Element*>(a.dv) + b * a.dv_batch_stride + hkv * a.dv_head_stride, a.dv_row_stride,

@@ -26,6 +26,7 @@ void launch_bwd(const flash::BwdParams& p, cudaStream_t stream) {
   a.tma_do = make_tensor_map(p.dout, p.is_bf16, kHeadDim, p.seqlen_q, p.batch * p.heads_q, Traits::kBlockM);
   a.tma_k = make_tensor_map(p.k, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN);
   a.tma_v = make_tensor_map(p.v, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN);
+  a.tma_dq = make_tensor_map_f32(p.dq_accum, kHeadDim, p.seqlen_q_pad, p.batch * p.heads_q, 64);
   a.lse_log2 = p.lse_log2;
   a.d_sum = p.d_sum;
   a.dq_accum = p.dq_accum;

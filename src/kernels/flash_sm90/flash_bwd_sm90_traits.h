@@ -65,7 +65,12 @@ struct BwdTraits {
   // Two dS buffers: one warpgroup may write the next query block's dS while
   // the other still reads this one's (the barrier between them is per step).
   static constexpr int kOffDS = kOffDO + kStages * kQBytes;
-  static constexpr int kOffLse = kOffDS + 2 * kDSBytes;
+  // Each warpgroup's share of dQ in fp32 on its way to the workspace by TMA
+  // reduction: [kDqN / 32 column blocks][64 rows][32 floats (128 bytes)].
+  static constexpr int kDqColBytes = 64 * 128;
+  static constexpr int kDqBytes = kDqColBytes * (kDqN / 32);  // per warpgroup
+  static constexpr int kOffDQ = kOffDS + 2 * kDSBytes;
+  static constexpr int kOffLse = kOffDQ + kWarpgroups * kDqBytes;
   static constexpr int kOffDsum = kOffLse + kStages * kRowStatBytes;
   static constexpr int kOffBarriers = kOffDsum + kStages * kRowStatBytes;
   // kv_full, then q_full, do_full, empty per stage.
@@ -79,6 +84,7 @@ struct BwdTraits {
   static constexpr int kDSteps = kHeadDim / 16;  // k16 steps of Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ
 
   static constexpr int kDsBarrier = 1;  // named barrier: both warpgroups' dS are in shared memory
+  static constexpr int kDqBarrier = 2;  // + warpgroup: named barriers of one warpgroup's dQ buffer
 
   static_assert(sizeof(Element) == 2, "wgmma with 16-bit inputs: bf16 or fp16");
   static_assert(kHeadDim == 64 || kHeadDim == 128, "head_dim 64 or 128");

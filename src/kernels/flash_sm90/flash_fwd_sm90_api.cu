@@ -32,25 +32,37 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 
 }  // namespace
 
-CUtensorMap make_tensor_map(const void* base, bool is_bf16, int head_dim, int rows, int slabs,
-                            int box_rows) {
-  constexpr cuuint64_t kElemBytes = 2;
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(rows),
+namespace {
+
+// [slabs][rows][cols] contiguous, boxes of box_cols × box_rows (box_cols ·
+// element size = 128 bytes, the widest box the 128-byte swizzle allows).
+CUtensorMap encode(const void* base, CUtensorMapDataType type, cuuint64_t elem_bytes, int cols, int rows, int slabs,
+                   int box_cols, int box_rows) {
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
                               static_cast<cuuint64_t>(slabs)};
   // Byte strides of dims 1 and 2 (dim 0 is contiguous).
-  const cuuint64_t strides[2] = {head_dim * kElemBytes,
-                                 static_cast<cuuint64_t>(rows) * head_dim * kElemBytes};
-  // 64 elements = 128 bytes, the widest box the 128-byte swizzle allows.
-  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint64_t strides[2] = {cols * elem_bytes, static_cast<cuuint64_t>(rows) * cols * elem_bytes};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows), 1};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
   CUtensorMap map;
-  const CUresult r = tensor_map_encoder()(
-      &map, is_bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
-      const_cast<void*>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r = tensor_map_encoder()(&map, type, 3, const_cast<void*>(base), dims, strides, box, elem_strides,
+                                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   TORCH_CHECK(r == CUDA_SUCCESS, "attnprof::flash_attention_sm90: cuTensorMapEncodeTiled failed (CUresult ",
-              static_cast<int>(r), ") for a [", slabs, ", ", rows, ", ", head_dim, "] tensor at ", base);
+              static_cast<int>(r), ") for a [", slabs, ", ", rows, ", ", cols, "] tensor at ", base);
   return map;
+}
+
+}  // namespace
+
+CUtensorMap make_tensor_map(const void* base, bool is_bf16, int head_dim, int rows, int slabs,
+                            int box_rows) {
+  return encode(base, is_bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, head_dim,
+                rows, slabs, 64, box_rows);
+}
+
+CUtensorMap make_tensor_map_f32(float* base, int cols, int rows, int slabs, int box_rows) {
+  return encode(base, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, cols, rows, slabs, 32, box_rows);
 }
 
 void run_fwd(const FwdParams& p, CUstream_st* stream) {

@@ -12,4 +12,9 @@ namespace attnprof::flash_sm90 {
 CUtensorMap make_tensor_map(const void* base, bool is_bf16, int head_dim, int rows, int slabs,
                             int box_rows);
 
+// The same over a contiguous [slabs][rows][cols] float32 tensor, boxes of
+// box_rows × 32 elements (128 bytes), 128-byte swizzled: the target of TMA
+// reductions (the backward's dQ workspace).
+CUtensorMap make_tensor_map_f32(float* base, int cols, int rows, int slabs, int box_rows);
+
 }  // namespace attnprof::flash_sm90
