@@ -41,7 +41,8 @@ inline std::string describe_bwd(int head_dim, bool hopper) {
   const std::string main =
       hopper ? "attnprof::flash_sm90::flash_bwd_sm90_kernel (Hopper: TMA loads, wgmma; one block of two "
                "warpgroups per key block of a KV head, " + std::string("walking the query blocks of its group: ") +
-                   "dK and dV in registers, dQ added to an fp32 buffer; " + detail::describe_bwd_tiles<true>(head_dim) + ")"
+                   "dK and dV in registers, dQ added to an fp32 buffer by TMA reductions; " +
+                   detail::describe_bwd_tiles<true>(head_dim) + ")"
              : "flash_bwd_kernel (one block per key block of a KV head, walking the query blocks of its group: dK "
                "and dV in registers, dQ added to an fp32 buffer; " + detail::describe_bwd_tiles<false>(head_dim) + ")";
   return "attnprof::flash::flash_bwd_preprocess_kernel (D = rowsum(dO * O)), " + main +

@@ -242,6 +242,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   const int dq_row_off = kSplit == DqSplit::kRows ? 64 * wg : 0;
   const int dq_col_off = kSplit == DqSplit::kCols ? 64 * wg : 0;
   constexpr int kDqKSteps = kSplit == DqSplit::kKeys ? 4 : kBN / 16;
+  constexpr int kDqMTiles = Traits::kDqMTiles;
   const int dq_key_off = kSplit == DqSplit::kKeys ? 64 * wg : 0;
   const uint64_t desc_ds =
       smem_desc_sw128(sm.ds + dq_row_off * 128 + (dq_key_off / 64) * Traits::kDSColBytes, 16, 1024);
@@ -361,18 +362,26 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 #pragma unroll
     for (int kk = 0; kk < Traits::kMSteps; ++kk) stmatrix_x4_trans(ds_buf + ds_lane + kk * 16 * 128, pds[kk]);
     fence_proxy_async_shared();
-    named_bar_sync(Traits::kDsBarrier, Traits::kThreads);  // both warpgroups' dS are written
+    if constexpr (kSplit == DqSplit::kKeys) {
+      named_bar_sync(Traits::kDsBarrier + wg, 128);  // this warpgroup's dS is written
+    } else {
+      named_bar_sync(Traits::kDsBarrier, Traits::kThreads);  // both warpgroups' dS are written
+    }
 
-    // dQ (this warpgroup's share) = dS·K.
-    float dq[GemmDq::kAccRegs];
+    // dQ (this warpgroup's share) = dS·K, in 64-row tiles.
+    float dq[kDqMTiles][GemmDq::kAccRegs];
     const uint64_t ds_off = ((it % 2) * Traits::kDSBytes) >> 4;
     wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < kDqKSteps; ++ks)
-      GemmDq::template ss<1>(dq, desc_ds + ds_off + ds_step(ks), desc_k_mn + rows16(ks), ks > 0);
+    for (int mt = 0; mt < kDqMTiles; ++mt)
+#pragma unroll
+      for (int ks = 0; ks < kDqKSteps; ++ks)
+        GemmDq::template ss<1>(dq[mt], desc_ds + ds_off + ((mt * 64 * 128) >> 4) + ds_step(ks),
+                               desc_k_mn + rows16(ks), ks > 0);
     wgmma_commit();
     wgmma_wait<0>();
-    pin_registers(dq);
+#pragma unroll
+    for (int mt = 0; mt < kDqMTiles; ++mt) pin_registers(dq[mt]);
     pin_registers(dv);
     pin_registers(dk);
 #pragma unroll
@@ -387,38 +396,47 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       // float column n at 16-byte chunk (n % 32) / 4 ^ r % 8), then one TMA
       // reduction per 32-column block, issued by the warpgroup's first thread.
       const uint32_t dq_buf = sm.dq + wg * Traits::kDqBytes;
+      constexpr int kTileBytes = Traits::kDqBytes / kDqMTiles;
       if (tid == 0) bulk_wait_group_read<0>();  // the previous step's reduction has read the buffer
       named_bar_sync(Traits::kDqBarrier + wg, 128);
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int row = 16 * warp + lane / 4 + 8 * i;
+      for (int mt = 0; mt < kDqMTiles; ++mt)
 #pragma unroll
-        for (int t = 0; t < Traits::kDqN / 8; ++t) {
-          const int n = 8 * t + c2;
-          const uint32_t addr = dq_buf + (n / 32) * Traits::kDqColBytes + row * 128 +
-                                ((((n % 32) / 4) ^ (row % 8)) * 16) + (n % 4) * 4;
-          st_shared_f32x2(addr, dq[4 * t + 2 * i], dq[4 * t + 2 * i + 1]);
+        for (int i = 0; i < 2; ++i) {
+          const int row = 16 * warp + lane / 4 + 8 * i;
+#pragma unroll
+          for (int t = 0; t < Traits::kDqN / 8; ++t) {
+            const int n = 8 * t + c2;
+            const uint32_t addr = dq_buf + mt * kTileBytes + (n / 32) * Traits::kDqColBytes + row * 128 +
+                                  ((((n % 32) / 4) ^ (row % 8)) * 16) + (n % 4) * 4;
+            st_shared_f32x2(addr, dq[mt][4 * t + 2 * i], dq[mt][4 * t + 2 * i + 1]);
+          }
         }
-      }
       fence_proxy_async_shared();
       named_bar_sync(Traits::kDqBarrier + wg, 128);
       if (tid == 0) {
 #pragma unroll
-        for (int cb = 0; cb < Traits::kDqN / 32; ++cb)
-          tma_reduce_add_3d(&a.tma_dq, dq_buf + cb * Traits::kDqColBytes, dq_col_off + 32 * cb, q0 + dq_row_off,
-                            st.q_slab);
+        for (int mt = 0; mt < kDqMTiles; ++mt)
+#pragma unroll
+          for (int cb = 0; cb < Traits::kDqN / 32; ++cb)
+            tma_reduce_add_3d(&a.tma_dq, dq_buf + mt * kTileBytes + cb * Traits::kDqColBytes, dq_col_off + 32 * cb,
+                              q0 + dq_row_off + 64 * mt, st.q_slab);
         bulk_commit_group();
       }
     } else {
-      float* dq_rows =
-          a.dq_accum + (static_cast<int64_t>(st.q_slab) * a.seqlen_q_pad + q0 + dq_row_off) * kD + dq_col_off;
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int row = 16 * warp + lane / 4 + 8 * i;
-        if (q0 + dq_row_off + row >= a.seqlen_q) continue;  // padding rows: dS is 0
+      for (int mt = 0; mt < kDqMTiles; ++mt) {
+        float* dq_rows = a.dq_accum +
+                         (static_cast<int64_t>(st.q_slab) * a.seqlen_q_pad + q0 + dq_row_off + 64 * mt) * kD +
+                         dq_col_off;
 #pragma unroll
-        for (int t = 0; t < Traits::kDqN / 8; ++t)
-          red_add_f32x2(dq_rows + row * kD + 8 * t + c2, dq[4 * t + 2 * i], dq[4 * t + 2 * i + 1]);
+        for (int i = 0; i < 2; ++i) {
+          const int row = 16 * warp + lane / 4 + 8 * i;
+          if (q0 + dq_row_off + 64 * mt + row >= a.seqlen_q) continue;  // padding rows: dS is 0
+#pragma unroll
+          for (int t = 0; t < Traits::kDqN / 8; ++t)
+            red_add_f32x2(dq_rows + row * kD + 8 * t + c2, dq[mt][4 * t + 2 * i], dq[mt][4 * t + 2 * i + 1]);
+        }
       }
     }
 

@@ -31,7 +31,7 @@ namespace attnprof::flash_sm90 {
 //    workspace (kBlockM = 64, head_dim 64; twice the reductions).
 enum class DqSplit { kRows, kCols, kKeys };
 
-template <int kHeadDim_, int kBlockM_, typename Element_>
+template <int kHeadDim_, int kBlockM_, bool kDqByKeys_, typename Element_>
 struct BwdTraits {
   using Element = Element_;  // __nv_bfloat16 or __half
   static constexpr int kHeadDim = kHeadDim_;
@@ -42,10 +42,13 @@ struct BwdTraits {
   static constexpr int kWarps = 4 * kWarpgroups;
   static constexpr int kStages = ATTNPROF_SM90_BWD_STAGES;  // Q / dO buffers
 
-  static constexpr DqSplit kDqSplit = kBlockM == 128 ? DqSplit::kRows
-                                      : kHeadDim == 128 ? DqSplit::kCols
-                                                        : DqSplit::kKeys;
+  static constexpr DqSplit kDqSplit = kDqByKeys_         ? DqSplit::kKeys
+                                      : kBlockM == 128   ? DqSplit::kRows
+                                      : kHeadDim == 128  ? DqSplit::kCols
+                                                         : DqSplit::kKeys;
   static constexpr int kDqN = kDqSplit == DqSplit::kCols ? 64 : kHeadDim;  // wgmma n of dQ
+  // 64-row wgmma tiles of dQ per warpgroup: all kBlockM rows when split by keys.
+  static constexpr int kDqMTiles = kDqSplit == DqSplit::kKeys ? kBlockM / 64 : 1;
 
   static constexpr int kColElems = 64;  // 128 bytes of 16-bit elements
   static constexpr int kColBlocks = kHeadDim / kColElems;
@@ -66,9 +69,9 @@ struct BwdTraits {
   // the other still reads this one's (the barrier between them is per step).
   static constexpr int kOffDS = kOffDO + kStages * kQBytes;
   // Each warpgroup's share of dQ in fp32 on its way to the workspace by TMA
-  // reduction: [kDqN / 32 column blocks][64 rows][32 floats (128 bytes)].
+  // reduction: [kDqMTiles][kDqN / 32 column blocks][64 rows][32 floats (128 bytes)].
   static constexpr int kDqColBytes = 64 * 128;
-  static constexpr int kDqBytes = kDqColBytes * (kDqN / 32);  // per warpgroup
+  static constexpr int kDqBytes = kDqColBytes * (kDqN / 32) * kDqMTiles;  // per warpgroup
   static constexpr int kOffDQ = kOffDS + 2 * kDSBytes;
   static constexpr int kOffLse = kOffDQ + kWarpgroups * kDqBytes;
   static constexpr int kOffDsum = kOffLse + kStages * kRowStatBytes;
@@ -83,8 +86,11 @@ struct BwdTraits {
   static constexpr int kMSteps = kBlockM / 16;   // k16 steps of dV += Pᵀ·dO, dK += dSᵀ·Q
   static constexpr int kDSteps = kHeadDim / 16;  // k16 steps of Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ
 
-  static constexpr int kDsBarrier = 1;  // named barrier: both warpgroups' dS are in shared memory
-  static constexpr int kDqBarrier = 2;  // + warpgroup: named barriers of one warpgroup's dQ buffer
+  // Named barriers: dS is in shared memory (both warpgroups', id 1; split by
+  // keys, each warpgroup its own, 1 + warpgroup); a warpgroup's dQ buffer
+  // (3 + warpgroup).
+  static constexpr int kDsBarrier = 1;
+  static constexpr int kDqBarrier = 3;
 
   static_assert(sizeof(Element) == 2, "wgmma with 16-bit inputs: bf16 or fp16");
   static_assert(kHeadDim == 64 || kHeadDim == 128, "head_dim 64 or 128");
@@ -104,18 +110,28 @@ struct BwdTraits {
 #ifndef ATTNPROF_SM90_BWD_D64_BLOCK_M
 #define ATTNPROF_SM90_BWD_D64_BLOCK_M 128
 #endif
+// 1: every warpgroup computes dQ over its own keys only (no barrier between
+// the warpgroups; twice the dQ reductions). H200, bf16, 2026-12-01, built
+// alongside and timed in one process: 1.00x/1.01x at 4x16x4096x128
+// causal/full, 1.06x/1.06x slower at 1x16x16384x128: off.
+#ifndef ATTNPROF_SM90_BWD_DQ_BY_KEYS
+#define ATTNPROF_SM90_BWD_DQ_BY_KEYS 0
+#endif
 
 template <int kHeadDim, typename Element>
 struct BwdConfig;
 
 template <typename Element>
 struct BwdConfig<64, Element> {
-  using Traits = BwdTraits<64, ATTNPROF_SM90_BWD_D64_BLOCK_M, Element>;
+  // Split by keys, 128-row query blocks would need 2 KB more shared memory
+  // than sm_90 has (two 32 KB dQ buffers): rows there.
+  using Traits = BwdTraits<64, ATTNPROF_SM90_BWD_D64_BLOCK_M,
+                           ATTNPROF_SM90_BWD_DQ_BY_KEYS && ATTNPROF_SM90_BWD_D64_BLOCK_M == 64, Element>;
 };
 
 template <typename Element>
 struct BwdConfig<128, Element> {
-  using Traits = BwdTraits<128, 64, Element>;
+  using Traits = BwdTraits<128, 64, ATTNPROF_SM90_BWD_DQ_BY_KEYS, Element>;
 };
 
 }  // namespace attnprof::flash_sm90
