@@ -6,8 +6,8 @@
 // once read the same heads' Q and dO and keep them in L2. K and V are loaded
 // once. The block walks over every query block that sees one of its keys, for
 // every query head of its KV head's group; thread 0 issues the TMA copies of
-// Q, dO, lse·log2 e and D into kStages buffers (refilling a buffer once all
-// eight warps have released it). Per query block, each warpgroup:
+// Q, dO, lse·log2 e and D into kStages buffers (refilling one a step ahead,
+// once all eight warps have released it). Per query block, each warpgroup:
 //   Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ          wgmma, both operands from shared memory
 //   Pᵀ = exp2(Sᵀ·scale·log2 e − lse·log2 e), masked; dSᵀ = Pᵀ ∘ (dPᵀ − D)
 //   dV += Pᵀ·dO, dK += dSᵀ·Q          wgmma, Pᵀ and dSᵀ as register operands
@@ -18,9 +18,10 @@
 // The preprocessing (D, lse·log2 e, zeroed workspace) and the dQ conversion
 // are the portable kernels of flash_attention/flash_bwd_launch.cu.
 //
-// Registers (ptxas, sm_90a, 255 at most with 256 threads): head_dim 128 holds
-// dV and dK (64 each), Sᵀ and dPᵀ (32 each) and the packed Pᵀ/dSᵀ; head_dim 64
-// with 128-row query blocks holds dV and dK (32 each), Sᵀ and dPᵀ (64 each).
+// Registers (ptxas, sm_90a, 255 at most with 256 threads): 240 at head_dim
+// 128 (dV and dK 64 each, Sᵀ and dPᵀ 32 each, the packed Pᵀ/dSᵀ, dQ 32), 252
+// at head_dim 64 with 128-row query blocks (dV, dK 32 each, Sᵀ, dPᵀ 64 each);
+// no spills. Design and measurements: docs/notes/flash_bwd_sm90.md.
 #pragma once
 
 #include <cuda.h>
