@@ -80,7 +80,7 @@ def main():
     libs = [a for a in shlex.split(m.group(1)) if "attnprof_report" not in a] if m else []
     lib = out / f"libattnprof_sm90_{args.name}.so"
     objs = [str(j[2]) for j in jobs]
-    core = Path(args.build) / "libattnprof_core.so"
+    core = Path(args.build).resolve() / "libattnprof_core.so"
     p = subprocess.run(["g++", "-shared", "-o", str(lib)] + objs + [str(core), f"-Wl,-rpath,{core.parent}"] + libs,
                        capture_output=True, text=True)
     if p.returncode != 0:

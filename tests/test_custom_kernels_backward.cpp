@@ -26,6 +26,9 @@
 
 #include "attnprof/problem.h"
 #include "attnprof/variant.h"
+#ifdef ATTNPROF_HAVE_CUDA_KERNELS
+#include "kernels/flash_bwd_choice.h"
+#endif
 #include "kernels/ops_signatures.h"
 #include "variants/torch_problem.h"
 
@@ -307,6 +310,10 @@ TEST(FlashAttentionBackwardSm90Op, ThroughAutogradFromBothForwards) {
           const at::Tensor v = v0.clone().requires_grad_(true);
           auto [out, lse] = op_handle<FlashFn>(fwd_name).call(q, k, v, causal, scale);
           ASSERT_TRUE(out.grad_fn() != nullptr) << "no autograd node recorded";
+#ifdef ATTNPROF_HAVE_CUDA_KERNELS  // (always, where REQUIRE_SM90_BACKWARD lets the test run)
+          // The node's choice (kernels/flash_bwd_choice.h) must be the Hopper kernel here.
+          ASSERT_TRUE(attnprof::kernels::hopper_backward_applies({&q, &k, &v, &dout}));
+#endif
           out.backward(dout);
           expect_grad("dq", q.grad(), plain.dq, ref.dq);
           expect_grad("dk", k.grad(), plain.dk, ref.dk);

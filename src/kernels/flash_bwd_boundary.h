@@ -6,6 +6,8 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
+
 #include "kernels/flash_attention/flash_bwd_params.h"
 
 namespace attnprof::kernels {
@@ -19,10 +21,11 @@ struct FlashBwdCall {
 
 // Checks the operands of `op` (all defined, CUDA, contiguous, on q's device,
 // one 16-bit dtype, shapes consistent, head_dim 64 or 128, scale finite and
-// positive) and allocates the gradients and workspaces on q's device. The
-// caller guards that device for the launches.
+// positive), then runs `more_checks` (an operator's own, e.g. the GPU it
+// needs), and only then allocates the gradients and workspaces on q's device.
+// The caller guards that device for the launches.
 FlashBwdCall prepare_flash_bwd(const char* op, const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k,
                                const at::Tensor& v, const at::Tensor& out, const at::Tensor& lse, bool causal,
-                               double scale);
+                               double scale, const std::function<void()>& more_checks = {});
 
 }  // namespace attnprof::kernels

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <tuple>
 #include <utility>
@@ -36,7 +37,7 @@ namespace kernels {
 
 FlashBwdCall prepare_flash_bwd(const char* op, const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k,
                                const at::Tensor& v, const at::Tensor& out, const at::Tensor& lse, bool causal,
-                               double scale) {
+                               double scale, const std::function<void()>& more_checks) {
   TORCH_CHECK(q.defined() && q.is_cuda(), op, ": q must be a defined CUDA tensor");
   const at::Device device = q.device();
   const std::pair<const at::Tensor*, const char*> operands[] = {
@@ -66,6 +67,7 @@ FlashBwdCall prepare_flash_bwd(const char* op, const at::Tensor& grad_out, const
   const int64_t seq_q_pad = (seq_q + flash::kBwdSeqQPad - 1) / flash::kBwdSeqQPad * flash::kBwdSeqQPad;
   TORCH_CHECK(batch * heads_q <= kInt32Max && seq_q_pad <= kInt32Max && seq_k <= kInt32Max, op,
               ": sizes too large for 32-bit indices: q ", q.sizes(), ", k ", k.sizes());
+  if (more_checks) more_checks();
 
   FlashBwdCall call;
   if (q.numel() == 0 || k.numel() == 0) {  // nothing attends or nothing to attend to: zero gradients

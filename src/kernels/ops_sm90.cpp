@@ -125,16 +125,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_backward_sm90_cud
     const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const at::Tensor& out, const at::Tensor& lse, bool causal, double scale) {
   kernels::FlashBwdCall call =
-      kernels::prepare_flash_bwd(kBwdOp, grad_out, q, k, v, out, lse, causal, scale);
+      kernels::prepare_flash_bwd(kBwdOp, grad_out, q, k, v, out, lse, causal, scale, [&] {
+        check_hopper(q.device(), kBwdOp);
+        check_layout(q, "q", kBwdOp);
+        check_layout(k, "k", kBwdOp);
+        check_layout(v, "v", kBwdOp);
+        check_layout(grad_out, "grad_out", kBwdOp);
+      });
   c10::cuda::CUDAGuard guard(q.device());
-  check_hopper(q.device(), kBwdOp);
-  check_layout(q, "q", kBwdOp);
-  check_layout(k, "k", kBwdOp);
-  check_layout(v, "v", kBwdOp);
-  check_layout(grad_out, "grad_out", kBwdOp);
-  // Key blocks of 128 on the grid's x axis, (batch, KV head) on y.
-  TORCH_CHECK(k.size(0) * k.size(1) <= 65535, kBwdOp, ": batch x KV heads (", k.size(0), " x ", k.size(1),
-              ") is over the grid limit of 65535");
   if (!call.trivial) flash_sm90::run_bwd(call.params, at::cuda::getCurrentCUDAStream().stream());
   return {call.dq, call.dk, call.dv};
 }

@@ -32,24 +32,24 @@ void launch_flash_bwd_main(const BwdParams& p, cudaStream_t stream) {
 }
 
 template <int kHeadDim, typename Element>
-void run_preprocess_hdim(const BwdParams& p, cudaStream_t stream) {
+void run_preprocess_hdim(const BwdParams& p, cudaStream_t stream, const char* op) {
   constexpr int kChunks = kHeadDim / 8;
   constexpr int kRowsPerBlock = kBwdRowKernelThreads / kChunks;
   const int64_t padded_rows = static_cast<int64_t>(p.batch) * p.heads_q * p.seqlen_q_pad;
   const int64_t blocks = padded_rows / kRowsPerBlock;  // exact: seqlen_q_pad % kBwdSeqQPad == 0
-  TORCH_CHECK(blocks <= 0x7fffffff, kOp, ": too many query rows for one grid (", padded_rows, ")");
+  TORCH_CHECK(blocks <= 0x7fffffff, op, ": too many query rows for one grid (", padded_rows, ")");
   flash_bwd_preprocess_kernel<kHeadDim, Element>
       <<<static_cast<unsigned>(blocks), kBwdRowKernelThreads, 0, stream>>>(p);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 template <int kHeadDim, typename Element>
-void run_convert_dq_hdim(const BwdParams& p, cudaStream_t stream) {
+void run_convert_dq_hdim(const BwdParams& p, cudaStream_t stream, const char* op) {
   constexpr int kChunks = kHeadDim / 8;
   const int64_t blocks =
       (static_cast<int64_t>(p.batch) * p.heads_q * p.seqlen_q * kChunks + kBwdRowKernelThreads - 1) /
       kBwdRowKernelThreads;
-  TORCH_CHECK(blocks <= 0x7fffffff, kOp, ": too many query rows for one grid (", p.seqlen_q, " per head)");
+  TORCH_CHECK(blocks <= 0x7fffffff, op, ": too many query rows for one grid (", p.seqlen_q, " per head)");
   flash_bwd_convert_dq_kernel<kHeadDim, Element>
       <<<static_cast<unsigned>(blocks), kBwdRowKernelThreads, 0, stream>>>(p);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -60,8 +60,8 @@ void run_convert_dq_hdim(const BwdParams& p, cudaStream_t stream) {
 enum class BwdPart { kAll, kPreprocess, kConvertDq };
 
 template <int kHeadDim, typename Element>
-void run_part_hdim(const BwdParams& p, cudaStream_t stream, BwdPart part) {
-  if (part == BwdPart::kPreprocess || part == BwdPart::kAll) run_preprocess_hdim<kHeadDim, Element>(p, stream);
+void run_part_hdim(const BwdParams& p, cudaStream_t stream, BwdPart part, const char* op) {
+  if (part == BwdPart::kPreprocess || part == BwdPart::kAll) run_preprocess_hdim<kHeadDim, Element>(p, stream, op);
   if (part == BwdPart::kAll) {
     using Traits = typename BwdConfig<kHeadDim, Element>::Traits;
     if (p.causal) {
@@ -70,47 +70,48 @@ void run_part_hdim(const BwdParams& p, cudaStream_t stream, BwdPart part) {
       launch_flash_bwd_main<Traits, false>(p, stream);
     }
   }
-  if (part == BwdPart::kConvertDq || part == BwdPart::kAll) run_convert_dq_hdim<kHeadDim, Element>(p, stream);
+  if (part == BwdPart::kConvertDq || part == BwdPart::kAll) run_convert_dq_hdim<kHeadDim, Element>(p, stream, op);
 }
 
-void run_part(const BwdParams& p, cudaStream_t stream, BwdPart part) {
-  TORCH_CHECK(p.head_dim == 64 || p.head_dim == 128, kOp, ": no kernel for head_dim ", p.head_dim,
+void run_part(const BwdParams& p, cudaStream_t stream, BwdPart part, const char* op) {
+  TORCH_CHECK(p.head_dim == 64 || p.head_dim == 128, op, ": no kernel for head_dim ", p.head_dim,
               " (supported: 64, 128)");
   if (p.is_bf16) {
-    p.head_dim == 64 ? run_part_hdim<64, __nv_bfloat16>(p, stream, part)
-                     : run_part_hdim<128, __nv_bfloat16>(p, stream, part);
+    p.head_dim == 64 ? run_part_hdim<64, __nv_bfloat16>(p, stream, part, op)
+                     : run_part_hdim<128, __nv_bfloat16>(p, stream, part, op);
   } else {
-    p.head_dim == 64 ? run_part_hdim<64, __half>(p, stream, part) : run_part_hdim<128, __half>(p, stream, part);
+    p.head_dim == 64 ? run_part_hdim<64, __half>(p, stream, part, op)
+                     : run_part_hdim<128, __half>(p, stream, part, op);
   }
 }
 
 }  // namespace
 
-void check_flash_bwd_params(const BwdParams& p) {
+void check_flash_bwd_params(const BwdParams& p, const char* op) {
   // The kernels address rows with the compile-time head dim; batch and head
   // strides stay runtime. The workspaces hold whole padded query blocks.
   const int64_t d = p.head_dim;
   TORCH_CHECK(p.q_row_stride == d && p.k_row_stride == d && p.v_row_stride == d && p.o_row_stride == d &&
                   p.do_row_stride == d && p.dq_row_stride == d && p.dk_row_stride == d && p.dv_row_stride == d,
-              kOp, ": rows of every tensor must be head_dim contiguous elements");
-  TORCH_CHECK(p.seqlen_q_pad % kBwdSeqQPad == 0 && p.seqlen_q_pad >= p.seqlen_q, kOp,
+              op, ": rows of every tensor must be head_dim contiguous elements");
+  TORCH_CHECK(p.seqlen_q_pad % kBwdSeqQPad == 0 && p.seqlen_q_pad >= p.seqlen_q, op,
               ": workspace rows ", p.seqlen_q_pad, " are not seq_q ", p.seqlen_q, " padded to ", kBwdSeqQPad);
-  TORCH_CHECK(p.heads_kv > 0 && p.heads_q % p.heads_kv == 0, kOp, ": heads_kv ", p.heads_kv,
+  TORCH_CHECK(p.heads_kv > 0 && p.heads_q % p.heads_kv == 0, op, ": heads_kv ", p.heads_kv,
               " must divide heads_q ", p.heads_q);
 }
 
-void run_flash_bwd_preprocess(const BwdParams& p, CUstream_st* stream) {
-  run_part(p, stream, BwdPart::kPreprocess);
+void run_flash_bwd_preprocess(const BwdParams& p, CUstream_st* stream, const char* op) {
+  run_part(p, stream, BwdPart::kPreprocess, op);
 }
 
-void run_flash_bwd_convert_dq(const BwdParams& p, CUstream_st* stream) {
-  run_part(p, stream, BwdPart::kConvertDq);
+void run_flash_bwd_convert_dq(const BwdParams& p, CUstream_st* stream, const char* op) {
+  run_part(p, stream, BwdPart::kConvertDq, op);
 }
 
 void run_flash_bwd(const BwdParams& p, CUstream_st* stream) {
-  check_flash_bwd_params(p);
+  check_flash_bwd_params(p, kOp);
   if (p.batch == 0 || p.heads_q == 0 || p.seqlen_q == 0 || p.seqlen_k == 0) return;
-  run_part(p, stream, BwdPart::kAll);
+  run_part(p, stream, BwdPart::kAll, kOp);
 }
 
 }  // namespace attnprof::flash

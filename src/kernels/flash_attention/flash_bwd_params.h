@@ -71,10 +71,11 @@ struct BwdParams {
 void run_flash_bwd(const BwdParams& params, CUstream_st* stream);
 
 // The steps around the main kernel, shared with the Hopper backward
-// (flash_sm90/flash_bwd_sm90_api.cu): the layout checks run_flash_bwd makes,
-// the preprocessing and the dQ conversion, each on `stream`.
-void check_flash_bwd_params(const BwdParams& params);
-void run_flash_bwd_preprocess(const BwdParams& params, CUstream_st* stream);
-void run_flash_bwd_convert_dq(const BwdParams& params, CUstream_st* stream);
+// (flash_sm90/flash_bwd_sm90_launch.cuh): the layout checks run_flash_bwd
+// makes, the preprocessing and the dQ conversion, each on `stream`; errors
+// name the operator `op`.
+void check_flash_bwd_params(const BwdParams& params, const char* op);
+void run_flash_bwd_preprocess(const BwdParams& params, CUstream_st* stream, const char* op);
+void run_flash_bwd_convert_dq(const BwdParams& params, CUstream_st* stream, const char* op);
 
 }  // namespace attnprof::flash

@@ -2,8 +2,8 @@
 // (device code only).
 //
 // One block per (kBlockN = 128 keys, batch, KV head), two warpgroups of 64
-// keys each; the grid's fast axis is the key block, so the blocks resident at
-// once read the same heads' Q and dO and keep them in L2. K and V are loaded
+// keys each; the key block is the fast index of the 1-D grid, so the blocks
+// resident at once read the same heads' Q and dO and keep them in L2. K and V are loaded
 // once. The block walks over every query block that sees one of its keys, for
 // every query head of its KV head's group; thread 0 issues the TMA copies of
 // Q, dO, lse·log2 e and D into kStages buffers (refilling one a step ahead,
@@ -60,6 +60,7 @@ struct BwdKernelArgs {
   int seqlen_q_pad;
   int causal_offset;  // seqlen_k - seqlen_q: key j visible to query i iff j <= i + offset
   int num_m_blocks;   // query blocks per head
+  int num_n_blocks;   // key blocks per KV head: blockIdx.x = slab · num_n_blocks + key block
   float scale;
   float scale_log2;
   bool causal;
@@ -186,8 +187,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   sm.dsum = base + Traits::kOffDsum;
   sm.bar = base + Traits::kOffBarriers;
 
-  const int n_block = blockIdx.x;
-  const int bkv = blockIdx.y;  // batch · heads_kv + KV head
+  // The key block is the fast index, so the blocks resident at once share
+  // their heads' Q and dO in L2.
+  const int n_block = static_cast<int>(blockIdx.x % a.num_n_blocks);
+  const int bkv = static_cast<int>(blockIdx.x / a.num_n_blocks);  // batch · heads_kv + KV head
   const int b = bkv / a.heads_kv, hkv = bkv % a.heads_kv;
   const int n0 = n_block * kBN;
   // The first query block with a row that sees key n0.
@@ -301,6 +304,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         load_step<Traits>(a, sm, step_of(a, b, hkv, m_begin, m_count, prev + Traits::kStages),
                           prev % Traits::kStages);
       }
+      __syncwarp();  // warp 0 whole again before the next wgmma instructions
     }
     wgmma_wait<1>();  // Sᵀ done; dPᵀ may still run
     pin_registers(s);

@@ -1,6 +1,6 @@
-// Launch layer of the Hopper attention backward's main kernel: tensor maps,
-// grid, shared-memory opt-in, launch, launch check. Included by one .cu file
-// per (head dim, dtype), so the four kernels compile in parallel.
+// Launch layer of the Hopper attention backward: tensor maps, grid,
+// shared-memory opt-in, the three launches and their checks. Included by one
+// .cu file per (head dim, dtype), so the four kernels compile in parallel.
 #pragma once
 
 #include <c10/cuda/CUDAException.h>
@@ -16,17 +16,26 @@
 
 namespace attnprof::flash_sm90 {
 
+inline constexpr const char* kBwdOp = "attnprof::flash_attention_backward_sm90";
+
+// Everything that can fail (tensor maps, grid size) before anything is queued;
+// then the portable preprocessing, the main kernel, the portable dQ conversion.
 template <typename Traits>
 void launch_bwd(const flash::BwdParams& p, cudaStream_t stream) {
   constexpr int kHeadDim = Traits::kHeadDim;
   static_assert(flash::kBwdSeqQPad % Traits::kBlockM == 0,
                 "query blocks read whole rows of the padded workspaces");
+  // One block per (key block, batch · KV head), the key block fastest.
+  const int64_t key_blocks = (p.seqlen_k + Traits::kBlockN - 1) / Traits::kBlockN;
+  const int64_t blocks = key_blocks * p.batch * p.heads_kv;
+  TORCH_CHECK(blocks <= 0x7fffffff, kBwdOp, ": ", p.batch, " x ", p.heads_kv, " KV heads x ", key_blocks,
+              " key blocks of ", Traits::kBlockN, " exceed the grid limit of 2^31 - 1 blocks");
   BwdKernelArgs a;
-  a.tma_q = make_tensor_map(p.q, p.is_bf16, kHeadDim, p.seqlen_q, p.batch * p.heads_q, Traits::kBlockM);
-  a.tma_do = make_tensor_map(p.dout, p.is_bf16, kHeadDim, p.seqlen_q, p.batch * p.heads_q, Traits::kBlockM);
-  a.tma_k = make_tensor_map(p.k, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN);
-  a.tma_v = make_tensor_map(p.v, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN);
-  a.tma_dq = make_tensor_map_f32(p.dq_accum, kHeadDim, p.seqlen_q_pad, p.batch * p.heads_q, 64);
+  a.tma_q = make_tensor_map(p.q, p.is_bf16, kHeadDim, p.seqlen_q, p.batch * p.heads_q, Traits::kBlockM, kBwdOp);
+  a.tma_do = make_tensor_map(p.dout, p.is_bf16, kHeadDim, p.seqlen_q, p.batch * p.heads_q, Traits::kBlockM, kBwdOp);
+  a.tma_k = make_tensor_map(p.k, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN, kBwdOp);
+  a.tma_v = make_tensor_map(p.v, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN, kBwdOp);
+  a.tma_dq = make_tensor_map_f32(p.dq_accum, kHeadDim, p.seqlen_q_pad, p.batch * p.heads_q, 64, kBwdOp);
   a.lse_log2 = p.lse_log2;
   a.d_sum = p.d_sum;
   a.dq_accum = p.dq_accum;
@@ -45,19 +54,17 @@ void launch_bwd(const flash::BwdParams& p, cudaStream_t stream) {
   a.seqlen_q_pad = p.seqlen_q_pad;
   a.causal_offset = p.seqlen_k - p.seqlen_q;
   a.num_m_blocks = (p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM;
+  a.num_n_blocks = static_cast<int>(key_blocks);
   a.scale = p.scale;
   a.scale_log2 = p.scale * 1.4426950408889634f;  // log2(e)
   a.causal = p.causal;
-
-  const int64_t key_blocks = (p.seqlen_k + Traits::kBlockN - 1) / Traits::kBlockN;
-  const int64_t slabs = static_cast<int64_t>(p.batch) * p.heads_kv;
-  TORCH_CHECK(key_blocks <= 0x7fffffff && slabs <= 65535, "attnprof::flash_attention_backward_sm90: ",
-              p.batch, " x ", p.heads_kv, " KV heads exceed the grid limit of 65535");
   auto* kernel = &flash_bwd_sm90_kernel<Traits>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes));
-  const dim3 grid(static_cast<unsigned>(key_blocks), static_cast<unsigned>(slabs));
-  kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(a);
+
+  flash::run_flash_bwd_preprocess(p, stream, kBwdOp);
+  kernel<<<static_cast<unsigned>(blocks), Traits::kThreads, Traits::kSmemBytes, stream>>>(a);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+  flash::run_flash_bwd_convert_dq(p, stream, kBwdOp);
 }
 
 template <int kHeadDim, typename Element>

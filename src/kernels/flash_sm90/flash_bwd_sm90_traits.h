@@ -8,9 +8,9 @@
 // warpgroup computes Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (wgmma from shared memory),
 // Pᵀ and dSᵀ in registers, dV += Pᵀ·dO and dK += dSᵀ·Q (wgmma with Pᵀ and dSᵀ
 // as register operands), and writes dSᵀ transposed to shared memory, where
-// both warpgroups read it for dQ = dS·K, which goes to the fp32 workspace by
-// vector reductions. Tiles use TMA's 128-byte swizzle: column blocks of 64
-// elements (128 bytes) × rows, 1024-byte aligned.
+// both warpgroups read it for dQ = dS·K, which goes through shared memory to
+// the fp32 workspace by TMA reductions. Tiles use TMA's 128-byte swizzle:
+// column blocks of 64 elements (128 bytes) × rows, 1024-byte aligned.
 #pragma once
 
 #include <cstdint>
@@ -123,8 +123,8 @@ struct BwdConfig;
 
 template <typename Element>
 struct BwdConfig<64, Element> {
-  // Split by keys, 128-row query blocks would need 2 KB more shared memory
-  // than sm_90 has (two 32 KB dQ buffers): rows there.
+  // Split by keys, 128-row query blocks would need two 32 KB dQ buffers, 56
+  // bytes more shared memory than a block of sm_90 gets: rows there.
   using Traits = BwdTraits<64, ATTNPROF_SM90_BWD_D64_BLOCK_M,
                            ATTNPROF_SM90_BWD_DQ_BY_KEYS && ATTNPROF_SM90_BWD_D64_BLOCK_M == 64, Element>;
 };

@@ -37,7 +37,7 @@ namespace {
 // [slabs][rows][cols] contiguous, boxes of box_cols × box_rows (box_cols ·
 // element size = 128 bytes, the widest box the 128-byte swizzle allows).
 CUtensorMap encode(const void* base, CUtensorMapDataType type, cuuint64_t elem_bytes, int cols, int rows, int slabs,
-                   int box_cols, int box_rows) {
+                   int box_cols, int box_rows, const char* op) {
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
                               static_cast<cuuint64_t>(slabs)};
   // Byte strides of dims 1 and 2 (dim 0 is contiguous).
@@ -48,21 +48,21 @@ CUtensorMap encode(const void* base, CUtensorMapDataType type, cuuint64_t elem_b
   const CUresult r = tensor_map_encoder()(&map, type, 3, const_cast<void*>(base), dims, strides, box, elem_strides,
                                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  TORCH_CHECK(r == CUDA_SUCCESS, "attnprof::flash_attention_sm90: cuTensorMapEncodeTiled failed (CUresult ",
-              static_cast<int>(r), ") for a [", slabs, ", ", rows, ", ", cols, "] tensor at ", base);
+  TORCH_CHECK(r == CUDA_SUCCESS, op, ": cuTensorMapEncodeTiled failed (CUresult ", static_cast<int>(r), ") for a [",
+              slabs, ", ", rows, ", ", cols, "] tensor at ", base);
   return map;
 }
 
 }  // namespace
 
 CUtensorMap make_tensor_map(const void* base, bool is_bf16, int head_dim, int rows, int slabs,
-                            int box_rows) {
+                            int box_rows, const char* op) {
   return encode(base, is_bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, head_dim,
-                rows, slabs, 64, box_rows);
+                rows, slabs, 64, box_rows, op);
 }
 
-CUtensorMap make_tensor_map_f32(float* base, int cols, int rows, int slabs, int box_rows) {
-  return encode(base, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, cols, rows, slabs, 32, box_rows);
+CUtensorMap make_tensor_map_f32(float* base, int cols, int rows, int slabs, int box_rows, const char* op) {
+  return encode(base, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, cols, rows, slabs, 32, box_rows, op);
 }
 
 void run_fwd(const FwdParams& p, CUstream_st* stream) {

@@ -17,14 +17,16 @@
 
 namespace attnprof::flash_sm90 {
 
+inline constexpr const char* kFwdOp = "attnprof::flash_attention_sm90";
+
 template <typename Traits>
 void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   constexpr int kHeadDim = Traits::kHeadDim;
   using Element = typename Traits::Element;
   KernelArgs a;
-  a.tma_q = make_tensor_map(p.q, p.is_bf16, kHeadDim, p.seqlen_q, p.batch * p.heads_q, Traits::kBlockM);
-  a.tma_k = make_tensor_map(p.k, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN);
-  a.tma_v = make_tensor_map(p.v, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN);
+  a.tma_q = make_tensor_map(p.q, p.is_bf16, kHeadDim, p.seqlen_q, p.batch * p.heads_q, Traits::kBlockM, kFwdOp);
+  a.tma_k = make_tensor_map(p.k, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN, kFwdOp);
+  a.tma_v = make_tensor_map(p.v, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN, kFwdOp);
   a.o = p.o;
   a.lse = p.lse;
   a.tile_counter = p.tile_counter;

@@ -8,13 +8,13 @@ namespace attnprof::flash_sm90 {
 
 // A 3-D tensor map over a contiguous [slabs][rows][head_dim] 16-bit tensor,
 // boxes of box_rows × 64 elements, 128-byte swizzled, out-of-bounds rows read
-// as zeros.
+// as zeros. Errors name the operator `op`.
 CUtensorMap make_tensor_map(const void* base, bool is_bf16, int head_dim, int rows, int slabs,
-                            int box_rows);
+                            int box_rows, const char* op);
 
 // The same over a contiguous [slabs][rows][cols] float32 tensor, boxes of
 // box_rows × 32 elements (128 bytes), 128-byte swizzled: the target of TMA
 // reductions (the backward's dQ workspace).
-CUtensorMap make_tensor_map_f32(float* base, int cols, int rows, int slabs, int box_rows);
+CUtensorMap make_tensor_map_f32(float* base, int cols, int rows, int slabs, int box_rows, const char* op);
 
 }  // namespace attnprof::flash_sm90
