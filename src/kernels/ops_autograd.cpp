@@ -25,9 +25,10 @@ namespace attnprof {
 
 namespace kernels {
 
-// The Hopper backward is 1.35-1.5x faster than the portable one at the
-// benchmark shapes on the H200 (op level, bf16, 2026-12-01; BENCHMARKS.md), so
-// the backward of both flash forwards runs it wherever it can.
+// The Hopper backward is 1.5-1.9x faster than the portable one at the
+// backward benchmark shapes on the H200 (op level, bf16, 2026-12-01, commit
+// 45657b7; BENCHMARKS.md), so the backward of both flash forwards runs it
+// wherever it can.
 bool hopper_backward_applies(std::initializer_list<const at::Tensor*> ts) {
   static const bool built = [] {
     const auto handle = c10::Dispatcher::singleton().findOp({"attnprof::flash_attention_backward_sm90", ""});
