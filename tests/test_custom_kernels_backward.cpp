@@ -262,6 +262,61 @@ void check_backward_op(const char* op_name) {
           }
 }
 
+// Bad inputs a flash backward operator must reject with an error naming it.
+// tensor_maps: the Hopper operator's extra rule, 16-byte aligned bases.
+void check_backward_rejects(const char* op_name, bool tensor_maps) {
+  const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  const at::Tensor q = at::randn({1, 4, 32, 64}, bf16), k = at::randn({1, 2, 48, 64}, bf16);
+  const at::Tensor lse = at::zeros({1, 4, 32}, bf16.dtype(at::kFloat));
+  auto bwd = op_handle<FlashBwdFn>(op_name);
+  auto call = [&](const at::Tensor& g, const at::Tensor& qq, const at::Tensor& kk, const at::Tensor& vv,
+                  const at::Tensor& o, const at::Tensor& l, double scale) {
+    return bwd.call(g, qq, kk, vv, o, l, true, scale);
+  };
+  EXPECT_NO_THROW(call(q, q, k, k, q, lse, 0.125));  // the valid call the cases below break
+  BadCalls bad = {
+      {"fp32 inputs", [&] { call(q.to(at::kFloat), q.to(at::kFloat), k.to(at::kFloat), k.to(at::kFloat), q.to(at::kFloat), lse, 0.125); }},
+      {"mixed dtypes", [&] { call(q, q, k.to(at::kHalf), k, q, lse, 0.125); }},
+      {"lse not float32", [&] { call(q, q, k, k, q, lse.to(at::kBFloat16), 0.125); }},
+      {"head_dim 96", [&] {
+         const at::Tensor q96 = at::randn({1, 4, 32, 96}, bf16), k96 = at::randn({1, 2, 48, 96}, bf16);
+         call(q96, q96, k96, k96, q96, lse, 0.125);
+       }},
+      {"kv heads not dividing", [&] {
+         const at::Tensor k3 = at::randn({1, 3, 48, 64}, bf16);
+         call(q, q, k3, k3, q, lse, 0.125);
+       }},
+      {"zero kv heads", [&] {
+         const at::Tensor k0 = at::randn({1, 0, 48, 64}, bf16);
+         call(q, q, k0, k0, q, lse, 0.125);
+       }},
+      {"k and v shapes differ", [&] { call(q, q, k, k.narrow(2, 0, 40).contiguous(), q, lse, 0.125); }},
+      {"out shape", [&] { call(q, q, k, k, q.narrow(2, 0, 16).contiguous(), lse, 0.125); }},
+      {"grad_out shape", [&] { call(q.narrow(2, 0, 16).contiguous(), q, k, k, q, lse, 0.125); }},
+      {"lse shape", [&] { call(q, q, k, k, q, lse.narrow(2, 0, 16).contiguous(), 0.125); }},
+      {"batch differs", [&] {
+         const at::Tensor k2 = at::randn({2, 2, 48, 64}, bf16);
+         call(q, q, k2, k2, q, lse, 0.125);
+       }},
+      {"rank 3", [&] { call(q[0], q[0], k[0], k[0], q[0], lse, 0.125); }},
+      {"non-contiguous", [&] { call(q, q.transpose(2, 3).contiguous().transpose(2, 3), k, k, q, lse, 0.125); }},
+      {"on the CPU", [&] { call(q.cpu(), q.cpu(), k.cpu(), k.cpu(), q.cpu(), lse.cpu(), 0.125); }},
+      {"one tensor on the CPU", [&] { call(q, q, k.cpu(), k, q, lse, 0.125); }},
+      {"undefined grad_out", [&] { call(at::Tensor(), q, k, k, q, lse, 0.125); }},
+      {"scale 0", [&] { call(q, q, k, k, q, lse, 0.0); }},
+      {"scale nan", [&] { call(q, q, k, k, q, lse, std::nan("")); }},
+      {"scale inf", [&] { call(q, q, k, k, q, lse, INFINITY); }},
+  };
+  // A view one element into its storage: contiguous, but 2 bytes off the
+  // 16-byte alignment TMA needs.
+  const at::Tensor q_off = at::randn({q.numel() + 1}, bf16).narrow(0, 1, q.numel()).view(q.sizes());
+  if (tensor_maps) {
+    bad.push_back({"q misaligned", [&] { call(q, q_off, k, k, q, lse, 0.125); }});
+    bad.push_back({"grad_out misaligned", [&] { call(q_off, q, k, k, q, lse, 0.125); }});
+  }
+  expect_each_rejected(bad, op_name);
+}
+
 TEST(FlashAttentionBackwardOp, MatchesFloat64Autograd) {
   REQUIRE_CUDA_BACKWARD();
   check_backward_op("attnprof::flash_attention_backward");
@@ -325,37 +380,7 @@ TEST(FlashAttentionBackwardSm90Op, ThroughAutogradFromBothForwards) {
 // Everything the portable operator rejects, plus what the tensor maps need.
 TEST(FlashAttentionBackwardSm90Op, RejectsBadInputs) {
   REQUIRE_SM90_BACKWARD();
-  const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
-  const at::Tensor q = at::randn({1, 4, 32, 64}, bf16), k = at::randn({1, 2, 48, 64}, bf16);
-  const at::Tensor lse = at::zeros({1, 4, 32}, bf16.dtype(at::kFloat));
-  auto bwd = op_handle<FlashBwdFn>("attnprof::flash_attention_backward_sm90");
-  auto call = [&](const at::Tensor& g, const at::Tensor& qq, const at::Tensor& kk, const at::Tensor& vv,
-                  const at::Tensor& o, const at::Tensor& l, double scale) {
-    return bwd.call(g, qq, kk, vv, o, l, true, scale);
-  };
-  EXPECT_NO_THROW(call(q, q, k, k, q, lse, 0.125));
-  // A view one element into its storage: contiguous, but 2 bytes off the
-  // 16-byte alignment TMA needs.
-  const at::Tensor q_off = at::randn({q.numel() + 1}, bf16).narrow(0, 1, q.numel()).view(q.sizes());
-  const BadCalls bad = {
-      {"mixed dtypes", [&] { call(q, q, k.to(at::kHalf), k, q, lse, 0.125); }},
-      {"head_dim 96", [&] {
-         const at::Tensor q96 = at::randn({1, 4, 32, 96}, bf16), k96 = at::randn({1, 2, 48, 96}, bf16);
-         call(q96, q96, k96, k96, q96, lse, 0.125);
-       }},
-      {"kv heads not dividing", [&] {
-         const at::Tensor k3 = at::randn({1, 3, 48, 64}, bf16);
-         call(q, q, k3, k3, q, lse, 0.125);
-       }},
-      {"lse shape", [&] { call(q, q, k, k, q, lse.narrow(2, 0, 16).contiguous(), 0.125); }},
-      {"non-contiguous", [&] { call(q, q.transpose(2, 3).contiguous().transpose(2, 3), k, k, q, lse, 0.125); }},
-      {"q misaligned", [&] { call(q, q_off, k, k, q, lse, 0.125); }},
-      {"grad_out misaligned", [&] { call(q_off, q, k, k, q, lse, 0.125); }},
-      {"on the CPU", [&] { call(q.cpu(), q.cpu(), k.cpu(), k.cpu(), q.cpu(), lse.cpu(), 0.125); }},
-      {"undefined grad_out", [&] { call(at::Tensor(), q, k, k, q, lse, 0.125); }},
-      {"scale inf", [&] { call(q, q, k, k, q, lse, INFINITY); }},
-  };
-  expect_each_rejected(bad, "attnprof::flash_attention_backward_sm90");
+  check_backward_rejects("attnprof::flash_attention_backward_sm90", /*tensor_maps=*/true);
 }
 
 // End to end through the dispatcher's Autograd kernel (forward + backward
@@ -412,48 +437,7 @@ TEST(FlashAttentionBackwardOp, ThroughAutograd) {
 
 TEST(FlashAttentionBackwardOp, RejectsBadInputs) {
   REQUIRE_CUDA_BACKWARD();
-  const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
-  const at::Tensor q = at::randn({1, 4, 32, 64}, bf16), k = at::randn({1, 2, 48, 64}, bf16);
-  const at::Tensor lse = at::zeros({1, 4, 32}, bf16.dtype(at::kFloat));
-  auto bwd = op_handle<FlashBwdFn>("attnprof::flash_attention_backward");
-  auto call = [&](const at::Tensor& g, const at::Tensor& qq, const at::Tensor& kk, const at::Tensor& vv,
-                  const at::Tensor& o, const at::Tensor& l, double scale) {
-    return bwd.call(g, qq, kk, vv, o, l, true, scale);
-  };
-  EXPECT_NO_THROW(call(q, q, k, k, q, lse, 0.125));  // the valid call the cases below break
-  const BadCalls bad = {
-      {"fp32 inputs", [&] { call(q.to(at::kFloat), q.to(at::kFloat), k.to(at::kFloat), k.to(at::kFloat), q.to(at::kFloat), lse, 0.125); }},
-      {"mixed dtypes", [&] { call(q, q, k.to(at::kHalf), k, q, lse, 0.125); }},
-      {"lse not float32", [&] { call(q, q, k, k, q, lse.to(at::kBFloat16), 0.125); }},
-      {"head_dim 96", [&] {
-         const at::Tensor q96 = at::randn({1, 4, 32, 96}, bf16), k96 = at::randn({1, 2, 48, 96}, bf16);
-         call(q96, q96, k96, k96, q96, lse, 0.125);
-       }},
-      {"kv heads not dividing", [&] {
-         const at::Tensor k3 = at::randn({1, 3, 48, 64}, bf16);
-         call(q, q, k3, k3, q, lse, 0.125);
-       }},
-      {"zero kv heads", [&] {
-         const at::Tensor k0 = at::randn({1, 0, 48, 64}, bf16);
-         call(q, q, k0, k0, q, lse, 0.125);
-       }},
-      {"k and v shapes differ", [&] { call(q, q, k, k.narrow(2, 0, 40).contiguous(), q, lse, 0.125); }},
-      {"out shape", [&] { call(q, q, k, k, q.narrow(2, 0, 16).contiguous(), lse, 0.125); }},
-      {"grad_out shape", [&] { call(q.narrow(2, 0, 16).contiguous(), q, k, k, q, lse, 0.125); }},
-      {"lse shape", [&] { call(q, q, k, k, q, lse.narrow(2, 0, 16).contiguous(), 0.125); }},
-      {"batch differs", [&] {
-         const at::Tensor k2 = at::randn({2, 2, 48, 64}, bf16);
-         call(q, q, k2, k2, q, lse, 0.125);
-       }},
-      {"rank 3", [&] { call(q[0], q[0], k[0], k[0], q[0], lse, 0.125); }},
-      {"non-contiguous", [&] { call(q, q.transpose(2, 3).contiguous().transpose(2, 3), k, k, q, lse, 0.125); }},
-      {"on the CPU", [&] { call(q.cpu(), q.cpu(), k.cpu(), k.cpu(), q.cpu(), lse.cpu(), 0.125); }},
-      {"one tensor on the CPU", [&] { call(q, q, k.cpu(), k, q, lse, 0.125); }},
-      {"undefined grad_out", [&] { call(at::Tensor(), q, k, k, q, lse, 0.125); }},
-      {"scale 0", [&] { call(q, q, k, k, q, lse, 0.0); }},
-      {"scale nan", [&] { call(q, q, k, k, q, lse, std::nan("")); }},
-  };
-  expect_each_rejected(bad, "attnprof::flash_attention_backward");
+  check_backward_rejects("attnprof::flash_attention_backward", /*tensor_maps=*/false);
 }
 
 // Forward: bottom-right causal mask when seq_q != seq_k (rows that see no key

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "kernels/common/packed_halves.cuh"
+
 namespace attnprof::kernels {
 
 // ---- mbarrier (64-bit barrier object in shared memory) ----------------------
@@ -183,6 +185,17 @@ __device__ __forceinline__ void wgmma_commit() {
 template <int kPending>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+
+// A wgmma accumulator of kSteps·16 columns as the register A operand of the
+// next GEMM (sm90_wgmma.cuh: k16 step kk takes d[8kk + 2r], d[8kk + 2r + 1]
+// packed into a[kk][r]), e.g. P of S = Q·Kᵀ for O += P·V.
+template <typename Element, int kSteps>
+__device__ __forceinline__ void pack_a_fragments(const float (&d)[8 * kSteps], uint32_t (&a)[kSteps][4]) {
+#pragma unroll
+  for (int kk = 0; kk < kSteps; ++kk)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) a[kk][r] = pack2<Element>(d[8 * kk + 2 * r], d[8 * kk + 2 * r + 1]);
 }
 
 // The compiler sees a wgmma as an ordinary instruction that has finished when

@@ -334,10 +334,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // dV += Pᵀ·dO (Pᵀ packed as wgmma A fragments: k16 step kk covers query
     // columns 16kk..16kk+15).
     uint32_t pp[Traits::kMSteps][4];
-#pragma unroll
-    for (int kk = 0; kk < Traits::kMSteps; ++kk)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) pp[kk][r] = pack2<Element>(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
+    pack_a_fragments<Element>(s, pp);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Traits::kMSteps; ++kk)
@@ -350,10 +347,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     for_each_column<kBM>(sm.dsum + stage * Traits::kRowStatBytes, c2,
                          [&](int e, float d_row) { dp[e] = s[e] * (dp[e] - d_row); });
     uint32_t pds[Traits::kMSteps][4];
-#pragma unroll
-    for (int kk = 0; kk < Traits::kMSteps; ++kk)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) pds[kk][r] = pack2<Element>(dp[8 * kk + 2 * r], dp[8 * kk + 2 * r + 1]);
+    pack_a_fragments<Element>(dp, pds);
     // dK += dSᵀ·Q.
     wgmma_fence();
 #pragma unroll

@@ -330,11 +330,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
           // are skipped when no row of the warp moved (warp-uniform).
           if (moved) rescale_rows<kD>(o, alpha);
         }
-#pragma unroll
-        for (int kk = 0; kk < Traits::kPSteps; ++kk)
-#pragma unroll
-          for (int r = 0; r < 4; ++r)
-            p[kk][r] = pack2<Element>(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
+        pack_a_fragments<Element>(s, p);
         prev = pos;
         pos.advance();
       };
