@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_flash_sm90 import parse_shape, time_fns  # noqa: E402
+from bench_flash_sm90 import parse_shape, parse_shapes, require_cuda, time_fns  # noqa: E402
 
 SHAPES = [(8, 16, 1024, 64), (4, 16, 4096, 128), (1, 16, 16384, 128)]
 
@@ -89,12 +89,14 @@ def main():
     ap.add_argument("--calls", type=int, default=10)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--settle", type=int, default=10)
-    ap.add_argument("--shapes", help="comma-separated BxHxSxD (default: the three benchmark shapes)")
+    ap.add_argument("--shapes", type=parse_shapes, help="comma-separated BxHxSxD (default: the three benchmark shapes)")
     ap.add_argument("--alt", action="append", default=[], help="NAME=LIB: a tuning build's backward")
     ap.add_argument("--host", action="store_true", help="print the host cost per operator call first")
-    ap.add_argument("--profile", help="BxHxSxD: run the Hopper backward after 3 warm-up calls (for ncu) and exit")
+    ap.add_argument("--profile", type=parse_shape,
+                    help="BxHxSxD: run the Hopper backward after 3 warm-up calls (for ncu) and exit")
     ap.add_argument("--causal", action="store_true", help="with --profile")
     args = ap.parse_args()
+    require_cuda(ap)
     torch.ops.load_library(args.lib)
     alts = []
     for a in args.alt:
@@ -104,7 +106,7 @@ def main():
     prop = torch.cuda.get_device_properties(0)
     print(f"device: {prop.name}, {prop.multi_processor_count} SMs, torch {torch.__version__}")
     if args.profile:
-        b, h, s, d = parse_shape(args.profile)
+        b, h, s, d = args.profile
         q, k, v, dout = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
         fn = ours("flash_attention_backward_sm90", q, k, v, dout, args.causal, d ** -0.5)
         for _ in range(4):
@@ -113,7 +115,7 @@ def main():
         return 0
     if args.host:
         host_costs()
-    shapes = [parse_shape(s) for s in args.shapes.split(",")] if args.shapes else SHAPES
+    shapes = args.shapes or SHAPES
     names = ["sm90", "portable", "sdpa-flash", "sdpa-cudnn"] + alts
     rows = []
     for shape in shapes:

@@ -26,7 +26,24 @@ SHAPES = [(8, 16, 1024, 64), (4, 16, 4096, 128), (4, 16, 8192, 128), (1, 16, 163
 
 
 def parse_shape(s):
-    return tuple(int(x) for x in s.split("x"))
+    """BxHxSxD, four positive integers (an argparse type: a bad value is a one-line usage error)."""
+    try:
+        shape = tuple(int(x) for x in s.split("x"))
+    except ValueError:
+        shape = ()
+    if len(shape) != 4 or min(shape) < 1:
+        raise argparse.ArgumentTypeError(f"{s!r} is not BxHxSxD (four positive integers, e.g. 8x16x1024x64)")
+    return shape
+
+
+def parse_shapes(s):
+    """Comma-separated BxHxSxD."""
+    return [parse_shape(x) for x in s.split(",")]
+
+
+def require_cuda(ap):
+    if not torch.cuda.is_available():
+        ap.error("needs a CUDA GPU (torch.cuda.is_available() is False here)")
 
 
 def flops(shape, causal):
@@ -147,10 +164,11 @@ def main():
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--settle", type=int, default=20, help="untimed calls of a fn just before its timed ones")
     ap.add_argument("--check", action="store_true", help="print error diagnostics first")
-    ap.add_argument("--profile", help="BxHxSxD: run the op once after warm-up (for ncu) and exit")
+    ap.add_argument("--profile", type=parse_shape, help="BxHxSxD: run the op once after warm-up (for ncu) and exit")
     ap.add_argument("--causal", action="store_true", help="with --profile")
-    ap.add_argument("--shapes", help="comma-separated BxHxSxD (default: the four benchmark shapes)")
+    ap.add_argument("--shapes", type=parse_shapes, help="comma-separated BxHxSxD (default: the four benchmark shapes)")
     args = ap.parse_args()
+    require_cuda(ap)
 
     torch.ops.load_library(args.lib)
     ops = [("attnprof", "sm90")]
@@ -162,7 +180,7 @@ def main():
     print(f"device: {prop.name}, {prop.multi_processor_count} SMs, L2 {prop.L2_cache_size >> 20} MiB, torch {torch.__version__}")
 
     if args.profile:
-        shape = parse_shape(args.profile)
+        shape = args.profile
         q, k, v = make_inputs(shape, torch.bfloat16, 1)[0]
         fn = ours("attnprof", args.causal, shape[3] ** -0.5)
         for _ in range(3):
@@ -180,7 +198,7 @@ def main():
             if not check(ns):
                 print(f"check FAILED for {label} (timings follow anyway)")
 
-    shapes = [parse_shape(s) for s in args.shapes.split(",")] if args.shapes else SHAPES
+    shapes = args.shapes or SHAPES
     names = [label for _, label in ops] + ["cudnn", "flash"]
     rows = []
     for shape in shapes:

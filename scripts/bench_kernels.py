@@ -192,8 +192,10 @@ def main():
     ap.add_argument("--variants", help="comma-separated: time only these (and the baselines)")
     args = ap.parse_args()
     global CHOSEN
-    if args.variants:
-        CHOSEN = set(args.variants.split(","))
+    if args.variants is not None:
+        CHOSEN = set(v for v in args.variants.split(",") if v)
+        if not CHOSEN:
+            ap.error("--variants: give at least one variant; valid: " + ", ".join(ALL))
         unknown = CHOSEN - set(ALL)
         if unknown:
             ap.error(f"unknown variant(s) {', '.join(sorted(unknown))}; valid: {', '.join(ALL)}")
