@@ -314,20 +314,30 @@ TEST(FlashSm90TileOrder, VisitsEveryTileOnceLongestFirstWithinSections) {
     const int64_t l2 = int64_t{1} << (20 + rng() % 7);
     const int sms = 1 + static_cast<int>(rng() % 140);
     const bool causal = rng() % 4 != 0;
+    const bool short_last = rng() % 2 != 0;
     SCOPED_TRACE("heads " + std::to_string(heads) + " group " + std::to_string(group) + " m_blocks " +
                  std::to_string(m_blocks) + " kv " + std::to_string(kv_bytes) + " l2 " + std::to_string(l2) +
-                 " sms " + std::to_string(sms) + (causal ? " causal" : " full") + ", seed " + std::to_string(seed));
-    const TileOrder o = plan_tile_order(heads, group, m_blocks, kv_bytes, l2, sms, causal);
+                 " sms " + std::to_string(sms) + (causal ? " causal" : " full") +
+                 (short_last ? " short last block" : "") + ", seed " + std::to_string(seed));
+    const TileOrder o = plan_tile_order(heads, group, m_blocks, kv_bytes, l2, sms, causal, short_last);
     ASSERT_GE(o.section_heads, 1);
+    // Without a mask and with a short last block, the heads' last blocks come
+    // after every other tile, in head order; the rest is as below.
+    const bool last_blocks_at_end = !causal && short_last && m_blocks > 1;
+    EXPECT_EQ(o.short_last_heads, last_blocks_at_end ? heads : 0);
+    const int ordered_blocks = last_blocks_at_end ? m_blocks - 1 : m_blocks;
     std::vector<int> seen(static_cast<size_t>(heads) * m_blocks, 0);
     int section_first = 0, section_end = 0, prev_m = 0;
     for (int tile = 0; tile < heads * m_blocks; ++tile) {
       const auto c = tile_coord(o, tile);
       ASSERT_TRUE(c.bh >= 0 && c.bh < heads && c.m_block >= 0 && c.m_block < m_blocks) << "tile " << tile;
       ++seen[static_cast<size_t>(c.bh) * m_blocks + c.m_block];
-      if (c.bh >= section_end) {  // a new section starts at its first head, longest block first
-        ASSERT_EQ(c.bh, section_end) << "tile " << tile;
+      if (tile >= heads * ordered_blocks) {  // the short last blocks
+        ASSERT_EQ(c.bh, tile - heads * ordered_blocks) << "tile " << tile;
         ASSERT_EQ(c.m_block, m_blocks - 1) << "tile " << tile;
+      } else if (c.bh >= section_end) {  // a new section starts at its first head, longest block first
+        ASSERT_EQ(c.bh, section_end) << "tile " << tile;
+        ASSERT_EQ(c.m_block, ordered_blocks - 1) << "tile " << tile;
         section_first = section_end;
         section_end += o.section_heads + (section_first < o.big_sections * (o.section_heads + 1) ? 1 : 0);
       } else {
@@ -339,6 +349,42 @@ TEST(FlashSm90TileOrder, VisitsEveryTileOnceLongestFirstWithinSections) {
     EXPECT_EQ(section_end, heads);
     EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; })) << "a tile missed or repeated";
     if (!causal) EXPECT_EQ(o.section_heads, 1) << "equal tiles: head by head";
+  }
+}
+
+// Without a mask the kernel hands tile t to SM t mod SMs. Modelled with a
+// short tile costing its share of busy warpgroups, the short tiles at the end
+// keep every SM within its round-robin share of long tiles plus of short ones.
+TEST(FlashSm90TileOrder, FullMaskShortTilesSpreadOnAnH200) {
+  constexpr int kSms = 132;
+  struct Case {
+    int batch_heads, seq, block_m;
+  };
+  for (const Case& c : {Case{128, 1024, 192}, Case{64, 1000, 128}, Case{16, 16383 - 63, 128}, Case{32, 2100, 192},
+                        Case{256, 500, 192}, Case{8, 64, 128}}) {
+    SCOPED_TRACE(std::to_string(c.batch_heads) + " heads x " + std::to_string(c.seq) + " rows, tiles of " +
+                 std::to_string(c.block_m));
+    const int m_blocks = (c.seq + c.block_m - 1) / c.block_m;
+    const int tail = c.seq % c.block_m;
+    const bool short_last = tail != 0 && tail <= c.block_m - 64;
+    const double short_cost = short_last ? static_cast<double>((tail + 63) / 64) / (c.block_m / 64) : 1.0;
+    const TileOrder o = plan_tile_order(c.batch_heads, 1, m_blocks, int64_t{1} << 20, int64_t{50} << 20, kSms,
+                                        false, short_last);
+    auto busiest = [&](auto m_block_of) {
+      std::vector<double> busy(kSms, 0.0);
+      for (int t = 0; t < c.batch_heads * m_blocks; ++t)
+        busy[static_cast<size_t>(t % kSms)] += m_block_of(t) == m_blocks - 1 ? short_cost : 1.0;
+      return *std::max_element(busy.begin(), busy.end());
+    };
+    const double ours = busiest([&](int t) { return tile_coord(o, t).m_block; });
+    const double in_place = busiest([&](int t) { return m_blocks - 1 - t % m_blocks; });
+    const int short_tiles = short_last ? c.batch_heads : 0;
+    const int long_tiles = c.batch_heads * m_blocks - short_tiles;
+    const double bound = (long_tiles + kSms - 1) / kSms + (short_tiles + kSms - 1) / kSms * short_cost;
+    std::cout << "[ sm90     ] full " << c.batch_heads << "x" << c.seq << " /" << c.block_m << ": busiest SM "
+              << ours << " tiles (short ones in place: " << in_place << ")\n";
+    EXPECT_LE(ours, bound + 1e-9);
+    EXPECT_LE(ours, in_place + 1e-9);
   }
 }
 
@@ -354,7 +400,7 @@ TEST(FlashSm90TileOrder, CausalTailNearTheAverageOnAnH200) {
                  std::to_string(c.head_dim));
     const int m_blocks = (c.seq + 127) / 128;
     const TileOrder o =
-        plan_tile_order(c.batch_heads, 1, m_blocks, int64_t{4} * c.seq * c.head_dim, kL2, kSms, true);
+        plan_tile_order(c.batch_heads, 1, m_blocks, int64_t{4} * c.seq * c.head_dim, kL2, kSms, true, false);
     std::vector<int> sectioned, head_by_head;
     for (int t = 0; t < c.batch_heads * m_blocks; ++t) {
       sectioned.push_back(tile_coord(o, t).m_block);

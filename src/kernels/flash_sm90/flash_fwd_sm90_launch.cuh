@@ -38,9 +38,11 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   const int num_m_blocks = (p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM;
   a.num_n_blocks = (p.seqlen_k + Traits::kBlockN - 1) / Traits::kBlockN;
   a.total_tiles = num_m_blocks * p.batch * p.heads_q;  // bounds checked at the boundary
+  // A head's last query block is short when a warpgroup has no rows in it.
+  const int tail_rows = p.seqlen_q % Traits::kBlockM;
   a.order = plan_tile_order(p.batch * p.heads_q, p.heads_q / p.heads_kv, num_m_blocks,
                             int64_t{2} * p.seqlen_k * kHeadDim * static_cast<int64_t>(sizeof(Element)),
-                            p.l2_bytes, p.num_sms, p.causal);
+                            p.l2_bytes, p.num_sms, p.causal, tail_rows != 0 && tail_rows <= Traits::kBlockM - 64);
   a.scale = p.scale;
   a.scale_log2 = p.scale_log2;
   a.causal = p.causal;

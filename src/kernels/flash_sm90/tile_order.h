@@ -14,8 +14,15 @@
 // first, head fastest. The last section must still have enough work to hide
 // its own longest tile: a section holds at least 2·SMs / m_blocks heads.
 // Sections differ in size by at most one head, the larger ones first.
-// Without causal masking all tiles cost the same: a section is one head
-// (head by head, a head's K/V in L2 while its tiles run).
+// Without causal masking the tiles cost the same, but for the last query block
+// of each head when seq_q is not a multiple of the tile's rows and some
+// warpgroups have no rows there (they skip their GEMMs): a section is one head
+// (head by head, a head's K/V in L2 while its tiles run), and those short
+// tiles go after all the others. Left in place, they fell to the same SMs
+// on every pass of the static hand-out (tile t to SM t mod SMs): at
+// 8×16×1024×64 (192-row tiles, 6 per head, 22·6 = 132 SMs) 22 SMs got only
+// short tiles and the busiest ran 6 full tiles against an average of 5.2;
+// moved to the end, 413 against 387 TFLOP/s there (H200, op level, one run).
 #pragma once
 
 #include <algorithm>
@@ -33,6 +40,7 @@ struct TileOrder {
   int num_m_blocks = 1;   // query blocks per head
   int section_heads = 1;  // heads in a section (the first big_sections hold one more)
   int big_sections = 0;
+  int short_last_heads = 0;  // > 0: the last query block of each of these heads comes after all other tiles
 };
 
 struct TileCoord {
@@ -42,6 +50,13 @@ struct TileCoord {
 
 // Tile index (0 .. batch_heads · num_m_blocks - 1) → (head, query block).
 ATTNPROF_SM90_HD inline TileCoord tile_coord(const TileOrder& o, int tile) {
+  if (o.short_last_heads > 0) {  // one head per section, num_m_blocks >= 2
+    const int per_head = o.num_m_blocks - 1;
+    const int long_tiles = o.short_last_heads * per_head;
+    if (tile >= long_tiles) return {tile - long_tiles, per_head};
+    const int bh = tile / per_head;
+    return {bh, per_head - 1 - (tile - bh * per_head)};
+  }
   // The big sections come first; past them, count from the first small one.
   const int big_tiles = o.big_sections * (o.section_heads + 1) * o.num_m_blocks;
   const bool big = tile < big_tiles;
@@ -56,9 +71,10 @@ ATTNPROF_SM90_HD inline TileCoord tile_coord(const TileOrder& o, int tile) {
 
 // The order for batch_heads query heads (groups of `group` sharing one K/V
 // head) of num_m_blocks query blocks each, on a GPU with num_sms SMs and
-// l2_bytes of L2; kv_bytes: K plus V of one K/V head.
+// l2_bytes of L2; kv_bytes: K plus V of one K/V head. short_last_block: the
+// last query block of a head costs less than the others (warpgroups idle).
 inline TileOrder plan_tile_order(int batch_heads, int group, int num_m_blocks, int64_t kv_bytes,
-                                 int64_t l2_bytes, int num_sms, bool causal) {
+                                 int64_t l2_bytes, int num_sms, bool causal, bool short_last_block) {
   TileOrder o;
   o.num_m_blocks = std::max(num_m_blocks, 1);
   const int heads = std::max(batch_heads, 1);
@@ -77,6 +93,10 @@ inline TileOrder plan_tile_order(int batch_heads, int group, int num_m_blocks, i
   }
   o.section_heads = heads / sections;
   o.big_sections = heads % sections;
+#ifdef ATTNPROF_SM90_SHORT_TILES_IN_PLACE  // tuning builds: short tiles stay in their heads
+  short_last_block = false;
+#endif
+  if (!causal && short_last_block && o.num_m_blocks > 1) o.short_last_heads = heads;
   return o;
 }
 
