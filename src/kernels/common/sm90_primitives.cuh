@@ -171,6 +171,11 @@ __device__ __forceinline__ void named_bar_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// x as lane 0 of the warp has it. For a value that is warp-uniform but that
+// ptxas cannot prove so (it flows through loops with per-thread waits), this
+// lets ptxas keep it, and what is computed from it, in uniform registers.
+__device__ __forceinline__ uint32_t warp_uniform(uint32_t x) { return __shfl_sync(0xffffffffu, x, 0); }
+
 // ---- wgmma ordering ------------------------------------------------------------
 
 // Before the first wgmma that reads registers (accumulators, A fragments)
@@ -224,10 +229,20 @@ __device__ __forceinline__ void pin_registers(uint32_t (&r)[N]) {
 //    swizzle to the final address.
 //  - MN-major operand (M/N contiguous): lbo = distance between 64-element
 //    column blocks along M/N, sbo = distance between 8-row groups along K.
+//
+// The descriptor in its two words. The low word (start address / 16 and
+// leading byte offset / 16) is the only one that moves with k steps and ring
+// stages; the high word (stride byte offset / 16, the 128-byte swizzle mode)
+// is a constant. Offsets added to the low word never carry: shared-memory
+// addresses / 16 stay below 2^14, the field's width.
+__device__ __forceinline__ uint32_t smem_desc_sw128_lo(uint32_t smem_addr, uint32_t lbo) {
+  return ((smem_addr & 0x3FFFF) >> 4) | (((lbo >> 4) & 0x3FFF) << 16);
+}
+__device__ __forceinline__ uint64_t smem_desc_sw128_join(uint32_t lo, uint32_t sbo) {
+  return (static_cast<uint64_t>(((sbo >> 4) & 0x3FFF) | (1u << 30)) << 32) | lo;
+}
 __device__ __forceinline__ uint64_t smem_desc_sw128(uint32_t smem_addr, uint32_t lbo, uint32_t sbo) {
-  return static_cast<uint64_t>((smem_addr & 0x3FFFF) >> 4) |
-         (static_cast<uint64_t>((lbo >> 4) & 0x3FFF) << 16) |
-         (static_cast<uint64_t>((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
+  return smem_desc_sw128_join(smem_desc_sw128_lo(smem_addr, lbo), sbo);
 }
 
 }  // namespace attnprof::kernels

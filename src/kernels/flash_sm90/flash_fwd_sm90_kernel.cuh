@@ -187,14 +187,24 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
 
   // Descriptors (sm90_primitives.cuh): Q rows of this warpgroup and K are
   // K-major (head_dim contiguous); V is the MN-major B of P·V (head_dim, its N,
-  // contiguous), column blocks kKVColBytes apart. The k16 steps add byte
-  // offsets / 16 to the address field.
-  const uint64_t desc_q0 = smem_desc_sw128(sm.q + cwg * 64 * 128, 16, 1024);  // Q stage 0
-  const uint64_t desc_k = smem_desc_sw128(sm.k, 16, 1024);
-  const uint64_t desc_v = smem_desc_sw128(sm.v, Traits::kKVColBytes, 1024);
-  auto q_step = [](int ks) { return static_cast<uint64_t>(((ks / 4) * Traits::kQColBytes + (ks % 4) * 32) >> 4); };
-  auto k_step = [](int ks) { return static_cast<uint64_t>(((ks / 4) * Traits::kKVColBytes + (ks % 4) * 32) >> 4); };
-  auto stage_off = [](uint32_t s) { return static_cast<uint64_t>((s * Traits::kKVBytes) >> 4); };
+  // contiguous), column blocks kKVColBytes apart. Only their low words move:
+  // the k16 steps and ring stages add byte offsets / 16 to the address field.
+  const uint32_t desc_q0 = smem_desc_sw128_lo(sm.q + cwg * 64 * 128, 16);  // Q stage 0
+  const uint32_t desc_k = smem_desc_sw128_lo(sm.k, 16);
+  const uint32_t desc_v = smem_desc_sw128_lo(sm.v, Traits::kKVColBytes);
+  auto q_step = [](int ks) { return static_cast<uint32_t>(((ks / 4) * Traits::kQColBytes + (ks % 4) * 32) >> 4); };
+  auto k_step = [](int ks) { return static_cast<uint32_t>(((ks / 4) * Traits::kKVColBytes + (ks % 4) * 32) >> 4); };
+  auto stage_off = [](uint32_t s) { return static_cast<uint32_t>((s * Traits::kKVBytes) >> 4); };
+  auto desc = [](uint32_t lo) { return smem_desc_sw128_join(lo, 1024); };
+  // A GEMM's base descriptor, shuffled from lane 0 so that ptxas knows it is
+  // warp-uniform: it then builds the per-k16-step descriptors in uniform
+  // registers (UIADD3, UMOV) instead of general ones each moved over by R2UR
+  // before its wgmma (d128 bf16: 130 -> 36 R2UR, 2584 -> 2472 instructions).
+#ifdef ATTNPROF_SM90_DESC_IN_GENERAL_REGS  // tuning builds (scripts/build_sm90_alt.py): left to ptxas
+  auto uniform = [](uint32_t x) { return x; };
+#else
+  auto uniform = [](uint32_t x) { return warp_uniform(x); };
+#endif
 
   // Issue order among the consumers: a token passed round the ring. Consumer
   // c waits on barrier c (its own 128 threads + the 128 of consumer c - 1
@@ -230,7 +240,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
     // under control flow it cannot prove uniform gets serialised (C7520).
     const int tile = __shfl_sync(0xffffffffu, sm.tile_slot[q_stage], 0);
     if (tile >= a.total_tiles) break;
-    const uint64_t desc_q = desc_q0 + ((q_stage * Traits::kQBytes) >> 4);
+    const uint32_t desc_q = desc_q0 + ((q_stage * Traits::kQBytes) >> 4);
     const Tile t = decode_tile<Traits>(a, tile);
     const int wg_row0 = t.m_block * kBM + cwg * 64;  // first query row of this warpgroup
     const int row0 = wg_row0 + row_in_wg;
@@ -280,15 +290,18 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
         mbar_wait(sm.k_full(pos.stage), pos.phase);
         if constexpr (!kFirst) mbar_wait(sm.v_full(prev.stage), prev.phase);
         if constexpr (kPingPong) named_bar_sync(my_barrier, kTokenThreads);  // my turn to use the tensor cores
+        const uint32_t dk = uniform(desc_k + stage_off(pos.stage));
+        const uint32_t dq = uniform(desc_q);
         wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < Traits::kQKSteps; ++ks)
-          GemmS::template ss<0>(s, desc_q + q_step(ks), desc_k + stage_off(pos.stage) + k_step(ks), ks > 0);
+          GemmS::template ss<0>(s, desc(dq + q_step(ks)), desc(dk + k_step(ks)), ks > 0);
         wgmma_commit();
         if constexpr (!kFirst) {
+          const uint32_t dv = uniform(desc_v + stage_off(prev.stage));
 #pragma unroll
           for (int kk = 0; kk < Traits::kPSteps; ++kk)
-            GemmO::template rs<1>(o, p[kk], desc_v + stage_off(prev.stage) + ((kk * 16 * 128) >> 4), 1);
+            GemmO::template rs<1>(o, p[kk], desc(dv + ((kk * 16 * 128) >> 4)), 1);
           wgmma_commit();
         }
         if constexpr (kPingPong) named_bar_arrive(next_barrier, kTokenThreads);  // the next consumer's turn
@@ -338,10 +351,11 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
       for (int i = 1; i < t.n_blocks; ++i) step(std::false_type{}, i);
       // O += P·V of the last key block.
       mbar_wait(sm.v_full(prev.stage), prev.phase);
+      const uint32_t dv = uniform(desc_v + stage_off(prev.stage));
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < Traits::kPSteps; ++kk)
-        GemmO::template rs<1>(o, p[kk], desc_v + stage_off(prev.stage) + ((kk * 16 * 128) >> 4), 1);
+        GemmO::template rs<1>(o, p[kk], desc(dv + ((kk * 16 * 128) >> 4)), 1);
       wgmma_commit();
       wgmma_wait<0>();
       pin_registers(o);
