@@ -13,6 +13,8 @@
 #include <torch/cuda.h>
 #ifdef ATTNPROF_HAVE_SM90_KERNELS
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
 #endif
 
 #include <algorithm>
@@ -234,6 +236,70 @@ TEST(FlashSm90Op, RowMaxDriftingAcrossKeyBlocks) {
           check_case(tally, q, k, v, causal, 1.0);
         }
   tally.print("drifting row max");
+}
+
+// Causal launches share one tile counter per stream, which the kernel leaves
+// zeroed (ops_sm90.cpp). Calls back to back, on a second stream, with the two
+// streams' calls interleaved, and replays of a captured CUDA graph must all
+// give the bit-identical result of the first call (a tile's result does not
+// depend on which SM takes it); a counter left dirty would skip tiles and
+// leave the NaN of poisoned memory.
+TEST(FlashSm90Op, CausalTileCounterReusedAcrossCallsStreamsAndGraphs) {
+  REQUIRE_SM90();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  for (int64_t d : {64, 128}) {
+    SCOPED_TRACE("head_dim " + std::to_string(d));
+    const auto opts = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+    // 2 x 8 heads x 1000 rows: 128 tiles of 128 rows over the SMs, several per SM.
+    const at::Tensor q = at::randn({2, 8, 1000, d}, opts), k = at::randn({2, 4, 1000, d}, opts),
+                     v = at::randn({2, 4, 1000, d}, opts);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+    poison_next_allocations(q);
+    const at::Tensor first = std::get<0>(flash_op().call(q, k, v, true, scale));
+    ASSERT_TRUE(at::isfinite(first).all().item<bool>());
+    auto expect_same = [&](const at::Tensor& out, const std::string& how) {
+      EXPECT_TRUE(at::equal(out, first)) << how << ": differs from the first call";
+    };
+    for (int i = 0; i < 3; ++i) {
+      poison_next_allocations(q);
+      expect_same(std::get<0>(flash_op().call(q, k, v, true, scale)), "call " + std::to_string(i + 2));
+    }
+#ifdef ATTNPROF_HAVE_SM90_KERNELS
+    const at::cuda::CUDAStream main = at::cuda::getCurrentCUDAStream();
+    const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
+    std::vector<at::Tensor> on_side, on_main;
+    side.synchronize();
+    main.synchronize();
+    for (int i = 0; i < 3; ++i) {  // both streams' kernels may run at once, each on its own counter
+      {
+        const at::cuda::CUDAStreamGuard guard(side);
+        on_side.push_back(std::get<0>(flash_op().call(q, k, v, true, scale)));
+      }
+      on_main.push_back(std::get<0>(flash_op().call(q, k, v, true, scale)));
+    }
+    side.synchronize();
+    for (size_t i = 0; i < on_side.size(); ++i) {
+      expect_same(on_side[i], "side stream call " + std::to_string(i + 1));
+      expect_same(on_main[i], "main stream call " + std::to_string(i + 1) + " next to the side stream");
+    }
+    at::cuda::CUDAGraph graph;
+    at::Tensor captured;
+    {
+      const at::cuda::CUDAStreamGuard guard(side);
+      graph.capture_begin();
+      captured = std::get<0>(flash_op().call(q, k, v, true, scale));
+      graph.capture_end();
+    }
+    for (int i = 0; i < 3; ++i) {
+      captured.fill_(std::numeric_limits<double>::quiet_NaN());
+      graph.replay();
+      torch::cuda::synchronize();
+      expect_same(captured, "graph replay " + std::to_string(i + 1));
+      expect_same(std::get<0>(flash_op().call(q, k, v, true, scale)), "call after graph replay " + std::to_string(i + 1));
+    }
+#endif
+  }
 }
 
 TEST(FlashSm90Op, RejectsBadInputs) {

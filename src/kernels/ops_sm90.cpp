@@ -12,7 +12,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <tuple>
+#include <utility>
 
 #include "kernels/flash_attention/flash_bwd_params.h"
 #include "kernels/flash_bwd_boundary.h"
@@ -39,6 +42,35 @@ void check_hopper(const at::Device& device, const char* op) {
   TORCH_CHECK(prop->major == 9 && prop->minor == 0, op,
               ": needs a compute capability 9.0 GPU (Hopper, e.g. H100/H200: wgmma and TMA); ", device, " is ",
               prop->name, " with compute capability ", prop->major, ".", prop->minor);
+}
+
+// The causal tile counter for the current stream: two ints (next tile, blocks
+// finished), zeroed once. The kernel's last block to finish puts both back to
+// zero (flash_fwd_sm90_kernel.cuh), and launches on one stream run one after
+// another, so every call on the stream reuses the pair without a fill kernel
+// before it (8×16×1024×64 causal on the H200: 282 against 272 TFLOP/s with
+// a zeroed tensor and its fill kernel per call). A stream being captured into a CUDA graph gets a fresh zeroed
+// pair (`fresh` keeps it alive, the fill is captured with the kernel): the
+// graph may later be replayed on another stream, next to this one.
+int* causal_tile_counter(const at::Device& device, at::Tensor& fresh) {
+  const at::cuda::CUDAStream stream = at::cuda::getCurrentCUDAStream(device.index());
+  const auto zeros = [&] { return at::zeros({2}, at::TensorOptions().device(device).dtype(at::kInt)); };
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  C10_CUDA_CHECK(cudaStreamIsCapturing(stream.stream(), &capture));
+#ifdef ATTNPROF_SM90_COUNTER_FILL  // tuning builds (scripts/build_sm90_alt.py): a fresh pair every call
+  capture = cudaStreamCaptureStatusActive;
+#endif
+  if (capture != cudaStreamCaptureStatusNone) {
+    fresh = zeros();
+    return fresh.data_ptr<int>();
+  }
+  static std::mutex mutex;
+  // Never freed: at exit the CUDA runtime may be gone before static destructors run.
+  static auto* pairs = new std::map<std::pair<c10::DeviceIndex, c10::StreamId>, at::Tensor>();
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto [it, added] = pairs->try_emplace({device.index(), stream.id()});
+  if (added) it->second = zeros();  // zeroed on this stream, ahead of the first kernel
+  return it->second.data_ptr<int>();
 }
 
 std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_cuda(const at::Tensor& q, const at::Tensor& k,
@@ -109,12 +141,9 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_cuda(const at::Tensor& q
   p.causal = causal;
   p.is_bf16 = q.scalar_type() == at::kBFloat16;
   // Causal tiles differ in cost (a tile's key blocks grow with its row): hand
-  // them out dynamically from a counter, which this zeroed tensor holds.
-  at::Tensor tile_counter;
-  if (causal) {
-    tile_counter = at::zeros({1}, q.options().dtype(at::kInt));
-    p.tile_counter = tile_counter.data_ptr<int>();
-  }
+  // them out dynamically from a counter.
+  at::Tensor fresh_counter;
+  if (causal) p.tile_counter = causal_tile_counter(q.device(), fresh_counter);
   flash_sm90::run_fwd(p, at::cuda::getCurrentCUDAStream().stream());
   return {out, lse};
 }

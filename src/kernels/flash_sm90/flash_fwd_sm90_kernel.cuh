@@ -116,6 +116,20 @@ struct RingPos {
   }
 };
 
+// Called once per block, after the block's last take from the counter (the
+// one past the last tile). The last block to get here has seen every other
+// block's last take, so no take follows: it puts the counter pair back to
+// zero for the next launch on the stream (ops_sm90.cpp keeps one pair per
+// stream instead of zeroing one before every call).
+__device__ __forceinline__ void release_tile_counter(int* counter) {
+  __threadfence();  // this block's last take, before its count below
+  if (atomicAdd(counter + 1, 1) == static_cast<int>(gridDim.x) - 1) {
+    __threadfence();
+    atomicExch(counter, 0);
+    atomicExch(counter + 1, 0);
+  }
+}
+
 template <typename Traits>
 __device__ __forceinline__ void producer(const KernelArgs& a, const Smem<Traits>& sm) {
   prefetch_tensor_map(&a.tma_q);
@@ -133,6 +147,7 @@ __device__ __forceinline__ void producer(const KernelArgs& a, const Smem<Traits>
     sm.tile_slot[qpos.stage] = tile;
     if (tile >= a.total_tiles) {
       mbar_arrive(q_full);  // the end marker: no more tiles
+      if (a.tile_counter) release_tile_counter(a.tile_counter);
       return;
     }
     const Tile t = decode_tile<Traits>(a, tile);
@@ -425,6 +440,14 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     fence_barrier_init();
   }
   __syncthreads();
+  // Launched with programmatic stream serialization (flash_fwd_sm90_launch.cuh),
+  // this block may have started in the previous kernel's tail, as SMs freed
+  // up: everything above overlapped it. Every global access (inputs, the
+  // tile counter the previous launch resets, O and lse) comes after the wait.
+  // Every block is resident by now (one per SM), so the next kernel may be
+  // scheduled: its blocks take SMs only as this kernel's blocks exit.
+  grid_launch_dependents();
+  grid_dependency_wait();
 
   // Warp-uniform by construction; the shuffle tells the compiler so (else the
   // consumer branch counts as divergent and its wgmma get serialised, C7520).

@@ -22,9 +22,10 @@ struct FwdParams {
   void* o = nullptr;
   float* lse = nullptr;  // [batch, heads_q, seqlen_q], natural log
 
-  // Causal launches hand tiles out through this zeroed counter (in the order
-  // of tile_order.h, whichever SM is free takes the next); nullptr: each block
-  // takes every gridDim.x-th tile, which balances when all tiles cost the same.
+  // Causal launches hand tiles out through this counter (in the order of
+  // tile_order.h, whichever SM is free takes the next): two zeroed ints, which
+  // the kernel leaves zeroed; no other launch may use them meanwhile. nullptr:
+  // each block takes every gridDim.x-th tile, for tiles of (nearly) equal cost.
   int* tile_counter = nullptr;
 
   int batch = 0;
