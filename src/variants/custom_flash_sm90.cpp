@@ -90,7 +90,8 @@ class CustomFlashSm90 final : public CustomOpVariant {
     std::vector<Fact> f = {
         {"kernel", "attnprof::flash_sm90::flash_fwd_sm90_kernel (persistent, one block per SM: 1 producer "
                    "warpgroup issuing TMA loads, consumer warpgroups of 64 query rows on wgmma; causal tiles "
-                   "longest first within L2-sized sections of heads, from an atomic counter)"},
+                   "longest first within L2-sized sections of heads, from a per-stream counter the kernel resets; "
+                   "programmatic dependent launch: its blocks set up in the previous kernel's tail)"},
         {"tiles", describe_head_dim<64>() + " | " + describe_head_dim<128>()}};
     // Its backward is custom-flash's (the same autograd node, ops_autograd.cpp).
     if (pass_ != Pass::fwd) f.push_back({"backward kernels", flash::describe_bwd(head_dim_, hopper_bwd_)});
