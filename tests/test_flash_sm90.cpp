@@ -240,10 +240,12 @@ TEST(FlashSm90Op, RowMaxDriftingAcrossKeyBlocks) {
 
 // Causal launches share one tile counter per stream, which the kernel leaves
 // zeroed (ops_sm90.cpp). Calls back to back, on a second stream, with the two
-// streams' calls interleaved, and replays of a captured CUDA graph must all
-// give the bit-identical result of the first call (a tile's result does not
-// depend on which SM takes it); a counter left dirty would skip tiles and
-// leave the NaN of poisoned memory.
+// streams' calls interleaved, on cudaStreamPerThread, and replays of a
+// captured CUDA graph must all give the bit-identical result of the first
+// call (a tile's result does not depend on which SM takes it). There are
+// several tiles per SM, so blocks take most of theirs from the counter: one
+// left dirty would hand out indices past the end, and the tiles never taken
+// would keep the NaN of poisoned memory.
 TEST(FlashSm90Op, CausalTileCounterReusedAcrossCallsStreamsAndGraphs) {
   REQUIRE_SM90();
   const uint64_t seed = fresh_seed();
@@ -251,10 +253,17 @@ TEST(FlashSm90Op, CausalTileCounterReusedAcrossCallsStreamsAndGraphs) {
   for (int64_t d : {64, 128}) {
     SCOPED_TRACE("head_dim " + std::to_string(d));
     const auto opts = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
-    // 2 x 8 heads x 1000 rows: 128 tiles of 128 rows over the SMs, several per SM.
-    const at::Tensor q = at::randn({2, 8, 1000, d}, opts), k = at::randn({2, 4, 1000, d}, opts),
-                     v = at::randn({2, 4, 1000, d}, opts);
+    // 4 x 16 heads x 2000 rows: 1024 tiles of 128 rows (both head dims at
+    // this length), against 132 SMs on an H200.
+    const at::Tensor q = at::randn({4, 16, 2000, d}, opts), k = at::randn({4, 4, 2000, d}, opts),
+                     v = at::randn({4, 4, 2000, d}, opts);
+#ifdef ATTNPROF_HAVE_SM90_KERNELS
+    ASSERT_GT(4 * 16 * ((2000 + 127) / 128), 4 * at::cuda::getCurrentDeviceProperties()->multiProcessorCount)
+        << "the test needs several tiles per SM";
+#endif
     const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+    Tally tally;
+    check_case(tally, q, k, v, true, scale);  // against the float64 reference
     poison_next_allocations(q);
     const at::Tensor first = std::get<0>(flash_op().call(q, k, v, true, scale));
     ASSERT_TRUE(at::isfinite(first).all().item<bool>());
@@ -282,6 +291,13 @@ TEST(FlashSm90Op, CausalTileCounterReusedAcrossCallsStreamsAndGraphs) {
     for (size_t i = 0; i < on_side.size(); ++i) {
       expect_same(on_side[i], "side stream call " + std::to_string(i + 1));
       expect_same(on_main[i], "main stream call " + std::to_string(i + 1) + " next to the side stream");
+    }
+    {
+      const at::cuda::CUDAStreamGuard guard(at::cuda::getStreamFromExternal(cudaStreamPerThread, q.device().index()));
+      poison_next_allocations(q);
+      expect_same(std::get<0>(flash_op().call(q, k, v, true, scale)), "cudaStreamPerThread");
+      poison_next_allocations(q);
+      expect_same(std::get<0>(flash_op().call(q, k, v, true, scale)), "cudaStreamPerThread, again");
     }
     at::cuda::CUDAGraph graph;
     at::Tensor captured;

@@ -48,19 +48,30 @@ void check_hopper(const at::Device& device, const char* op) {
 // finished), zeroed once. The kernel's last block to finish puts both back to
 // zero (flash_fwd_sm90_kernel.cuh), and launches on one stream run one after
 // another, so every call on the stream reuses the pair without a fill kernel
-// before it (8×16×1024×64 causal on the H200: 282 against 272 TFLOP/s with
-// a zeroed tensor and its fill kernel per call). A stream being captured into a CUDA graph gets a fresh zeroed
-// pair (`fresh` keeps it alive, the fill is captured with the kernel): the
-// graph may later be replayed on another stream, next to this one.
+// before it (8×16×1024×64 causal on the H200: 282 against 272 TFLOP/s with a
+// zeroed tensor and its fill kernel per call). A fresh zeroed pair instead
+// (`fresh` keeps it alive; its fill runs on the stream ahead of the kernel):
+//  - for a stream being captured into a CUDA graph: the graph may later be
+//    replayed on another stream, next to this one;
+//  - for cudaStreamPerThread: one handle, and one stream id, for as many
+//    streams as there are host threads.
+// The legacy default stream is one stream for every thread, and is never
+// itself captured (asking it would fail while another blocking stream is).
+// Kept pairs are keyed by stream id: a destroyed external stream whose
+// handle is reused before its last kernel finished would share a pair.
 int* causal_tile_counter(const at::Device& device, at::Tensor& fresh) {
   const at::cuda::CUDAStream stream = at::cuda::getCurrentCUDAStream(device.index());
   const auto zeros = [&] { return at::zeros({2}, at::TensorOptions().device(device).dtype(at::kInt)); };
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  C10_CUDA_CHECK(cudaStreamIsCapturing(stream.stream(), &capture));
+  bool shared = stream.stream() != cudaStreamPerThread;
+  if (shared && stream.stream() != nullptr) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    C10_CUDA_CHECK(cudaStreamIsCapturing(stream.stream(), &capture));
+    shared = capture == cudaStreamCaptureStatusNone;
+  }
 #ifdef ATTNPROF_SM90_COUNTER_FILL  // tuning builds (scripts/build_sm90_alt.py): a fresh pair every call
-  capture = cudaStreamCaptureStatusActive;
+  shared = false;
 #endif
-  if (capture != cudaStreamCaptureStatusNone) {
+  if (!shared) {
     fresh = zeros();
     return fresh.data_ptr<int>();
   }
@@ -68,8 +79,11 @@ int* causal_tile_counter(const at::Device& device, at::Tensor& fresh) {
   // Never freed: at exit the CUDA runtime may be gone before static destructors run.
   static auto* pairs = new std::map<std::pair<c10::DeviceIndex, c10::StreamId>, at::Tensor>();
   const std::lock_guard<std::mutex> lock(mutex);
-  auto [it, added] = pairs->try_emplace({device.index(), stream.id()});
-  if (added) it->second = zeros();  // zeroed on this stream, ahead of the first kernel
+  const std::pair<c10::DeviceIndex, c10::StreamId> key{device.index(), stream.id()};
+  auto it = pairs->find(key);
+  // Zeroed on this stream, ahead of the first kernel; inserted only once made,
+  // so an allocation failure leaves no half-made entry behind.
+  if (it == pairs->end()) it = pairs->emplace(key, zeros()).first;
   return it->second.data_ptr<int>();
 }
 
