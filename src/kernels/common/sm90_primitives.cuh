@@ -172,9 +172,14 @@ __device__ __forceinline__ void named_bar_arrive(int id, int threads) {
 }
 
 // x as lane 0 of the warp has it. For a value that is warp-uniform but that
-// ptxas cannot prove so (it flows through loops with per-thread waits), this
-// lets ptxas keep it, and what is computed from it, in uniform registers.
-__device__ __forceinline__ uint32_t warp_uniform(uint32_t x) { return __shfl_sync(0xffffffffu, x, 0); }
+// ptxas cannot prove so (derived from threadIdx, read from shared memory, or
+// flowing through loops with per-thread waits), this tells ptxas: it then
+// keeps the value, and what is computed from it, in uniform registers, and
+// does not serialise wgmma under branches on it (C7520).
+template <typename T>
+__device__ __forceinline__ T warp_uniform(T x) {
+  return __shfl_sync(0xffffffffu, x, 0);
+}
 
 // ---- programmatic dependent launch ---------------------------------------------
 

@@ -212,7 +212,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 
   // Warp-uniform; the shuffle tells the compiler so (wgmma under control flow
   // it cannot prove uniform gets serialised, C7520).
-  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
+  const int wg = warp_uniform(static_cast<int>(threadIdx.x / 128));
   const int tid = threadIdx.x % 128;
   const int warp = tid / 32;
   const int lane = tid % 32;

@@ -253,7 +253,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
     qpos.advance();
     // Shuffled from lane 0 so the compiler knows it is warp-uniform: wgmma
     // under control flow it cannot prove uniform gets serialised (C7520).
-    const int tile = __shfl_sync(0xffffffffu, sm.tile_slot[q_stage], 0);
+    const int tile = warp_uniform<int>(sm.tile_slot[q_stage]);
     if (tile >= a.total_tiles) break;
     const uint32_t desc_q = desc_q0 + ((q_stage * Traits::kQBytes) >> 4);
     const Tile t = decode_tile<Traits>(a, tile);
@@ -451,7 +451,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 
   // Warp-uniform by construction; the shuffle tells the compiler so (else the
   // consumer branch counts as divergent and its wgmma get serialised, C7520).
-  const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
+  const int warpgroup = warp_uniform(static_cast<int>(threadIdx.x / 128));
   if (warpgroup == 0) {
     setmaxnreg_dec<Traits::kProducerRegs>();
     if (threadIdx.x == 0) producer<Traits>(args, sm);
