@@ -28,7 +28,11 @@
 
 #include "attention_test_inputs.h"
 #include "attnprof/problem.h"
+#include "kernels/flash_sm90/tail_split.h"
 #include "kernels/flash_sm90/tile_order.h"
+#ifdef ATTNPROF_HAVE_SM90_KERNELS
+#include "kernels/flash_sm90/flash_sm90_params.h"
+#endif
 #include "attnprof/variant.h"
 #include "variants/factories.h"
 #include "variants/torch_problem.h"
@@ -238,14 +242,75 @@ TEST(FlashSm90Op, RowMaxDriftingAcrossKeyBlocks) {
   tally.print("drifting row max");
 }
 
-// Causal launches share one tile counter per stream, which the kernel leaves
-// zeroed (ops_sm90.cpp). Calls back to back, on a second stream, with the two
+// The forward keeps its counters per stream and its kernel leaves them
+// zeroed (ops_sm90.cpp): the causal tile counter, and the tail split's
+// per-warp counters. Calls back to back, on a second stream, with the two
 // streams' calls interleaved, on cudaStreamPerThread, and replays of a
 // captured CUDA graph must all give the bit-identical result of the first
-// call (a tile's result does not depend on which SM takes it). There are
-// several tiles per SM, so blocks take most of theirs from the counter: one
-// left dirty would hand out indices past the end, and the tiles never taken
-// would keep the NaN of poisoned memory.
+// call (which SM takes a tile, and which piece of a split tile finishes last,
+// must not change the result). The first is checked against the float64
+// reference; outputs land in NaN-poisoned memory, so a tile never taken, or a
+// split tile never merged, after a counter was left dirty shows as NaN.
+void expect_repeatable(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, double scale) {
+  Tally tally;
+  check_case(tally, q, k, v, causal, scale);  // against the float64 reference
+  poison_next_allocations(q);
+  const at::Tensor first = std::get<0>(flash_op().call(q, k, v, causal, scale));
+  ASSERT_TRUE(at::isfinite(first).all().item<bool>());
+  auto expect_same = [&](const at::Tensor& out, const std::string& how) {
+    EXPECT_TRUE(at::equal(out, first)) << how << ": differs from the first call";
+  };
+  for (int i = 0; i < 3; ++i) {
+    poison_next_allocations(q);
+    expect_same(std::get<0>(flash_op().call(q, k, v, causal, scale)), "call " + std::to_string(i + 2));
+  }
+#ifdef ATTNPROF_HAVE_SM90_KERNELS
+  const at::cuda::CUDAStream main = at::cuda::getCurrentCUDAStream();
+  const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
+  std::vector<at::Tensor> on_side, on_main;
+  side.synchronize();
+  main.synchronize();
+  for (int i = 0; i < 3; ++i) {  // both streams' kernels may run at once, each on its own counters
+    {
+      const at::cuda::CUDAStreamGuard guard(side);
+      on_side.push_back(std::get<0>(flash_op().call(q, k, v, causal, scale)));
+    }
+    on_main.push_back(std::get<0>(flash_op().call(q, k, v, causal, scale)));
+  }
+  side.synchronize();
+  for (size_t i = 0; i < on_side.size(); ++i) {
+    expect_same(on_side[i], "side stream call " + std::to_string(i + 1));
+    expect_same(on_main[i], "main stream call " + std::to_string(i + 1) + " next to the side stream");
+  }
+  {
+    const at::cuda::CUDAStreamGuard guard(at::cuda::getStreamFromExternal(cudaStreamPerThread, q.device().index()));
+    poison_next_allocations(q);
+    expect_same(std::get<0>(flash_op().call(q, k, v, causal, scale)), "cudaStreamPerThread");
+    poison_next_allocations(q);
+    expect_same(std::get<0>(flash_op().call(q, k, v, causal, scale)), "cudaStreamPerThread, again");
+  }
+  at::cuda::CUDAGraph graph;
+  at::Tensor captured;
+  {
+    const at::cuda::CUDAStreamGuard guard(side);
+    graph.capture_begin();
+    captured = std::get<0>(flash_op().call(q, k, v, causal, scale));
+    graph.capture_end();
+  }
+  for (int i = 0; i < 3; ++i) {
+    captured.fill_(std::numeric_limits<double>::quiet_NaN());
+    graph.replay();
+    torch::cuda::synchronize();
+    expect_same(captured, "graph replay " + std::to_string(i + 1));
+    expect_same(std::get<0>(flash_op().call(q, k, v, causal, scale)),
+                "call after graph replay " + std::to_string(i + 1));
+  }
+#endif
+}
+
+// Causal launches take their tiles from the counter. There are several tiles
+// per SM, so blocks take most of theirs from it: one left dirty would hand out
+// indices past the end.
 TEST(FlashSm90Op, CausalTileCounterReusedAcrossCallsStreamsAndGraphs) {
   REQUIRE_SM90();
   const uint64_t seed = fresh_seed();
@@ -261,60 +326,79 @@ TEST(FlashSm90Op, CausalTileCounterReusedAcrossCallsStreamsAndGraphs) {
     ASSERT_GT(4 * 16 * ((2000 + 127) / 128), 4 * at::cuda::getCurrentDeviceProperties()->multiProcessorCount)
         << "the test needs several tiles per SM";
 #endif
-    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-    Tally tally;
-    check_case(tally, q, k, v, true, scale);  // against the float64 reference
-    poison_next_allocations(q);
-    const at::Tensor first = std::get<0>(flash_op().call(q, k, v, true, scale));
-    ASSERT_TRUE(at::isfinite(first).all().item<bool>());
-    auto expect_same = [&](const at::Tensor& out, const std::string& how) {
-      EXPECT_TRUE(at::equal(out, first)) << how << ": differs from the first call";
-    };
-    for (int i = 0; i < 3; ++i) {
-      poison_next_allocations(q);
-      expect_same(std::get<0>(flash_op().call(q, k, v, true, scale)), "call " + std::to_string(i + 2));
-    }
+    expect_repeatable(q, k, v, true, 1.0 / std::sqrt(static_cast<double>(d)));
+  }
+}
+
 #ifdef ATTNPROF_HAVE_SM90_KERNELS
-    const at::cuda::CUDAStream main = at::cuda::getCurrentCUDAStream();
-    const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
-    std::vector<at::Tensor> on_side, on_main;
-    side.synchronize();
-    main.synchronize();
-    for (int i = 0; i < 3; ++i) {  // both streams' kernels may run at once, each on its own counter
-      {
-        const at::cuda::CUDAStreamGuard guard(side);
-        on_side.push_back(std::get<0>(flash_op().call(q, k, v, true, scale)));
-      }
-      on_main.push_back(std::get<0>(flash_op().call(q, k, v, true, scale)));
-    }
-    side.synchronize();
-    for (size_t i = 0; i < on_side.size(); ++i) {
-      expect_same(on_side[i], "side stream call " + std::to_string(i + 1));
-      expect_same(on_main[i], "main stream call " + std::to_string(i + 1) + " next to the side stream");
-    }
-    {
-      const at::cuda::CUDAStreamGuard guard(at::cuda::getStreamFromExternal(cudaStreamPerThread, q.device().index()));
-      poison_next_allocations(q);
-      expect_same(std::get<0>(flash_op().call(q, k, v, true, scale)), "cudaStreamPerThread");
-      poison_next_allocations(q);
-      expect_same(std::get<0>(flash_op().call(q, k, v, true, scale)), "cudaStreamPerThread, again");
-    }
-    at::cuda::CUDAGraph graph;
-    at::Tensor captured;
-    {
-      const at::cuda::CUDAStreamGuard guard(side);
-      graph.capture_begin();
-      captured = std::get<0>(flash_op().call(q, k, v, true, scale));
-      graph.capture_end();
-    }
-    for (int i = 0; i < 3; ++i) {
-      captured.fill_(std::numeric_limits<double>::quiet_NaN());
-      graph.replay();
-      torch::cuda::synchronize();
-      expect_same(captured, "graph replay " + std::to_string(i + 1));
-      expect_same(std::get<0>(flash_op().call(q, k, v, true, scale)), "call after graph replay " + std::to_string(i + 1));
-    }
+// Whether this device's launch for the shape splits its last round along the
+// keys (tail_split.h): the workspace the launch layer asks for says so.
+bool tail_split_planned(const Shape& s, int64_t d, at::ScalarType dt, bool causal) {
+  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
+  attnprof::flash_sm90::FwdParams p;
+  p.batch = static_cast<int>(s.batch);
+  p.heads_q = static_cast<int>(s.heads_q);
+  p.heads_kv = static_cast<int>(s.heads_kv);
+  p.seqlen_q = static_cast<int>(s.seq_q);
+  p.seqlen_k = static_cast<int>(s.seq_k);
+  p.head_dim = static_cast<int>(d);
+  p.num_sms = prop->multiProcessorCount;
+  p.l2_bytes = prop->l2CacheSize;
+  p.causal = causal;
+  p.is_bf16 = dt == at::kBFloat16;
+  return attnprof::flash_sm90::fwd_workspace(p).split_partial_bytes > 0;
+}
 #endif
+
+// Tiles of one cost (no mask, or a causal mask over one query block per head)
+// end in a last round cut along the keys, and the pieces merged
+// (tail_split.h). Shapes chosen so that it is (asserted, on an H200's 132
+// SMs): full rounds before the split one, none (fewer tiles than SMs; one
+// tile over many SMs), grouped heads, key tails inside a piece, the causal
+// diagonal inside a piece; then the repeat checks, since the merge runs in
+// whichever warp counts last.
+TEST(FlashSm90Op, TailSplitMatchesReferenceAndRepeats) {
+  REQUIRE_SM90();
+  const uint64_t seed = fresh_seed();
+  struct Case {
+    int64_t d;
+    Shape s;
+    bool causal;
+  };
+  const std::vector<Case> cases = {
+      {128, {1, 48, 12, 768, 2000}, false},  // 288 tiles: 2 full rounds, 24 split
+      {128, {2, 8, 2, 200, 5000}, false},    // 32 tiles of 40 key blocks over the SMs
+      {128, {1, 16, 16, 128, 4097}, false},  // one key in the last block
+      {128, {1, 1, 1, 1, 70000}, false},     // one decode row over many SMs
+      {128, {1, 1, 1, 1, 70000}, true},      // causal decode: the same keys
+      {128, {2, 8, 2, 100, 5000}, true},     // causal chunk: the diagonal in the last piece
+      {64, {1, 48, 12, 768, 2000}, false},   // 192-row tiles: 192, 1 full round
+      {64, {2, 4, 1, 150, 3000}, false},     // MQA
+      {64, {1, 16, 16, 128, 4097}, false},
+      {64, {1, 1, 1, 1, 70000}, false},
+      {64, {2, 8, 2, 100, 5000}, true},
+  };
+  Tally tally;
+  for (const Case& c : cases)
+    for (auto dt : {at::kBFloat16, at::kHalf}) {
+      SCOPED_TRACE(describe(c.s, c.d, dt, c.causal) + ", seed " + std::to_string(seed));
+#ifdef ATTNPROF_HAVE_SM90_KERNELS
+      if (at::cuda::getCurrentDeviceProperties()->multiProcessorCount == 132)
+        ASSERT_TRUE(tail_split_planned(c.s, c.d, dt, c.causal)) << "the case no longer exercises the split";
+#endif
+      const auto opts = at::TensorOptions().device(at::kCUDA).dtype(dt);
+      const at::Tensor q = at::randn({c.s.batch, c.s.heads_q, c.s.seq_q, c.d}, opts);
+      const at::Tensor k = at::randn({c.s.batch, c.s.heads_kv, c.s.seq_k, c.d}, opts);
+      const at::Tensor v = at::randn({c.s.batch, c.s.heads_kv, c.s.seq_k, c.d}, opts);
+      check_case(tally, q, k, v, c.causal, 1.0 / std::sqrt(static_cast<double>(c.d)));
+    }
+  tally.print("tail split");
+  for (int64_t d : {64, 128}) {
+    SCOPED_TRACE("repeats, head_dim " + std::to_string(d) + ", seed " + std::to_string(seed));
+    const auto opts = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+    const at::Tensor q = at::randn({1, 48, 768, d}, opts), k = at::randn({1, 12, 2000, d}, opts),
+                     v = at::randn({1, 12, 2000, d}, opts);
+    expect_repeatable(q, k, v, false, 1.0 / std::sqrt(static_cast<double>(d)));
   }
 }
 
@@ -496,6 +580,120 @@ TEST(FlashSm90TileOrder, CausalTailNearTheAverageOnAnH200) {
     EXPECT_LE(ours, 1.035);
     EXPECT_LE(ours, before + 1e-9);
   }
+}
+
+// The tail split (tail_split.h) needs no GPU: the plan covers every key block
+// of every split tile exactly once, in at most two pieces per block, with
+// slots and piece lists the kernel's merge can find; the full rounds before
+// it stay whole tiles, t to block t mod grid.
+using attnprof::flash_sm90::plan_tail_split;
+using attnprof::flash_sm90::tail_piece;
+using attnprof::flash_sm90::tail_pieces;
+using attnprof::flash_sm90::tail_slot;
+using attnprof::flash_sm90::TailPiece;
+using attnprof::flash_sm90::TailSplit;
+
+TEST(FlashSm90TailSplit, CoversEveryKeyBlockOnceInAtMostTwoPiecesPerBlock) {
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  int planned = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int sms = 1 + static_cast<int>(rng() % 160);
+    const int tiles = 1 + static_cast<int>(rng() % (trial % 2 ? 8 * sms : sms + 4));
+    const int n_blocks = 1 + static_cast<int>(rng() % (trial % 3 ? 80 : 3000));
+    SCOPED_TRACE("tiles " + std::to_string(tiles) + " n_blocks " + std::to_string(n_blocks) + " sms " +
+                 std::to_string(sms) + ", seed " + std::to_string(seed));
+    const TailSplit s = plan_tail_split(tiles, n_blocks, sms, true);
+    ASSERT_GE(s.grid, 1);
+    ASSERT_LE(s.grid, sms);
+    if (s.tiles == 0) {
+      EXPECT_EQ(s.grid, std::min(tiles, sms));
+      EXPECT_EQ(s.first_tile, tiles);
+      EXPECT_EQ(tail_pieces(s, 0), 0);
+      continue;
+    }
+    ++planned;
+    ASSERT_EQ(s.first_tile + s.tiles, tiles);
+    ASSERT_LT(s.tiles, sms) << "only the last, partial round is split";
+    ASSERT_EQ(s.first_tile % s.grid, 0) << "whole rounds before the split";
+    if (s.first_tile > 0) ASSERT_EQ(s.grid, sms);
+    ASSERT_GE(s.chunk, 1);
+    ASSERT_LT(s.chunk, n_blocks);
+    std::vector<int> covered(static_cast<size_t>(s.tiles) * n_blocks, 0);
+    std::vector<std::vector<int>> holders(static_cast<size_t>(s.tiles));
+    std::vector<int> slots;
+    for (int b = 0; b < s.grid; ++b) {
+      const int pieces = tail_pieces(s, b);
+      ASSERT_LE(pieces, 2);
+      for (int k = 0; k < pieces; ++k) {
+        const TailPiece p = tail_piece(s, b, k);
+        ASSERT_TRUE(p.split_tile >= 0 && p.split_tile < s.tiles) << "block " << b;
+        ASSERT_TRUE(p.n_lo >= 0 && p.n_lo < p.n_hi && p.n_hi <= n_blocks) << "block " << b;
+        for (int n = p.n_lo; n < p.n_hi; ++n) ++covered[static_cast<size_t>(p.split_tile) * n_blocks + n];
+        holders[static_cast<size_t>(p.split_tile)].push_back(b);
+        EXPECT_EQ(p.slot, 2 * b + k);
+        EXPECT_EQ(tail_slot(s, b, p.split_tile), p.slot) << "the merge finds the slot";
+        slots.push_back(p.slot);
+      }
+    }
+    EXPECT_EQ(tail_pieces(s, s.grid), 0) << "no range past the grid";
+    EXPECT_TRUE(std::all_of(covered.begin(), covered.end(), [](int c) { return c == 1; }))
+        << "a key block missed or repeated";
+    std::sort(slots.begin(), slots.end());
+    EXPECT_TRUE(std::adjacent_find(slots.begin(), slots.end()) == slots.end()) << "two pieces share a slot";
+    for (int t = 0; t < s.tiles; ++t) {
+      const std::vector<int>& h = holders[static_cast<size_t>(t)];
+      ASSERT_FALSE(h.empty());
+      for (int b : h) {  // every piece of the tile names the same, complete list of holders
+        const int k = tail_slot(s, b, t) - 2 * b;
+        const TailPiece p = tail_piece(s, b, k);
+        EXPECT_EQ(p.first_block, h.front());
+        EXPECT_EQ(p.count, static_cast<int>(h.size()));
+        EXPECT_EQ(h.back() - h.front() + 1, p.count) << "holders are consecutive blocks";
+      }
+    }
+  }
+  EXPECT_GT(planned, 300) << "too few trials planned a split to mean anything";
+}
+
+// On the H200's 132 SMs: the benchmark shapes without a mask end in a partial
+// round, which the split shortens; modelled per SM as key blocks plus one
+// block of fixed cost per tile or piece (the merge not counted), the busiest
+// SM finishes at least 2% sooner. Nothing is split where the tiles fill whole
+// rounds, where the caller does not allow it, or where it would gain little.
+TEST(FlashSm90TailSplit, ShortensTheLastRoundOnAnH200) {
+  constexpr int kSms = 132;
+  auto busiest = [&](const TailSplit& s, int n) {
+    std::vector<double> busy(kSms, 0.0);
+    for (int t = 0; t < s.first_tile; ++t) busy[static_cast<size_t>(t % s.grid)] += n + 1.0;
+    for (int b = 0; b < s.grid; ++b)
+      for (int k = 0; k < tail_pieces(s, b); ++k) {
+        const TailPiece p = tail_piece(s, b, k);
+        busy[static_cast<size_t>(b)] += p.n_hi - p.n_lo + 1.0;
+      }
+    return *std::max_element(busy.begin(), busy.end());
+  };
+  struct Case {
+    const char* what;
+    int tiles, n_blocks;
+  };
+  for (const Case& c : {Case{"4x16x4096x128", 2048, 32}, Case{"4x16x8192x128", 4096, 64},
+                        Case{"1x16x16384x128", 2048, 128}, Case{"16 decode rows x 32768 keys", 16, 256},
+                        Case{"8x32 decode rows x 32768 keys", 256, 256}}) {
+    SCOPED_TRACE(c.what);
+    const TailSplit s = plan_tail_split(c.tiles, c.n_blocks, kSms, true);
+    const TailSplit whole = plan_tail_split(c.tiles, c.n_blocks, kSms, false);
+    ASSERT_GT(s.tiles, 0);
+    EXPECT_EQ(whole.tiles, 0);
+    const double split_time = busiest(s, c.n_blocks), whole_time = busiest(whole, c.n_blocks);
+    std::cout << "[ sm90     ] " << c.what << ": " << s.tiles << " tiles split into ranges of " << s.chunk
+              << " key blocks; busiest SM " << split_time << " against " << whole_time << " blocks\n";
+    EXPECT_LE(split_time, 0.98 * whole_time);
+  }
+  EXPECT_EQ(plan_tail_split(8 * kSms, 32, kSms, true).tiles, 0) << "whole rounds";
+  EXPECT_EQ(plan_tail_split(2048, 32, kSms, false).tiles, 0) << "not allowed";
+  EXPECT_EQ(plan_tail_split(2048, 1, kSms, true).tiles, 0) << "one key block: nothing to cut";
+  EXPECT_EQ(plan_tail_split(1024, 16, kSms, true).tiles, 0) << "a last round of 100 tiles: under 1% to gain";
 }
 
 // supports() needs no GPU: it must answer with a reason, never crash.

@@ -44,31 +44,40 @@ void check_hopper(const at::Device& device, const char* op) {
               prop->name, " with compute capability ", prop->major, ".", prop->minor);
 }
 
-// The causal tile counter for the current stream: two ints (next tile, blocks
-// finished), zeroed once. The kernel's last block to finish puts both back to
-// zero (flash_fwd_sm90_kernel.cuh), and launches on one stream run one after
-// another, so every call on the stream reuses the pair without a fill kernel
+// The forward's counters for the current stream, zeroed once: the causal tile
+// counter (two ints: next tile, blocks finished) and, after it, the tail
+// split's per-(tile, warp) counters (at most 16 per SM: fewer split tiles than
+// SMs, at most 12 consumer warps). The kernel leaves every counter it used
+// zeroed (flash_fwd_sm90_kernel.cuh), and launches on one stream run one after
+// another, so every call on the stream reuses them without a fill kernel
 // before it (8×16×1024×64 causal on the H200: 282 against 272 TFLOP/s with a
-// zeroed tensor and its fill kernel per call). A fresh zeroed pair instead
-// (`fresh` keeps it alive; its fill runs on the stream ahead of the kernel):
+// zeroed tensor and its fill kernel per call). Fresh zeroed counters instead
+// (`fresh` keeps them alive; their fill runs on the stream ahead of the kernel):
 //  - for a stream being captured into a CUDA graph: the graph may later be
 //    replayed on another stream, next to this one;
 //  - for cudaStreamPerThread: one handle, and one stream id, for as many
 //    streams as there are host threads.
 // The legacy default stream is one stream for every thread, and is never
 // itself captured (asking it would fail while another blocking stream is).
-// Kept pairs are keyed by stream id: a destroyed external stream whose
-// handle is reused before its last kernel finished would share a pair.
-int* causal_tile_counter(const at::Device& device, at::Tensor& fresh) {
+// Kept counters are keyed by stream id: a destroyed external stream whose
+// handle is reused before its last kernel finished would share them.
+constexpr int kTileCounterInts = 2;
+constexpr int kSplitCountersPerSm = 16;
+
+int counter_ints(const cudaDeviceProp& prop) {
+  return kTileCounterInts + kSplitCountersPerSm * prop.multiProcessorCount;
+}
+
+int* stream_counters(const at::Device& device, int ints, at::Tensor& fresh) {
   const at::cuda::CUDAStream stream = at::cuda::getCurrentCUDAStream(device.index());
-  const auto zeros = [&] { return at::zeros({2}, at::TensorOptions().device(device).dtype(at::kInt)); };
+  const auto zeros = [&] { return at::zeros({ints}, at::TensorOptions().device(device).dtype(at::kInt)); };
   bool shared = stream.stream() != cudaStreamPerThread;
   if (shared && stream.stream() != nullptr) {
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     C10_CUDA_CHECK(cudaStreamIsCapturing(stream.stream(), &capture));
     shared = capture == cudaStreamCaptureStatusNone;
   }
-#ifdef ATTNPROF_SM90_COUNTER_FILL  // tuning builds (scripts/build_sm90_alt.py): a fresh pair every call
+#ifdef ATTNPROF_SM90_COUNTER_FILL  // tuning builds (scripts/build_sm90_alt.py): fresh counters every call
   shared = false;
 #endif
   if (!shared) {
@@ -77,13 +86,13 @@ int* causal_tile_counter(const at::Device& device, at::Tensor& fresh) {
   }
   static std::mutex mutex;
   // Never freed: at exit the CUDA runtime may be gone before static destructors run.
-  static auto* pairs = new std::map<std::pair<c10::DeviceIndex, c10::StreamId>, at::Tensor>();
+  static auto* kept = new std::map<std::pair<c10::DeviceIndex, c10::StreamId>, at::Tensor>();
   const std::lock_guard<std::mutex> lock(mutex);
   const std::pair<c10::DeviceIndex, c10::StreamId> key{device.index(), stream.id()};
-  auto it = pairs->find(key);
+  auto it = kept->find(key);
   // Zeroed on this stream, ahead of the first kernel; inserted only once made,
   // so an allocation failure leaves no half-made entry behind.
-  if (it == pairs->end()) it = pairs->emplace(key, zeros()).first;
+  if (it == kept->end()) it = kept->emplace(key, zeros()).first;
   return it->second.data_ptr<int>();
 }
 
@@ -155,9 +164,24 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_cuda(const at::Tensor& q
   p.causal = causal;
   p.is_bf16 = q.scalar_type() == at::kBFloat16;
   // Causal tiles differ in cost (a tile's key blocks grow with its row): hand
-  // them out dynamically from a counter.
-  at::Tensor fresh_counter;
-  if (causal) p.tile_counter = causal_tile_counter(q.device(), fresh_counter);
+  // them out dynamically from a counter. Without a mask the last round may be
+  // split along the keys: partial results and counters.
+  const flash_sm90::FwdWorkspace need = flash_sm90::fwd_workspace(p);
+  const int ints = counter_ints(*prop);
+  TORCH_CHECK(need.split_counters <= ints - kTileCounterInts, kOp, ": the tail split asks for ",
+              need.split_counters, " counters, more than the ", ints - kTileCounterInts, " kept");
+  at::Tensor fresh_counters, partials;
+  if (causal || need.split_counters > 0) {
+    int* counters = stream_counters(q.device(), ints, fresh_counters);
+    if (causal) p.tile_counter = counters;
+    p.split_counters = counters + kTileCounterInts;
+    p.split_counter_capacity = ints - kTileCounterInts;
+  }
+  if (need.split_partial_bytes > 0) {
+    partials = at::empty({(need.split_partial_bytes + 3) / 4}, q.options().dtype(at::kFloat));
+    p.split_partials = partials.data_ptr<float>();
+    p.split_partial_bytes = need.split_partial_bytes;
+  }
   flash_sm90::run_fwd(p, at::cuda::getCurrentCUDAStream().stream());
   return {out, lse};
 }

@@ -40,9 +40,11 @@ template <int kHeadDim>
 std::string describe_head_dim() {
   const std::string short_causal = describe_config<kHeadDim, true>(), other = describe_config<kHeadDim, false>();
   const std::string d = "head_dim " + std::to_string(kHeadDim) + ": ";
+  using Short = typename flash_sm90::FwdConfig<kHeadDim, uint16_t, true>::Traits;
   return short_causal == other ? d + other
-                               : d + other + "; causal with fewer than " +
-                                     std::to_string(flash_sm90::kShortCausalRows) + " query rows " + short_causal;
+                               : d + other + "; causal with " + std::to_string(Short::kBlockM + 1) + " to " +
+                                     std::to_string(flash_sm90::kShortCausalRows - 1) + " query rows " +
+                                     short_causal;
 }
 
 class CustomFlashSm90 final : public CustomOpVariant {
@@ -91,6 +93,8 @@ class CustomFlashSm90 final : public CustomOpVariant {
         {"kernel", "attnprof::flash_sm90::flash_fwd_sm90_kernel (persistent, one block per SM: 1 producer "
                    "warpgroup issuing TMA loads, consumer warpgroups of 64 query rows on wgmma; causal tiles "
                    "longest first within L2-sized sections of heads, from a per-stream counter the kernel resets; "
+                   "tiles of one cost (no mask, or one query block per head) in whole rounds, the last partial "
+                   "round cut along the keys into a range per SM and merged by log-sum-exp in the kernel; "
                    "programmatic dependent launch: its blocks set up in the previous kernel's tail)"},
         {"tiles", describe_head_dim<64>() + " | " + describe_head_dim<128>()}};
     // Its backward is custom-flash's (the same autograd node, ops_autograd.cpp).

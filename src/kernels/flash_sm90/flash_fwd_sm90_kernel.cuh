@@ -12,7 +12,9 @@
 // to block 0, into kStages buffers, each waiting for its buffer's "empty"
 // barrier and completing on its "full" barrier. It also fetches the next tile
 // index (an atomic counter under causal masking) and passes it through shared
-// memory with the Q barrier.
+// memory with the Q barrier. Without a mask the last, partial round of tiles
+// is cut along the keys into pieces for every block (tail_split.h); the
+// warps that finish a shared tile last merge its pieces.
 //
 // Warpgroups 1..kConsumerWarpgroups, the consumers, take the registers
 // (setmaxnreg.inc), 64 Q rows each. Per key block j they issue S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1}
@@ -36,6 +38,7 @@
 #include "kernels/common/sm90_wgmma.cuh"
 #include "kernels/flash_sm90/flash_sm90_traits.h"
 #include "kernels/flash_sm90/softmax_sm90.cuh"
+#include "kernels/flash_sm90/tail_split.h"
 #include "kernels/flash_sm90/tile_order.h"
 
 namespace attnprof::flash_sm90 {
@@ -49,12 +52,15 @@ struct KernelArgs {
   void* o;             // [B·Hq][Sq][D]
   float* lse;          // [B·Hq][Sq]
   int* tile_counter;   // see FwdParams
+  float* split_partials;  // tail split: one slot of kSplitSlotFloats per piece (2 per block)
+  int* split_counters;    // tail split: one per (split tile, consumer warp), zeroed, left zeroed
   int heads_q;
   int heads_kv;
   int seqlen_q;
   int seqlen_k;
   int causal_offset;   // seqlen_k - seqlen_q: key j visible to query i iff j <= i + offset
   TileOrder order;     // tile index -> (head, query block); holds the query blocks per head
+  TailSplit split;     // the last round cut along the keys (no split: split.tiles == 0)
   int num_n_blocks;    // key blocks per head
   int total_tiles;     // query blocks per head · B · Hq
   float scale;
@@ -66,25 +72,128 @@ namespace detail {
 
 using namespace kernels;
 
+// A block's work items, passed from the producer to the consumers through
+// shared memory: a whole tile (its index in tile_order.h's order, below
+// split.first_tile), piece k of this block's range over the split tiles
+// (split.first_tile + 2 · blockIdx.x + k), or kNoMoreWork.
+constexpr int kNoMoreWork = -1;
+
 struct Tile {
-  int bh;        // batch · heads_q + query head
-  int m_block;   // query block
-  int n_blocks;  // key blocks 0..n_blocks-1 hold a visible key (0: the tile sees none)
+  int bh;          // batch · heads_q + query head
+  int m_block;     // query block
+  int n_lo, n_hi;  // key blocks n_lo .. n_hi - 1, the last first (n_hi == n_lo: the tile sees no key)
 };
 
+// The piece a work item at or past split.first_tile stands for.
+__device__ __forceinline__ TailPiece piece_of(const KernelArgs& a, int item) {
+  const int p = item - a.split.first_tile;
+  return tail_piece(a.split, p / 2, p % 2);
+}
+
 template <typename Traits>
-__device__ __forceinline__ Tile decode_tile(const KernelArgs& a, int tile) {
-  const TileCoord c = tile_coord(a.order, tile);
+__device__ __forceinline__ Tile decode_tile(const KernelArgs& a, int item) {
   Tile t;
+  t.n_lo = 0;
+  int tile = item;
+  if (Traits::kTailSplit && item >= a.split.first_tile) {  // a piece (tiles of one cost only)
+    const TailPiece piece = piece_of(a, item);
+    tile = a.split.first_tile + piece.split_tile;
+    t.n_lo = piece.n_lo;
+    t.n_hi = piece.n_hi;
+  } else {
+    t.n_hi = a.num_n_blocks;
+  }
+  const TileCoord c = tile_coord(a.order, tile);
   t.bh = c.bh;
   t.m_block = c.m_block;
-  t.n_blocks = a.num_n_blocks;
   if (a.causal) {
     const int last_row = min((t.m_block + 1) * Traits::kBlockM, a.seqlen_q) - 1;
     const int last_key = last_row + a.causal_offset;
-    t.n_blocks = last_key < 0 ? 0 : min(t.n_blocks, last_key / Traits::kBlockN + 1);
+    t.n_hi = last_key < 0 ? 0 : min(t.n_hi, last_key / Traits::kBlockN + 1);
   }
   return t;
+}
+
+// This block's first work item.
+__device__ __forceinline__ int first_work(const KernelArgs& a) {
+  const int b = static_cast<int>(blockIdx.x);
+  if (b < a.split.first_tile) return b;
+  return tail_pieces(a.split, b) > 0 ? a.split.first_tile + 2 * b : kNoMoreWork;
+}
+
+// The work item after `item` without the tile counter: the next whole tile of
+// the static hand-out (tile t to block t mod gridDim.x), then this block's pieces.
+__device__ __forceinline__ int next_static_work(const KernelArgs& a, int item) {
+  const int b = static_cast<int>(blockIdx.x);
+  if (item < a.split.first_tile) {
+    const int next = item + static_cast<int>(gridDim.x);
+    if (next < a.split.first_tile) return next;
+    return tail_pieces(a.split, b) > 0 ? a.split.first_tile + 2 * b : kNoMoreWork;
+  }
+  return (item - a.split.first_tile) % 2 == 0 && tail_pieces(a.split, b) == 2 ? item + 1 : kNoMoreWork;
+}
+
+// Floats of one tail-split slot: per consumer thread its O accumulator, then
+// its two rows' max and (quad-complete) sum, thread-fastest (coalesced).
+template <typename Traits>
+inline constexpr int kSplitSlotFloats = 128 * Traits::kConsumerWarpgroups * (Traits::kORegs + 4);
+
+// A piece of a split tile: this warp's rows of O (unnormalised), max and sum
+// into the piece's slot, then counted on the tile's counter for this warp.
+// Returns false unless this warp counted last; then o and st hold every
+// piece's rows merged, slot by slot in block order, as one whole tile would.
+template <typename Traits>
+__device__ __forceinline__ bool merge_tail_piece(const KernelArgs& a, const TailPiece& t, int cwg, int warp, int lane,
+                                                 float (&o)[Traits::kORegs], RowState& st) {
+  constexpr int kStride = 128 * Traits::kConsumerWarpgroups;
+  constexpr int kO = Traits::kORegs;
+  const int64_t thread = cwg * 128 + warp * 32 + lane;
+  float* mine = a.split_partials + static_cast<int64_t>(t.slot) * kSplitSlotFloats<Traits> + thread;
+#pragma unroll
+  for (int r = 0; r < kO; ++r) __stcg(mine + r * kStride, o[r]);
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    __stcg(mine + (kO + i) * kStride, st.max[i]);
+    __stcg(mine + (kO + 2 + i) * kStride, st.sum[i]);
+  }
+  __threadfence();  // the slot, before the count below
+  __syncwarp();
+  int* counter = a.split_counters + t.split_tile * Traits::kConsumerWarps + cwg * 4 + warp;
+  int counted = 0;
+  if (lane == 0) counted = atomicAdd(counter, 1);
+  if (__shfl_sync(0xffffffffu, counted, 0) != t.count - 1) return false;
+  if (lane == 0) atomicExch(counter, 0);  // every piece has counted: zero again for the next launch
+  __threadfence();                        // the other pieces' slots, after their counts
+  const float* slots = a.split_partials + thread;
+  float mx[2] = {-INFINITY, -INFINITY};
+  for (int j = 0; j < t.count; ++j) {
+    const float* src =
+        slots + static_cast<int64_t>(tail_slot(a.split, t.first_block + j, t.split_tile)) * kSplitSlotFloats<Traits>;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) mx[i] = fmaxf(mx[i], __ldcg(src + (kO + i) * kStride));
+  }
+#pragma unroll
+  for (int r = 0; r < kO; ++r) o[r] = 0.f;
+  float sum[2] = {0.f, 0.f};
+  for (int j = 0; j < t.count; ++j) {
+    const float* src =
+        slots + static_cast<int64_t>(tail_slot(a.split, t.first_block + j, t.split_tile)) * kSplitSlotFloats<Traits>;
+    float w[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float m = __ldcg(src + (kO + i) * kStride);
+      w[i] = m == -INFINITY ? 0.f : kernels::exp2_approx((m - mx[i]) * a.scale_log2);
+      sum[i] += w[i] * __ldcg(src + (kO + 2 + i) * kStride);
+    }
+#pragma unroll
+    for (int r = 0; r < kO; ++r) o[r] += w[(r / 2) % 2] * __ldcg(src + r * kStride);
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    st.max[i] = mx[i];
+    st.sum[i] = sum[i];
+  }
+  return true;
 }
 
 // Shared-memory addresses (shared window, 1024-byte aligned tiles).
@@ -138,20 +247,20 @@ __device__ __forceinline__ void producer(const KernelArgs& a, const Smem<Traits>
   const int group = a.heads_q / a.heads_kv;
   RingPos<Traits::kStages> pos;
   RingPos<Traits::kQStages> qpos;
-  int tile = blockIdx.x;
+  int item = first_work(a);
   for (;;) {
     // The consumers have issued their last read of the Q tile that used this
-    // stage (and read its tile index long before).
+    // stage (and read its work item long before).
     mbar_wait(sm.q_empty(qpos.stage), qpos.phase ^ 1);
     const uint32_t q_full = sm.q_full(qpos.stage);
-    sm.tile_slot[qpos.stage] = tile;
-    if (tile >= a.total_tiles) {
-      mbar_arrive(q_full);  // the end marker: no more tiles
+    sm.tile_slot[qpos.stage] = item;
+    if (item == kNoMoreWork) {
+      mbar_arrive(q_full);  // the end marker
       if (a.tile_counter) release_tile_counter(a.tile_counter);
       return;
     }
-    const Tile t = decode_tile<Traits>(a, tile);
-    if (t.n_blocks > 0) {
+    const Tile t = decode_tile<Traits>(a, item);
+    if (t.n_hi > t.n_lo) {
       mbar_arrive_expect_tx(q_full, Traits::kQBytes);
 #pragma unroll
       for (int cb = 0; cb < Traits::kColBlocks; ++cb)
@@ -162,8 +271,13 @@ __device__ __forceinline__ void producer(const KernelArgs& a, const Smem<Traits>
     }
     qpos.advance();
     // Fetched now, needed after the K/V loop: the atomic's latency hides.
-    const int next = a.tile_counter ? static_cast<int>(gridDim.x) + atomicAdd(a.tile_counter, 1)
-                                    : tile + static_cast<int>(gridDim.x);
+    int next;
+    if (a.tile_counter) {
+      next = static_cast<int>(gridDim.x) + atomicAdd(a.tile_counter, 1);
+      if (next >= a.total_tiles) next = kNoMoreWork;
+    } else {
+      next = next_static_work(a, item);
+    }
     const int kv_slab = (t.bh / a.heads_q) * a.heads_kv + (t.bh % a.heads_q) / group;
     // K and V of one key block into the current stage, each once its buffer is free.
     auto load_kv = [&](const CUtensorMap* map, uint32_t dst, uint32_t full, uint32_t empty, int n) {
@@ -174,13 +288,13 @@ __device__ __forceinline__ void producer(const KernelArgs& a, const Smem<Traits>
         tma_load_3d(dst + cb * Traits::kKVColBytes, map, full, cb * Traits::kColElems, n * Traits::kBlockN,
                     kv_slab);
     };
-    for (int n = t.n_blocks - 1; n >= 0; --n) {
+    for (int n = t.n_hi - 1; n >= t.n_lo; --n) {
       const uint32_t kv_off = pos.stage * Traits::kKVBytes;
       load_kv(&a.tma_k, sm.k + kv_off, sm.k_full(pos.stage), sm.k_empty(pos.stage), n);
       load_kv(&a.tma_v, sm.v + kv_off, sm.v_full(pos.stage), sm.v_empty(pos.stage), n);
       pos.advance();
     }
-    tile = next;
+    item = next;
   }
 }
 
@@ -253,10 +367,11 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
     qpos.advance();
     // Shuffled from lane 0 so the compiler knows it is warp-uniform: wgmma
     // under control flow it cannot prove uniform gets serialised (C7520).
-    const int tile = warp_uniform<int>(sm.tile_slot[q_stage]);
-    if (tile >= a.total_tiles) break;
+    const int item = warp_uniform<int>(sm.tile_slot[q_stage]);
+    if (item == kNoMoreWork) break;
     const uint32_t desc_q = desc_q0 + ((q_stage * Traits::kQBytes) >> 4);
-    const Tile t = decode_tile<Traits>(a, tile);
+    const Tile t = decode_tile<Traits>(a, item);
+    const int n_count = t.n_hi - t.n_lo;
     const int wg_row0 = t.m_block * kBM + cwg * 64;  // first query row of this warpgroup
     const int row0 = wg_row0 + row_in_wg;
 
@@ -265,7 +380,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
     for (int r = 0; r < Traits::kORegs; ++r) o[r] = 0.f;
     RowState st = {{-INFINITY, -INFINITY}, {0.f, 0.f}};
 
-    if (t.n_blocks == 0) {
+    if (n_count == 0) {
       if (warp_leader) mbar_arrive(sm.q_empty(q_stage));
     } else if (kSkipIdle && wg_row0 >= a.seqlen_q) {
       // Every row of this warpgroup lies past seq_q (the last tile of a head
@@ -274,7 +389,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
       // taking and passing the token and releasing every stage it would have
       // read, so the others get the tensor cores sooner.
       RingPos<Traits::kStages> prev;
-      for (int i = 0; i < t.n_blocks; ++i) {
+      for (int i = 0; i < n_count; ++i) {
         mbar_wait(sm.k_full(pos.stage), pos.phase);
         if (i > 0) mbar_wait(sm.v_full(prev.stage), prev.phase);
         if constexpr (kPingPong) {
@@ -282,7 +397,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
           named_bar_arrive(next_barrier, kTokenThreads);
         }
         if (warp_leader) {
-          if (i == t.n_blocks - 1) mbar_arrive(sm.q_empty(q_stage));
+          if (i == n_count - 1) mbar_arrive(sm.q_empty(q_stage));
           mbar_arrive(sm.k_empty(pos.stage));
           if (i > 0) mbar_arrive(sm.v_empty(prev.stage));
         }
@@ -299,21 +414,25 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
       // ptxas then keeps the S and P·V groups apart instead of waiting for both.
       auto step = [&](auto first, int i) {
         constexpr bool kFirst = decltype(first)::value;
-        const int n_block = t.n_blocks - 1 - i;
+        const int n_block = t.n_hi - 1 - i;
         float s[Traits::kSRegs];
 
+        // The GEMMs' base descriptors before the waits: their shuffles and
+        // moves to uniform registers then finish while this warpgroup waits.
+        // Left to ptxas, the V one landed between two Q·Kᵀ wgmma in one build
+        // (8x16x1024x64 causal: 276 against 286 TFLOP/s).
+        const uint32_t dk = uniform(desc_k + stage_off(pos.stage));
+        const uint32_t dq = uniform(desc_q);
+        const uint32_t dv = kFirst ? 0u : uniform(desc_v + stage_off(prev.stage));
         mbar_wait(sm.k_full(pos.stage), pos.phase);
         if constexpr (!kFirst) mbar_wait(sm.v_full(prev.stage), prev.phase);
         if constexpr (kPingPong) named_bar_sync(my_barrier, kTokenThreads);  // my turn to use the tensor cores
-        const uint32_t dk = uniform(desc_k + stage_off(pos.stage));
-        const uint32_t dq = uniform(desc_q);
         wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < Traits::kQKSteps; ++ks)
           GemmS::template ss<0>(s, desc(dq + q_step(ks)), desc(dk + k_step(ks)), ks > 0);
         wgmma_commit();
         if constexpr (!kFirst) {
-          const uint32_t dv = uniform(desc_v + stage_off(prev.stage));
 #pragma unroll
           for (int kk = 0; kk < Traits::kPSteps; ++kk)
             GemmO::template rs<1>(o, p[kk], desc(dv + ((kk * 16 * 128) >> 4)), 1);
@@ -324,7 +443,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
         wgmma_wait<kFirst ? 0 : 1>();  // S done; P·V may still run
         pin_registers(s);
         if (warp_leader) {
-          if (i == t.n_blocks - 1) mbar_arrive(sm.q_empty(q_stage));  // last read of this Q tile
+          if (i == n_count - 1) mbar_arrive(sm.q_empty(q_stage));  // last read of this Q tile
           mbar_arrive(sm.k_empty(pos.stage));
         }
 
@@ -363,7 +482,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
         pos.advance();
       };
       step(std::true_type{}, 0);
-      for (int i = 1; i < t.n_blocks; ++i) step(std::false_type{}, i);
+      for (int i = 1; i < n_count; ++i) step(std::false_type{}, i);
       // O += P·V of the last key block.
       mbar_wait(sm.v_full(prev.stage), prev.phase);
       const uint32_t dv = uniform(desc_v + stage_off(prev.stage));
@@ -381,8 +500,18 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
 
     // Epilogue: normalise and store straight from registers (4-byte stores;
     // rows past seqlen_q are skipped), then the log-sum-exp. A row that saw no
-    // key has sum 0: it gets zeros and -inf.
+    // key has sum 0: it gets zeros and -inf. A piece of a split tile stores
+    // only once merged, by the warps that count last (decoded again here, not
+    // kept in registers through the key loop).
     finish_row_sums(st);
+    if constexpr (Traits::kTailSplit) {
+      if (item >= a.split.first_tile) {
+        const TailPiece piece = piece_of(a, item);
+        if (piece.count > 1 &&
+            (wg_row0 >= a.seqlen_q || !merge_tail_piece<Traits>(a, piece, cwg, warp, lane, o, st)))
+          continue;
+      }
+    }
     Element* out = static_cast<Element*>(a.o) + static_cast<int64_t>(t.bh) * a.seqlen_q * kD;
     const int col = 2 * (lane % 4);
 #pragma unroll

@@ -12,6 +12,7 @@
 #include "kernels/flash_sm90/flash_fwd_sm90_kernel.cuh"
 #include "kernels/flash_sm90/flash_sm90_params.h"
 #include "kernels/flash_sm90/flash_sm90_traits.h"
+#include "kernels/flash_sm90/tail_split.h"
 #include "kernels/flash_sm90/tensor_map.h"
 #include "kernels/flash_sm90/tile_order.h"
 
@@ -19,30 +20,89 @@ namespace attnprof::flash_sm90 {
 
 inline constexpr const char* kFwdOp = "attnprof::flash_attention_sm90";
 
+// The tile order and the tail split of one launch: what the workspace is
+// sized by (fwd_workspace) and the launch follows.
+struct FwdPlan {
+  TileOrder order;
+  TailSplit split;
+  int num_n_blocks = 0;
+  int total_tiles = 0;
+  bool tile_counter = false;  // hand tiles out through FwdParams::tile_counter
+};
+
+template <typename Traits>
+FwdPlan plan_fwd(const FwdParams& p) {
+  FwdPlan plan;
+  const int num_m_blocks = (p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM;
+  plan.num_n_blocks = (p.seqlen_k + Traits::kBlockN - 1) / Traits::kBlockN;
+  plan.total_tiles = num_m_blocks * p.batch * p.heads_q;  // bounds checked at the boundary
+  // A head's last query block is short when a warpgroup has no rows in it.
+  const int tail_rows = p.seqlen_q % Traits::kBlockM;
+  plan.order = plan_tile_order(p.batch * p.heads_q, p.heads_q / p.heads_kv, num_m_blocks,
+                               int64_t{2} * p.seqlen_k * Traits::kHeadDim * static_cast<int64_t>(sizeof(typename Traits::Element)),
+                               p.l2_bytes, p.num_sms, p.causal, tail_rows != 0 && tail_rows <= Traits::kBlockM - 64);
+  // Tiles of one cost are handed out statically, and the last round may be
+  // split: no mask and no short last blocks ordered apart, or a causal mask
+  // over a single query block per head (decode, short chunks: every tile
+  // sees the same key blocks). Other causal launches take tiles from the
+  // counter, longest first.
+  int equal_blocks = plan.num_n_blocks;
+  bool equal_cost = !p.causal && plan.order.short_last_heads == 0;
+  if (p.causal && num_m_blocks == 1) {
+    const int last_key = std::min(Traits::kBlockM, p.seqlen_q) - 1 + (p.seqlen_k - p.seqlen_q);
+    equal_blocks = last_key < 0 ? 0 : std::min(plan.num_n_blocks, last_key / Traits::kBlockN + 1);
+    equal_cost = true;
+  }
+  plan.tile_counter = p.causal && num_m_blocks > 1;
+  plan.split = plan_tail_split(plan.total_tiles, equal_blocks, p.num_sms, equal_cost && Traits::kTailSplit);
+  return plan;
+}
+
+template <typename Traits>
+FwdWorkspace fwd_workspace_for(const FwdParams& p) {
+  const FwdPlan plan = plan_fwd<Traits>(p);
+  FwdWorkspace w;
+  if (plan.split.tiles > 0) {
+    w.split_partial_bytes = int64_t{2} * plan.split.grid * detail::kSplitSlotFloats<Traits> * int64_t{4};
+    w.split_counters = plan.split.tiles * Traits::kConsumerWarps;
+  }
+  return w;
+}
+
 template <typename Traits>
 void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   constexpr int kHeadDim = Traits::kHeadDim;
-  using Element = typename Traits::Element;
   KernelArgs a;
   a.tma_q = make_tensor_map(p.q, p.is_bf16, kHeadDim, p.seqlen_q, p.batch * p.heads_q, Traits::kBlockM, kFwdOp);
   a.tma_k = make_tensor_map(p.k, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN, kFwdOp);
   a.tma_v = make_tensor_map(p.v, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN, kFwdOp);
   a.o = p.o;
   a.lse = p.lse;
-  a.tile_counter = p.tile_counter;
+  a.tile_counter = nullptr;
   a.heads_q = p.heads_q;
   a.heads_kv = p.heads_kv;
   a.seqlen_q = p.seqlen_q;
   a.seqlen_k = p.seqlen_k;
   a.causal_offset = p.seqlen_k - p.seqlen_q;
-  const int num_m_blocks = (p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM;
-  a.num_n_blocks = (p.seqlen_k + Traits::kBlockN - 1) / Traits::kBlockN;
-  a.total_tiles = num_m_blocks * p.batch * p.heads_q;  // bounds checked at the boundary
-  // A head's last query block is short when a warpgroup has no rows in it.
-  const int tail_rows = p.seqlen_q % Traits::kBlockM;
-  a.order = plan_tile_order(p.batch * p.heads_q, p.heads_q / p.heads_kv, num_m_blocks,
-                            int64_t{2} * p.seqlen_k * kHeadDim * static_cast<int64_t>(sizeof(Element)),
-                            p.l2_bytes, p.num_sms, p.causal, tail_rows != 0 && tail_rows <= Traits::kBlockM - 64);
+  const FwdPlan plan = plan_fwd<Traits>(p);
+  a.num_n_blocks = plan.num_n_blocks;
+  a.total_tiles = plan.total_tiles;
+  a.order = plan.order;
+  a.split = plan.split;
+  if (plan.tile_counter) {
+    TORCH_CHECK(p.tile_counter != nullptr, kFwdOp, ": a causal launch needs the tile counter");
+    a.tile_counter = p.tile_counter;
+  }
+  a.split_partials = p.split_partials;
+  a.split_counters = p.split_counters;
+  if (a.split.tiles > 0) {
+    const FwdWorkspace need = fwd_workspace_for<Traits>(p);
+    TORCH_CHECK(p.split_partials != nullptr && p.split_counters != nullptr &&
+                    p.split_partial_bytes >= need.split_partial_bytes &&
+                    p.split_counter_capacity >= need.split_counters,
+                kFwdOp, ": the launch needs the workspace fwd_workspace() sized (", need.split_partial_bytes,
+                " bytes, ", need.split_counters, " counters)");
+  }
   a.scale = p.scale;
   a.scale_log2 = p.scale_log2;
   a.causal = p.causal;
@@ -51,7 +111,7 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       Traits::kSmemBytes));
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(std::min(a.total_tiles, p.num_sms)));
+  config.gridDim = dim3(static_cast<unsigned>(a.split.grid));
   config.blockDim = dim3(Traits::kThreads);
   config.dynamicSmemBytes = Traits::kSmemBytes;
   config.stream = stream;
@@ -70,13 +130,27 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// The configuration a launch runs (flash_sm90_traits.h, kShortCausalRows).
+template <int kHeadDim, typename Element>
+bool short_causal(const FwdParams& p) {
+  using Short = typename FwdConfig<kHeadDim, Element, true>::Traits;
+  return p.causal && p.seqlen_q > Short::kBlockM && p.seqlen_q < kShortCausalRows;
+}
+
 template <int kHeadDim, typename Element>
 void run_fwd_hdim(const FwdParams& p, cudaStream_t stream) {
-  if (p.causal && p.seqlen_q < kShortCausalRows) {
+  if (short_causal<kHeadDim, Element>(p)) {
     launch_fwd<typename FwdConfig<kHeadDim, Element, true>::Traits>(p, stream);
   } else {
     launch_fwd<typename FwdConfig<kHeadDim, Element, false>::Traits>(p, stream);
   }
+}
+
+template <int kHeadDim, typename Element>
+FwdWorkspace fwd_workspace_hdim(const FwdParams& p) {
+  if (short_causal<kHeadDim, Element>(p))
+    return fwd_workspace_for<typename FwdConfig<kHeadDim, Element, true>::Traits>(p);
+  return fwd_workspace_for<typename FwdConfig<kHeadDim, Element, false>::Traits>(p);
 }
 
 }  // namespace attnprof::flash_sm90

@@ -22,11 +22,21 @@ struct FwdParams {
   void* o = nullptr;
   float* lse = nullptr;  // [batch, heads_q, seqlen_q], natural log
 
-  // Causal launches hand tiles out through this counter (in the order of
-  // tile_order.h, whichever SM is free takes the next): two zeroed ints, which
-  // the kernel leaves zeroed; no other launch may use them meanwhile. nullptr:
-  // each block takes every gridDim.x-th tile, for tiles of (nearly) equal cost.
+  // Causal launches over more than one query block per head hand tiles out
+  // through this counter (in the order of tile_order.h, whichever SM is free
+  // takes the next): two zeroed ints, which the kernel leaves zeroed; no other
+  // launch may use them meanwhile. Required for causal calls; the others take
+  // every gridDim.x-th tile (tiles of equal cost).
   int* tile_counter = nullptr;
+
+  // Without a mask the last round of tiles may be cut along the keys
+  // (tail_split.h): the pieces' partial results (fp32) and one counter per
+  // (split tile, consumer warp): zeroed ints, which the kernel leaves zeroed.
+  // Sized by fwd_workspace(); unused (may be null) where it asks for none.
+  float* split_partials = nullptr;
+  int64_t split_partial_bytes = 0;
+  int* split_counters = nullptr;
+  int split_counter_capacity = 0;
 
   int batch = 0;
   int heads_q = 0;
@@ -45,6 +55,14 @@ struct FwdParams {
   bool is_bf16 = true;  // else fp16
 };
 
+// What a forward launch needs besides the tensors: fill FwdParams (all but
+// the workspace pointers), ask, then give it that much.
+struct FwdWorkspace {
+  int64_t split_partial_bytes = 0;
+  int split_counters = 0;
+};
+FwdWorkspace fwd_workspace(const FwdParams& params);
+
 // Runtime → template dispatch over (dtype, head_dim); launches on `stream`.
 // Head dims 64 and 128. Defined in flash_fwd_sm90_api.cu.
 void run_fwd(const FwdParams& params, CUstream_st* stream);
@@ -53,6 +71,8 @@ void run_fwd(const FwdParams& params, CUstream_st* stream);
 // flash_fwd_sm90_hdim*_*.cu file (flash_fwd_sm90_launch.cuh).
 template <int kHeadDim, typename Element>
 void run_fwd_hdim(const FwdParams& params, CUstream_st* stream);
+template <int kHeadDim, typename Element>
+FwdWorkspace fwd_workspace_hdim(const FwdParams& params);
 
 // The backward: the portable preprocessing, the Hopper main kernel (dK, dV,
 // dQ into the fp32 workspace), the portable dQ conversion; all on `stream`.

@@ -28,11 +28,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define ATTNPROF_SM90_HD __host__ __device__
-#else
-#define ATTNPROF_SM90_HD
-#endif
+#include "kernels/flash_sm90/host_device.h"
 
 namespace attnprof::flash_sm90 {
 
