@@ -9,7 +9,7 @@ when one set of q/k/v fits in L2 several sets are rotated so every call reads
 from HBM. TFLOP/s count 4*B*H*S^2*D, half for causal. The ratio to cuDNN is last.
 
   python3 scripts/bench_flash_sm90.py [--lib build/libattnprof_core.so] [--check]
-  python3 scripts/bench_flash_sm90.py --profile 4x16x4096x128 [--causal]   # one call, for ncu
+  python3 scripts/bench_flash_sm90.py --profile 4x16x4096x128 [--causal] [--alt NAME=LIB --profile-alt NAME]   # one call, for ncu
   --alt NAME=LIB: also time attnprof_NAME::flash_attention_sm90 from LIB (scripts/build_sm90_alt.py)
 """
 import argparse
@@ -166,6 +166,7 @@ def main():
     ap.add_argument("--check", action="store_true", help="print error diagnostics first")
     ap.add_argument("--profile", type=parse_shape, help="BxHxSxD: run the op once after warm-up (for ncu) and exit")
     ap.add_argument("--causal", action="store_true", help="with --profile")
+    ap.add_argument("--profile-alt", metavar="NAME", help="with --profile: run that --alt build's operator instead")
     ap.add_argument("--shapes", type=parse_shapes, help="comma-separated BxHxSxD (default: the four benchmark shapes)")
     args = ap.parse_args()
     require_cuda(ap)
@@ -182,7 +183,10 @@ def main():
     if args.profile:
         shape = args.profile
         q, k, v = make_inputs(shape, torch.bfloat16, 1)[0]
-        fn = ours("attnprof", args.causal, shape[3] ** -0.5)
+        if args.profile_alt and args.profile_alt not in [label for _, label in ops[1:]]:
+            ap.error(f"--profile-alt {args.profile_alt}: no such --alt build (given: "
+                     f"{', '.join(label for _, label in ops[1:]) or 'none'})")
+        fn = ours(f"attnprof_{args.profile_alt}" if args.profile_alt else "attnprof", args.causal, shape[3] ** -0.5)
         for _ in range(3):
             fn(q, k, v)
         torch.cuda.synchronize()

@@ -23,11 +23,21 @@ Suites:
 
   python3 scripts/bench_kernels.py [--attnprof build/attnprof] [--suite forward,shapes,backward]
                                    [--iters 100] [--markdown out.md] [--json out.json]
-                                   [--variants custom-flash,custom-flash-sm90]
+                                   [--variants custom-flash,custom-flash-sm90] [--repeat 1]
 
 --variants times only those variants (plus each suite's baseline, which the
 ratios need): a shorter run after a change to some of them.
+
+--repeat N runs the variants of each point N times, in alternating order
+(as listed, then reversed, ...), and reports the median of their event
+medians and of their profiled times, with the spread of the event medians
+among the facts. Under sustained load the H200 lowers its clock, and a
+variant timed right after a long run of another can lose several per cent:
+one process per point measured custom-flash-sm90 at 4x16x4096x128 full at
+813 us in one run and 883 us in the next, both times 811-812 us profiled
+(2026-12-01). Alternating the order gives every variant both places.
 """
+import statistics
 import argparse
 import glob
 import json
@@ -69,6 +79,36 @@ def run_point(exe, out_root, variant, b, hq, hkv, sq, skv, d, causal, pass_="fwd
     if point["median_us"]:
         point["tflops"] = point["flops"] / (point["median_us"] * 1e-6) / 1e12
     return point
+
+
+# Set by --repeat.
+REPEAT = 1
+
+
+def run_variants(exe, out_root, variants, *args, iters=100, **kwargs):
+    """run_point for each variant at one point, REPEAT times in alternating order; one combined point each.
+    iters: a number, or a function of the variant."""
+    runs = {v: [] for v in variants}
+    for r in range(REPEAT):
+        for v in (variants if r % 2 == 0 else variants[::-1]):
+            runs[v].append(run_point(exe, out_root, v, *args, iters=iters(v) if callable(iters) else iters, **kwargs))
+    return [combine(runs[v]) for v in variants]
+
+
+def combine(points):
+    """One point from repeated runs of it: medians of the timed ones, total wall time, the event medians' spread."""
+    timed = [p for p in points if p.get("median_us")]
+    if len(points) == 1 or not timed:
+        return points[0]
+    p = dict(timed[0])
+    p["median_us"] = statistics.median(q["median_us"] for q in timed)
+    p["profiled_us"] = statistics.median(q["profiled_us"] for q in timed)
+    p["tflops"] = p["flops"] / (p["median_us"] * 1e-6) / 1e12
+    p["wall_s"] = sum(q["wall_s"] for q in points)
+    p["runs_median_us"] = [q["median_us"] for q in timed]
+    p["facts"] = {"runs": f"{len(timed)} of {len(points)}, event medians "
+                          f"{min(p['runs_median_us']):.1f}-{max(p['runs_median_us']):.1f} us", **p["facts"]}
+    return p
 
 
 def copy_ceiling_gbs():
@@ -135,11 +175,10 @@ def forward_suite(exe, tmp, iters):
     pts = []
     for (b, h, s, d) in [(8, 16, 1024, 64), (4, 16, 4096, 128), (4, 16, 8192, 128), (1, 16, 16384, 128)]:
         for causal in (True, False):
-            for v in pick(FUSED, "sdpa-cudnn"):
-                pts.append(run_point(exe, tmp, v, b, h, h, s, s, d, causal, iters=iters))
+            pts += run_variants(exe, tmp, pick(FUSED, "sdpa-cudnn"), b, h, h, s, s, d, causal, iters=iters)
     ratio_to(pts, "sdpa-cudnn")
-    sm = [run_point(exe, tmp, v, 4, 16, 16, 4096, 4096, 128, True, iters=max(10, iters // 10))
-          for v in pick(["inplace", "custom-softmax"], "inplace")]
+    sm = run_variants(exe, tmp, pick(["inplace", "custom-softmax"], "inplace"), 4, 16, 16, 4096, 4096, 128, True,
+                      iters=max(10, iters // 10))
     ratio_to(sm, "inplace")
     return [("forward: fused kernels (ratio to sdpa-cudnn)", pts, "sdpa-cudnn"),
             ("forward: the unfused pipeline (ratio to inplace)", sm, "inplace")]
@@ -149,8 +188,8 @@ def shapes_suite(exe, tmp, iters):
     ceiling = copy_ceiling_gbs()
     decode = []
     for skv in (4096, 32768, 131072):
-        for v in pick(["custom-flash", "custom-flash-sm90"] + SDPA + ["sdpa-math"], "sdpa-flash"):
-            p = run_point(exe, tmp, v, 8, 32, 8, 1, skv, 128, True, iters=iters)
+        for p in run_variants(exe, tmp, pick(["custom-flash", "custom-flash-sm90"] + SDPA + ["sdpa-math"], "sdpa-flash"),
+                              8, 32, 8, 1, skv, 128, True, iters=iters):
             if p.get("median_us"):
                 kv_bytes = 2 * 8 * 8 * skv * 128 * 2
                 p["gbs"] = kv_bytes / (p["median_us"] * 1e-6) / 1e9
@@ -160,8 +199,8 @@ def shapes_suite(exe, tmp, iters):
     prefill = []
     for (b, sq, skv) in [(1, 512, 8192), (1, 512, 32768), (4, 4096, 4096)]:
         for causal in ((True,) if sq != skv else (True, False)):
-            for v in pick(["custom-flash", "custom-flash-sm90"] + SDPA, "sdpa-flash"):
-                prefill.append(run_point(exe, tmp, v, b, 32, 8, sq, skv, 128, causal, iters=iters))
+            prefill += run_variants(exe, tmp, pick(["custom-flash", "custom-flash-sm90"] + SDPA, "sdpa-flash"),
+                                    b, 32, 8, sq, skv, 128, causal, iters=iters)
     ratio_to(prefill, "sdpa-flash")
     return [(f"decode: K+V bandwidth (copy ceiling {fmt(ceiling, '.0f')} GB/s in this run; ratio to sdpa-flash)",
              decode, "sdpa-flash"),
@@ -174,10 +213,9 @@ def backward_suite(exe, tmp, iters):
                                    ((1, 16, 16384, 128), FUSED)]:
         for causal in (True, False):
             for pass_ in ("bwd", "fwd+bwd"):
-                for v in pick(variants, "sdpa-flash"):
-                    slow = v in ("naive", "inplace", "sdpa-math", "custom-softmax") and s >= 4096
-                    pts.append(run_point(exe, tmp, v, b, h, h, s, s, d, causal, pass_,
-                                         iters=max(10, iters // 10) if slow else iters))
+                slow = ("naive", "inplace", "sdpa-math", "custom-softmax") if s >= 4096 else ()
+                pts += run_variants(exe, tmp, pick(variants, "sdpa-flash"), b, h, h, s, s, d, causal, pass_,
+                                    iters=lambda v: max(10, iters // 10) if v in slow else iters)
     ratio_to(pts, "sdpa-flash")
     return [("backward (ratio to sdpa-flash)", pts, "sdpa-flash")]
 
@@ -190,8 +228,13 @@ def main():
     ap.add_argument("--markdown")
     ap.add_argument("--json")
     ap.add_argument("--variants", help="comma-separated: time only these (and the baselines)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs of each point, variants in alternating order; medians reported (default 1)")
     args = ap.parse_args()
-    global CHOSEN
+    if args.repeat < 1:
+        ap.error(f"--repeat must be at least 1, got {args.repeat}")
+    global CHOSEN, REPEAT
+    REPEAT = args.repeat
     if args.variants is not None:
         CHOSEN = set(v for v in args.variants.split(",") if v)
         if not CHOSEN:
