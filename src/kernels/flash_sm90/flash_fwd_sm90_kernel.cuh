@@ -163,7 +163,11 @@ __device__ __forceinline__ bool merge_tail_piece(const KernelArgs& a, const Tail
   if (lane == 0) counted = atomicAdd(counter, 1);
   if (__shfl_sync(0xffffffffu, counted, 0) != t.count - 1) return false;
   if (lane == 0) atomicExch(counter, 0);  // every piece has counted: zero again for the next launch
-  __threadfence();                        // the other pieces' slots, after their counts
+  // The other pieces' slots, after their counts: lane 0 read the count, and
+  // a shuffle orders no memory, so the warp syncs (ordering its lanes after
+  // lane 0's atomic) before each lane's fence and loads.
+  __syncwarp();
+  __threadfence();
   const float* slots = a.split_partials + thread;
   float mx[2] = {-INFINITY, -INFINITY};
   for (int j = 0; j < t.count; ++j) {
@@ -380,7 +384,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
     for (int r = 0; r < Traits::kORegs; ++r) o[r] = 0.f;
     RowState st = {{-INFINITY, -INFINITY}, {0.f, 0.f}};
 
-    if (n_count == 0) {
+    if (n_count <= 0) {  // no visible key (n_hi < n_lo cannot be planned; the producer loads nothing either way)
       if (warp_leader) mbar_arrive(sm.q_empty(q_stage));
     } else if (kSkipIdle && wg_row0 >= a.seqlen_q) {
       // Every row of this warpgroup lies past seq_q (the last tile of a head
