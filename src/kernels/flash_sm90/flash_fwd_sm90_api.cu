@@ -65,18 +65,26 @@ CUtensorMap make_tensor_map_f32(float* base, int cols, int rows, int slabs, int 
   return encode(base, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, cols, rows, slabs, 32, box_rows, op);
 }
 
-FwdWorkspace fwd_workspace(const FwdParams& p) {
+namespace {
+
+// Whether p runs the head_dim 64 kernels (else 128; nothing else is built).
+bool head_dim_64(const FwdParams& p) {
   const bool d64 = p.head_dim == 64;
   TORCH_CHECK(d64 || p.head_dim == 128, "attnprof::flash_attention_sm90: no kernel for head_dim ",
               p.head_dim, " (supported: 64, 128)");
+  return d64;
+}
+
+}  // namespace
+
+FwdWorkspace fwd_workspace(const FwdParams& p) {
+  const bool d64 = head_dim_64(p);
   if (p.is_bf16) return d64 ? fwd_workspace_hdim<64, __nv_bfloat16>(p) : fwd_workspace_hdim<128, __nv_bfloat16>(p);
   return d64 ? fwd_workspace_hdim<64, __half>(p) : fwd_workspace_hdim<128, __half>(p);
 }
 
 void run_fwd(const FwdParams& p, CUstream_st* stream) {
-  const bool d64 = p.head_dim == 64;
-  TORCH_CHECK(d64 || p.head_dim == 128, "attnprof::flash_attention_sm90: no kernel for head_dim ",
-              p.head_dim, " (supported: 64, 128)");
+  const bool d64 = head_dim_64(p);
   if (p.is_bf16) {
     d64 ? run_fwd_hdim<64, __nv_bfloat16>(p, stream) : run_fwd_hdim<128, __nv_bfloat16>(p, stream);
   } else {

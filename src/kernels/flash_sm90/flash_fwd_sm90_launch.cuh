@@ -58,9 +58,9 @@ FwdPlan plan_fwd(const FwdParams& p) {
   return plan;
 }
 
+// What a launch following `plan` needs besides the tensors.
 template <typename Traits>
-FwdWorkspace fwd_workspace_for(const FwdParams& p) {
-  const FwdPlan plan = plan_fwd<Traits>(p);
+FwdWorkspace workspace_of(const FwdPlan& plan) {
   FwdWorkspace w;
   if (plan.split.tiles > 0) {
     w.split_partial_bytes = int64_t{2} * plan.split.grid * detail::kSplitSlotFloats<Traits> * int64_t{4};
@@ -96,7 +96,7 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   a.split_partials = p.split_partials;
   a.split_counters = p.split_counters;
   if (a.split.tiles > 0) {
-    const FwdWorkspace need = fwd_workspace_for<Traits>(p);
+    const FwdWorkspace need = workspace_of<Traits>(plan);
     TORCH_CHECK(p.split_partials != nullptr && p.split_counters != nullptr &&
                     p.split_partial_bytes >= need.split_partial_bytes &&
                     p.split_counter_capacity >= need.split_counters,
@@ -148,9 +148,10 @@ void run_fwd_hdim(const FwdParams& p, cudaStream_t stream) {
 
 template <int kHeadDim, typename Element>
 FwdWorkspace fwd_workspace_hdim(const FwdParams& p) {
-  if (short_causal<kHeadDim, Element>(p))
-    return fwd_workspace_for<typename FwdConfig<kHeadDim, Element, true>::Traits>(p);
-  return fwd_workspace_for<typename FwdConfig<kHeadDim, Element, false>::Traits>(p);
+  using Short = typename FwdConfig<kHeadDim, Element, true>::Traits;
+  using Other = typename FwdConfig<kHeadDim, Element, false>::Traits;
+  return short_causal<kHeadDim, Element>(p) ? workspace_of<Short>(plan_fwd<Short>(p))
+                                            : workspace_of<Other>(plan_fwd<Other>(p));
 }
 
 }  // namespace attnprof::flash_sm90
