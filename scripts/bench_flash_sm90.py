@@ -169,6 +169,15 @@ def main():
     ap.add_argument("--profile-alt", metavar="NAME", help="with --profile: run that --alt build's operator instead")
     ap.add_argument("--shapes", type=parse_shapes, help="comma-separated BxHxSxD (default: the four benchmark shapes)")
     args = ap.parse_args()
+    for a in args.alt:
+        if "=" not in a or not a.split("=", 1)[0] or not a.split("=", 1)[1]:
+            ap.error(f"--alt {a}: expected NAME=LIB (scripts/build_sm90_alt.py builds LIB)")
+    alt_names = [a.split("=", 1)[0] for a in args.alt]
+    if args.profile_alt is not None:
+        if not args.profile:
+            ap.error("--profile-alt needs --profile BxHxSxD")
+        if args.profile_alt not in alt_names:
+            ap.error(f"--profile-alt {args.profile_alt}: no such --alt build (given: {', '.join(alt_names) or 'none'})")
     require_cuda(ap)
 
     torch.ops.load_library(args.lib)
@@ -183,9 +192,6 @@ def main():
     if args.profile:
         shape = args.profile
         q, k, v = make_inputs(shape, torch.bfloat16, 1)[0]
-        if args.profile_alt and args.profile_alt not in [label for _, label in ops[1:]]:
-            ap.error(f"--profile-alt {args.profile_alt}: no such --alt build (given: "
-                     f"{', '.join(label for _, label in ops[1:]) or 'none'})")
         fn = ours(f"attnprof_{args.profile_alt}" if args.profile_alt else "attnprof", args.causal, shape[3] ** -0.5)
         for _ in range(3):
             fn(q, k, v)
