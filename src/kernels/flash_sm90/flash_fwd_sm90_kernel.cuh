@@ -34,6 +34,7 @@
 #include <type_traits>
 
 #include "kernels/common/packed_halves.cuh"
+#include "kernels/common/sm80_primitives.cuh"
 #include "kernels/common/sm90_primitives.cuh"
 #include "kernels/common/sm90_wgmma.cuh"
 #include "kernels/flash_sm90/flash_sm90_traits.h"
@@ -413,6 +414,24 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
     } else {
       uint32_t p[Traits::kPSteps][4];  // P of the previous key block, packed as wgmma A fragments
       RingPos<Traits::kStages> prev;
+      // Q as wgmma A fragments (Traits::kQInRegs): this warp's 16 rows, one
+      // ldmatrix.x4 per k16 step. Lanes 0-7 / 8-15 address rows 0-7 / 8-15 of
+      // the step's first 8 columns, lanes 16-31 the same rows of the next 8:
+      // registers 0..3 then hold a[0..3] of sm90_wgmma.cuh's A layout. The
+      // tile is 128-byte swizzled (16-byte chunk c of row r at c ^ (r % 8)).
+      uint32_t qf[Traits::kQInRegs ? Traits::kQKSteps : 1][4];
+      if constexpr (Traits::kQInRegs) {
+        const int r = cwg * 64 + 16 * warp + (lane % 8) + 8 * ((lane / 8) % 2);  // row in the Q tile
+        const uint32_t row_base = sm.q_tile(q_stage) + r * 128;
+#pragma unroll
+        for (int ks = 0; ks < Traits::kQKSteps; ++ks) {
+          const int chunk = 2 * ks + lane / 16;  // 16-byte chunk along head_dim
+          ldmatrix_x4(qf[ks], row_base + (chunk / 8) * Traits::kQColBytes + (((chunk % 8) ^ (r % 8)) << 4));
+        }
+        // The warp's reads are done (ldmatrix is warp-collective): the
+        // producer may load the tile after next into this buffer.
+        if (warp_leader) mbar_arrive(sm.q_empty(q_stage));
+      }
       // One key block, i-th from the last visible one. The first is peeled off
       // (kFirst: no P·V yet) so no wgmma or wgmma wait sits under a branch:
       // ptxas then keeps the S and P·V groups apart instead of waiting for both.
@@ -433,8 +452,12 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
         if constexpr (kPingPong) named_bar_sync(my_barrier, kTokenThreads);  // my turn to use the tensor cores
         wgmma_fence();
 #pragma unroll
-        for (int ks = 0; ks < Traits::kQKSteps; ++ks)
-          GemmS::template ss<0>(s, desc(dq + q_step(ks)), desc(dk + k_step(ks)), ks > 0);
+        for (int ks = 0; ks < Traits::kQKSteps; ++ks) {
+          if constexpr (Traits::kQInRegs)
+            GemmS::template rs<0>(s, qf[ks], desc(dk + k_step(ks)), ks > 0);
+          else
+            GemmS::template ss<0>(s, desc(dq + q_step(ks)), desc(dk + k_step(ks)), ks > 0);
+        }
         wgmma_commit();
         if constexpr (!kFirst) {
 #pragma unroll
@@ -447,7 +470,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
         wgmma_wait<kFirst ? 0 : 1>();  // S done; P·V may still run
         pin_registers(s);
         if (warp_leader) {
-          if (i == n_count - 1) mbar_arrive(sm.q_empty(q_stage));  // last read of this Q tile
+          if (!Traits::kQInRegs && i == n_count - 1) mbar_arrive(sm.q_empty(q_stage));  // last read of this Q tile
           mbar_arrive(sm.k_empty(pos.stage));
         }
 

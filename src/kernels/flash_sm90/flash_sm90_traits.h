@@ -4,7 +4,8 @@
 // A block is 1 producer warpgroup + kConsumerWarpgroups consumer warpgroups.
 // The producer (one thread of it) streams Q, K and V tiles into shared memory
 // by TMA; each consumer warpgroup owns 64 query rows of the kBlockM-row Q tile
-// and computes S = Q·Kᵀ (wgmma, Q and K from shared memory) and O += P·V
+// and computes S = Q·Kᵀ (wgmma, K from shared memory, Q from shared memory
+// or, with kQInRegs, from registers loaded once per tile) and O += P·V
 // (wgmma, P from registers, V from shared memory) for kBlockN keys at a time.
 // K and V stream through kStages buffers, each guarded by a full and an empty
 // mbarrier. Tiles are stored as TMA writes them with 128-byte swizzling:
@@ -27,7 +28,7 @@
 namespace attnprof::flash_sm90 {
 
 template <int kHeadDim_, int kBlockN_, int kStages_, int kConsumerWarpgroups_, int kPolyExpEvery_,
-          int kRescaleSlack_, typename Element_, bool kTailSplit_ = true>
+          int kRescaleSlack_, typename Element_, bool kTailSplit_ = true, bool kQInRegs_ = false>
 struct FwdTraits {
   using Element = Element_;  // __nv_bfloat16 or __half
   static constexpr int kHeadDim = kHeadDim_;
@@ -46,6 +47,10 @@ struct FwdTraits {
   // us, the same instructions executed): the configuration that runs only
   // causal launches over several query blocks, which never split, goes without.
   static constexpr bool kTailSplit = kTailSplit_;
+  // S = Q·Kᵀ with Q from registers (wgmma A operand, loaded once per tile by
+  // ldmatrix) instead of shared memory: a third less shared-memory operand
+  // traffic per key block at head_dim 128, for kHeadDim / 4 more registers.
+  static constexpr bool kQInRegs = kQInRegs_;
 
   static constexpr int kConsumerWarpgroups = kConsumerWarpgroups_;
   static constexpr int kBlockM = 64 * kConsumerWarpgroups;  // wgmma tiles are 64 rows
@@ -129,6 +134,13 @@ struct FwdTraits {
 //   for 1/8 (d64) or 1/16 (d128) 1-9% (2026-12-01): off.
 // - a rescale slack of 8 beat moving the max on every increase by 1-5% at
 //   d128 (the per-warp vote of the latter still fired on most key blocks).
+// - Q in registers for S = Q·Kᵀ (kQInRegs), d128, against Q from shared
+//   memory, same process (2026-12-01): ncu, one launch at 1.71 GHz,
+//   4x16x4096x128 full 806.4 against 818.9 us, causal 446.9 against 453.0
+//   (L1/shared throughput 43% against 52%, tensor pipe 73.9% against 72.4%);
+//   op level +2% at 4x16x4096x128 and 4x16x8192x128 full, +4% at
+//   1x16x16384x128 full, causal within -2..+1%. At d64 with 3 consumers
+//   (160 registers) ptxas spills 96 B and serialises the wgmma (C7512): off.
 #ifndef ATTNPROF_SM90_D64_BLOCK_N
 #define ATTNPROF_SM90_D64_BLOCK_N 128
 #endif
@@ -162,6 +174,15 @@ struct FwdTraits {
 #ifndef ATTNPROF_SM90_SHORT_CAUSAL_ROWS
 #define ATTNPROF_SM90_SHORT_CAUSAL_ROWS 2048
 #endif
+#ifndef ATTNPROF_SM90_D64_Q_IN_REGS
+#define ATTNPROF_SM90_D64_Q_IN_REGS 0
+#endif
+#ifndef ATTNPROF_SM90_D64_SHORT_CAUSAL_Q_IN_REGS
+#define ATTNPROF_SM90_D64_SHORT_CAUSAL_Q_IN_REGS 0
+#endif
+#ifndef ATTNPROF_SM90_D128_Q_IN_REGS
+#define ATTNPROF_SM90_D128_Q_IN_REGS 1
+#endif
 #ifndef ATTNPROF_SM90_D128_CONSUMERS
 #define ATTNPROF_SM90_D128_CONSUMERS 2
 #endif
@@ -182,14 +203,16 @@ struct FwdConfig<64, Element, kShortCausal> {
   using Traits = FwdTraits<64, ATTNPROF_SM90_D64_BLOCK_N, ATTNPROF_SM90_D64_STAGES,
                            kShortCausal ? ATTNPROF_SM90_D64_SHORT_CAUSAL_CONSUMERS : ATTNPROF_SM90_D64_CONSUMERS,
                            ATTNPROF_SM90_D64_POLY_EXP_EVERY, ATTNPROF_SM90_D64_RESCALE_SLACK, Element,
-                           /*kTailSplit=*/!kShortCausal>;
+                           /*kTailSplit=*/!kShortCausal,
+                           (kShortCausal ? ATTNPROF_SM90_D64_SHORT_CAUSAL_Q_IN_REGS : ATTNPROF_SM90_D64_Q_IN_REGS) != 0>;
 };
 
 template <typename Element, bool kShortCausal>
 struct FwdConfig<128, Element, kShortCausal> {
   using Traits = FwdTraits<128, ATTNPROF_SM90_D128_BLOCK_N, ATTNPROF_SM90_D128_STAGES,
                            ATTNPROF_SM90_D128_CONSUMERS, ATTNPROF_SM90_D128_POLY_EXP_EVERY,
-                           ATTNPROF_SM90_D128_RESCALE_SLACK, Element>;
+                           ATTNPROF_SM90_D128_RESCALE_SLACK, Element, /*kTailSplit=*/true,
+                           ATTNPROF_SM90_D128_Q_IN_REGS != 0>;
 };
 
 }  // namespace attnprof::flash_sm90
