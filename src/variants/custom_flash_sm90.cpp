@@ -33,7 +33,9 @@ std::string describe_config() {
          " consumer warpgroups, " + std::to_string(T::kProducerRegs) + "/" + std::to_string(T::kConsumerRegs) +
          " registers per producer/consumer thread by setmaxnreg), tiles of " + std::to_string(T::kBlockM) +
          " query rows x " + std::to_string(T::kBlockN) + " keys, " + std::to_string(T::kStages) +
-         "-stage K/V ring, " + std::to_string(T::kSmemBytes / 1024) + " KiB shared memory";
+         "-stage K/V ring, " + std::to_string(T::kQStages) + (T::kQStages == 1 ? " Q buffer" : " Q buffers") +
+         " (Q·Kᵀ reads Q from " + (T::kQInRegs ? "registers" : "shared memory") + "), " +
+         std::to_string(T::kSmemBytes / 1024) + " KiB shared memory";
 }
 
 template <int kHeadDim>

@@ -16,8 +16,11 @@
 
 // Q tiles in shared memory: with 2 the producer loads the next tile's Q while
 // the consumers still work on the current one; with 1 it waits until their
-// last Q·Kᵀ of the tile. H200, bf16, scripts/bench_flash_sm90.py (random
-// order, settling calls), two repetitions, 2026-12-01, TFLOP/s, 2 stages
+// last Q·Kᵀ of the tile (with Q in registers, kQInRegs: until they have
+// loaded it, at the tile's start; head_dim 128 then spends the second
+// buffer's 32 KB on a third K/V stage, below). H200, bf16,
+// scripts/bench_flash_sm90.py (random order, settling calls), two
+// repetitions, 2026-12-01, TFLOP/s, Q from shared memory, 2 stages
 // against 1: 388/386 against 369/366 at 8x16x1024x64 full, 262/262 against
 // 253/253 causal; 456/456 against 430/429 at 8x16x2048x64 full; 538/539
 // against 520/517 at 4x16x4096x128 causal; head_dim 128 full within 1%.
@@ -120,8 +123,14 @@ struct FwdTraits {
 // (scripts/build_sm90_alt.py, scripts/bench_flash_sm90.py --alt). Measured on
 // the H200, bf16, 2026-11-30 (docs/notes/flash_sm90_progress.md):
 // - d128: key tiles of 176 (208 KB) and 3 stages (230 KB) won at some shapes
-//   and lost at others by a few per cent, within the run-to-run spread;
-//   128 keys x 2 stages stays.
+//   and lost at others by a few per cent, within the run-to-run spread
+//   (with two Q buffers, Q from shared memory); 128 keys stay. With Q in
+//   registers one Q buffer suffices, and 3 K/V stages (230 KB) against 2
+//   with two Q buffers, same process (2026-12-01): ncu 790.3 against
+//   799.8 us at 4x16x4096x128 full (1.71/1.72 GHz), 437.6 against 443.1
+//   causal; op level 615/575 against 611/575 (full/causal) at
+//   4x16x4096x128, 623/588 against 618/586 at 4x16x8192x128, 642/619
+//   against 622/615 at 1x16x16384x128.
 // - d64: 3 consumers (192-row tiles, 160 registers each) against 2, same
 //   process, 2026-12-01, two repetitions, TFLOP/s: full 364/367 against
 //   335/336 at 8x16x1024x64 (rotating order with the 2-consumer kernel
@@ -155,7 +164,7 @@ struct FwdTraits {
 #define ATTNPROF_SM90_D128_BLOCK_N 128
 #endif
 #ifndef ATTNPROF_SM90_D128_STAGES
-#define ATTNPROF_SM90_D128_STAGES 2
+#define ATTNPROF_SM90_D128_STAGES 3
 #endif
 #ifndef ATTNPROF_SM90_D64_POLY_EXP_EVERY
 #define ATTNPROF_SM90_D64_POLY_EXP_EVERY 0
@@ -185,7 +194,7 @@ struct FwdTraits {
 #define ATTNPROF_SM90_D64_SHORT_CAUSAL_Q_IN_REGS 1
 #endif
 #ifndef ATTNPROF_SM90_D128_Q_STAGES
-#define ATTNPROF_SM90_D128_Q_STAGES ATTNPROF_SM90_Q_STAGES
+#define ATTNPROF_SM90_D128_Q_STAGES 1
 #endif
 #ifndef ATTNPROF_SM90_D128_Q_IN_REGS
 #define ATTNPROF_SM90_D128_Q_IN_REGS 1
