@@ -1,17 +1,21 @@
 // Every registered variant against a float64 reference, on CPU always and on
 // CUDA when a GPU is present: fresh random inputs each run, relative Frobenius
-// error within the dtype's tolerance. Variants that cannot run a case say why
-// through supports(), and the test records that instead of failing.
+// error (pooled over a few draws per case) within 2x that of a plain same-dtype
+// implementation and under the dtype's cap. Variants that cannot run a case say
+// why through supports(), and the test records that instead of failing.
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "attnprof/variant.h"
 #include "variants/torch_problem.h"
@@ -73,9 +77,79 @@ at::Tensor plain_attention(const Problem& p, const Inputs& in, at::ScalarType dt
   return at::matmul(at::softmax(scores, -1), expand_kv_heads(leaves[2], p.heads_q));
 }
 
-// Calls fn(problem, prepared variant, inputs) for every registered variant on
-// every shape and mask it supports for `pass`; returns how many ran. A case a
-// variant refuses must say why.
+// Fresh random draws per (variant, shape, mask) case whose errors are pooled
+// before the 2x-plain rule is applied. On one draw the ratio variant error /
+// plain error is heavy-tailed on tiny problems, because plain's error is now
+// and then small by luck: custom-softmax 1x3/1x1/77x64 bf16 causal backward
+// (seq_q = 1, so dk is a sum of 3 rank-1 terms) failed once on an H200 with dk
+// 0.00609 against plain 0.002576, a ratio of 2.36 (seed 4024354430), while 150
+// seeds of that case gave dk ratios of median 0.94, p99 1.44, max 1.48 (dq max
+// 1.81): the variant is as accurate as plain. A CPU stand-in for that case
+// (scale and softmax fused in fp32, as custom-softmax does; dk median 0.95,
+// p99 1.40 on one draw) put the ratio above 2 on 1.4e-3 of single draws, 1e-4
+// of 4-draw pools (max 2.21), and none of 10,000 8-draw pools (p99.9 1.36, max
+// 1.64). Its forward, and the gradients of the 5x40 and 200x200 shapes, stayed
+// below 1.2 on one draw. Pooling averages the luck out of the denominator; the
+// bound stays 2x plain. Small problems (up to kSmallScores scores per head) get
+// kSmallDraws draws; larger ones, whose single-draw ratios are narrow,
+// kLargeDraws, so the run (its time goes to the large shapes) takes about twice
+// as long as with one draw, not eight times.
+constexpr int kSmallDraws = 8;
+constexpr int kLargeDraws = 2;
+constexpr int64_t kSmallScores = 1024;
+int draws_for(const Problem& p) { return p.seq_q * p.seq_kv <= kSmallScores ? kSmallDraws : kLargeDraws; }
+
+// Squared errors and squared reference norms, in float64, summed over draws:
+// the pooled relative Frobenius error is sqrt(sum ||out - ref||^2 / sum ||ref||^2)
+// (one draw gives relative_frobenius_error).
+struct PooledError {
+  double err_sq = 0.0, ref_sq = 0.0;
+  std::vector<double> per_draw;  // each draw's own relative error, for the failure message
+  void add(const at::Tensor& out, const at::Tensor& ref) {
+    const at::Tensor o = out.detach().to(at::kDouble), r = ref.detach().to(at::kDouble).to(o.device());
+    const double e = (o - r).pow(2).sum().item<double>(), n = r.pow(2).sum().item<double>();
+    err_sq += e, ref_sq += n;
+    per_draw.push_back(std::sqrt(e / n));
+  }
+  double value() const { return std::sqrt(err_sq / ref_sq); }
+};
+
+// A variant's output (or one gradient) and the plain same-dtype one, pooled
+// over the draws of one case, by name ("out", "dq", ...).
+class ParityPool {
+ public:
+  // `out` is the variant's, `plain` the plain same-dtype implementation's, both against `ref`.
+  void add(const std::string& name, const at::Tensor& out, const at::Tensor& plain, const at::Tensor& ref) {
+    auto& e = errors_[name];
+    e.variant.add(out, ref);
+    e.plain.add(plain, ref);
+  }
+  // The project's rule on the pooled errors: variant <= max(2x plain, floor).
+  void expect_within_twice_plain(double floor) const {
+    for (const auto& [name, e] : errors_) {
+      const double err = e.variant.value(), plain = e.plain.value();
+      std::ostringstream draws;
+      for (size_t i = 0; i < e.variant.per_draw.size(); ++i)
+        draws << (i ? ", " : "") << e.variant.per_draw[i] << " vs " << e.plain.per_draw[i];
+      EXPECT_LE(err, std::max(2 * plain, floor))
+          << name << " relative Frobenius error " << err << ", plain " << plain << ", pooled over "
+          << e.variant.per_draw.size() << " draws (per draw: " << draws.str() << ")";
+    }
+  }
+
+ private:
+  struct Pair {
+    PooledError variant, plain;
+  };
+  std::map<std::string, Pair> errors_;
+};
+
+// Calls fn(problem, prepared variant, inputs, pool) draws_for(problem) times for every
+// registered variant on every shape and mask it supports for `pass`, each time
+// on fresh inputs from the generator (at::manual_seed in SetUp decides every
+// draw, so the printed seed reproduces them all) with the variant prepared for
+// them; then checks what fn added to the pool against 2x plain. Returns how
+// many cases ran. A case a variant refuses must say why.
 template <class F>
 int for_each_supported_case(const Case& c, Pass pass, F&& fn) {
   int ran = 0;
@@ -90,9 +164,16 @@ int for_each_supported_case(const Case& c, Pass pass, F&& fn) {
           EXPECT_FALSE(sup.reason.empty()) << "an unsupported case must say why";
           continue;
         }
-        const Inputs in = random_inputs(p);
-        v->prepare(p, in.q, in.k, in.v);
-        fn(p, *v, in);
+        ParityPool pool;
+        const int draws = draws_for(p);
+        for (int draw = 0; draw < draws; ++draw) {
+          SCOPED_TRACE("draw " + std::to_string(draw + 1) + " of " + std::to_string(draws));
+          const Inputs in = random_inputs(p);
+          // prepare may read the tensors (SDPA's route, custom-flash's plan): once per draw.
+          v->prepare(p, in.q, in.k, in.v);
+          fn(p, *v, in, pool);
+        }
+        pool.expect_within_twice_plain(floor_for(c.dtype));
         ++ran;
       }
     }
@@ -105,17 +186,16 @@ int for_each_supported_case(const Case& c, Pass pass, F&& fn) {
 TEST_P(VariantParity, ForwardMatchesFloat64Reference) {
   const Case c = GetParam();
   SCOPED_TRACE("seed " + std::to_string(seed_));
-  const int ran = for_each_supported_case(c, Pass::fwd, [&](const Problem& p, Variant& v, const Inputs& in) {
+  const int ran = for_each_supported_case(c, Pass::fwd, [&](const Problem& p, Variant& v, const Inputs& in,
+                                                             ParityPool& pool) {
     const at::Tensor out = v.forward(in.q, in.k, in.v);
     ASSERT_EQ(out.sizes(), in.q.sizes());
     ASSERT_EQ(out.scalar_type(), in.q.scalar_type());
     ASSERT_TRUE(at::isfinite(out).all().item<bool>());
     const at::Tensor ref = reference_attention(p, in);
     std::vector<at::Tensor> unused;
-    const double plain = relative_frobenius_error(plain_attention(p, in, in.q.scalar_type(), unused), ref);
-    const double err = relative_frobenius_error(out, ref);
-    EXPECT_LE(err, std::max(2 * plain, floor_for(c.dtype))) << "relative Frobenius error " << err << ", plain " << plain;
-    EXPECT_LE(err, cap_for(c.dtype));
+    pool.add("out", out, plain_attention(p, in, in.q.scalar_type(), unused), ref);
+    EXPECT_LE(relative_frobenius_error(out, ref), cap_for(c.dtype));  // an absolute cap on every draw
   });
   EXPECT_GT(ran, 0);
   std::cout << "[ parity   ] " << c.device << " " << dtype_name(c.dtype) << ": " << ran << " variant/shape cases checked\n";
@@ -123,11 +203,12 @@ TEST_P(VariantParity, ForwardMatchesFloat64Reference) {
 
 // dq, dk, dv of every variant that has a backward here, against float64
 // autograd of the textbook formula, through the same out.backward(grad_out)
-// the runner calls.
+// the runner calls; each gradient pooled over the draws on its own.
 TEST_P(VariantParity, GradientsMatchFloat64Autograd) {
   const Case c = GetParam();
   SCOPED_TRACE("seed " + std::to_string(seed_));
-  const int ran = for_each_supported_case(c, Pass::bwd, [&](const Problem& p, Variant& v, const Inputs& in) {
+  const int ran = for_each_supported_case(c, Pass::bwd, [&](const Problem& p, Variant& v, const Inputs& in,
+                                                             ParityPool& pool) {
     v.forward(in.q, in.k, in.v).backward(in.grad_out);
     std::vector<at::Tensor> ref_leaves, plain_leaves;
     plain_attention(p, in, at::kDouble, ref_leaves).backward(in.grad_out.to(at::kDouble));
@@ -148,10 +229,8 @@ TEST_P(VariantParity, GradientsMatchFloat64Autograd) {
             << names[i];
         continue;
       }
-      const double plain = relative_frobenius_error(plain_leaves[i].grad(), ref);
-      const double err = relative_frobenius_error(g, ref);
-      EXPECT_LE(err, std::max(2 * plain, floor_for(c.dtype))) << names[i] << " error " << err << ", plain " << plain;
-      EXPECT_LE(err, cap_for(c.dtype)) << names[i];
+      pool.add(names[i], g, plain_leaves[i].grad(), ref);
+      EXPECT_LE(relative_frobenius_error(g, ref), cap_for(c.dtype)) << names[i];  // an absolute cap on every draw
     }
   });
   EXPECT_GT(ran, 0);
