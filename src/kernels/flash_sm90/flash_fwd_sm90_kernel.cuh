@@ -201,6 +201,57 @@ __device__ __forceinline__ bool merge_tail_piece(const KernelArgs& a, const Tail
   return true;
 }
 
+// 4 x 4 transpose of 32-bit values across the 4 lanes of a quad (q = lane %
+// 4): on entry x[k] is element (q, k), on return element (k, q). Two
+// butterfly steps, each 2 shuffles: across lanes q ^ 1, then q ^ 2.
+__device__ __forceinline__ void quad_transpose(uint32_t (&x)[4], int q) {
+  const bool odd = q & 1;
+  const uint32_t r0 = __shfl_xor_sync(0xffffffffu, odd ? x[0] : x[1], 1);
+  const uint32_t r1 = __shfl_xor_sync(0xffffffffu, odd ? x[2] : x[3], 1);
+  const uint32_t a[4] = {odd ? r0 : x[0], odd ? x[1] : r0, odd ? r1 : x[2], odd ? x[3] : r1};
+  const bool high = q & 2;
+  const uint32_t u0 = __shfl_xor_sync(0xffffffffu, high ? a[0] : a[2], 2);
+  const uint32_t u1 = __shfl_xor_sync(0xffffffffu, high ? a[1] : a[3], 2);
+  x[0] = high ? u0 : a[0];
+  x[1] = high ? u1 : a[1];
+  x[2] = high ? a[2] : u0;
+  x[3] = high ? a[3] : u1;
+}
+
+// One of a thread's two rows of O (r: its row g or g + 8), times inv, into
+// dst (the row's first element). In the accumulator layout the 4 lanes of a
+// quad hold 2 columns each of every 8-column block: stored as they are, each
+// warp instruction writes 8 rows x 16 bytes, half of every 32-byte sector,
+// and the stores cost 2.8% of the kernel at 4x16x4096x128 full (ncu 792.6
+// against 770.7 us with them left out, H200, 2026-12-01). Transposed
+// within the quad, each lane holds one whole block of every 4: 16-byte
+// stores, 8 rows x 64 bytes per instruction, an eighth of the instructions.
+// All lanes run the shuffles; only rows inside the sequence store.
+template <typename Element, int kD>
+__device__ __forceinline__ void store_row(const float (&o)[kD / 2], int r, float inv, Element* dst, int q,
+                                          bool store) {
+  static_assert(kD % 32 == 0, "whole groups of 4 8-column blocks");
+#ifdef ATTNPROF_SM90_EPILOGUE_4B_STORES  // tuning builds (scripts/build_sm90_alt.py): the layout as it is
+  if (store) {
+#pragma unroll
+    for (int c = 0; c < kD / 8; ++c)
+      reinterpret_cast<uint32_t*>(dst + 2 * q)[c * 4] = pack2<Element>(o[4 * c + 2 * r] * inv, o[4 * c + 2 * r + 1] * inv);
+  }
+  return;
+#endif
+#pragma unroll
+  for (int g = 0; g < kD / 32; ++g) {
+    uint32_t x[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int c = 4 * g + k;  // 8-column block
+      x[k] = pack2<Element>(o[4 * c + 2 * r] * inv, o[4 * c + 2 * r + 1] * inv);
+    }
+    quad_transpose(x, q);
+    if (store) reinterpret_cast<uint4*>(dst)[4 * g + q] = make_uint4(x[0], x[1], x[2], x[3]);
+  }
+}
+
 // Shared-memory addresses (shared window, 1024-byte aligned tiles).
 template <typename Traits>
 struct Smem {
@@ -525,8 +576,9 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
       if (warp_leader) mbar_arrive(sm.v_empty(prev.stage));
     }
 
-    // Epilogue: normalise and store straight from registers (4-byte stores;
-    // rows past seqlen_q are skipped), then the log-sum-exp. A row that saw no
+    // Epilogue: normalise and store straight from registers (16-byte stores
+    // after a transpose within each quad, store_row below; rows past
+    // seqlen_q are skipped), then the log-sum-exp. A row that saw no
     // key has sum 0: it gets zeros and -inf. A piece of a split tile stores
     // only once merged, by the warps that count last (decoded again here, not
     // kept in registers through the key loop).
@@ -540,20 +592,14 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
       }
     }
     Element* out = static_cast<Element*>(a.o) + static_cast<int64_t>(t.bh) * a.seqlen_q * kD;
-    const int col = 2 * (lane % 4);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int row = row0 + 8 * r;
-      if (row < a.seqlen_q) {
-        const float inv = st.sum[r] > 0.f ? 1.f / st.sum[r] : 0.f;
-        uint32_t* dst = reinterpret_cast<uint32_t*>(out + static_cast<int64_t>(row) * kD + col);
-#pragma unroll
-        for (int c = 0; c < kD / 8; ++c)
-          dst[c * 4] = pack2<Element>(o[4 * c + 2 * r] * inv, o[4 * c + 2 * r + 1] * inv);
-        if (lane % 4 == 0)
-          a.lse[static_cast<int64_t>(t.bh) * a.seqlen_q + row] =
-              st.sum[r] > 0.f ? st.max[r] * a.scale + logf(st.sum[r]) : -INFINITY;
-      }
+      const float inv = st.sum[r] > 0.f ? 1.f / st.sum[r] : 0.f;
+      store_row<Element, kD>(o, r, inv, out + static_cast<int64_t>(row) * kD, lane % 4, row < a.seqlen_q);
+      if (row < a.seqlen_q && lane % 4 == 0)
+        a.lse[static_cast<int64_t>(t.bh) * a.seqlen_q + row] =
+            st.sum[r] > 0.f ? st.max[r] * a.scale + logf(st.sum[r]) : -INFINITY;
     }
   }
   // The last consumer's last arrival on barrier 0 is still pending: take it, so
