@@ -11,11 +11,15 @@ from HBM. TFLOP/s count 4*B*H*S^2*D, half for causal. The ratio to cuDNN is last
   python3 scripts/bench_flash_sm90.py [--lib build/libattnprof_core.so] [--check]
   python3 scripts/bench_flash_sm90.py --profile 4x16x4096x128 [--causal] [--alt NAME=LIB --profile-alt NAME]   # one call, for ncu
   --alt NAME=LIB: also time attnprof_NAME::flash_attention_sm90 from LIB (scripts/build_sm90_alt.py)
+  --sustain SECONDS: instead, each backend alone for SECONDS of back-to-back calls per repetition,
+    timed over the second half (the clock settled under the power cap), with the SM clock and
+    power nvidia-smi reads meanwhile: how the kernels compare in a long run of one of them
 """
 import argparse
 import math
 import random
 import statistics
+import subprocess
 import sys
 
 import torch
@@ -96,6 +100,55 @@ def time_fns(fns, inputs, calls, reps, settle):
     return [statistics.median(t) if t else float("nan") for t in times]
 
 
+def smi_sample():
+    """(SM clock MHz, instant power W) from nvidia-smi, or None where it cannot say."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--id=0", "--query-gpu=clocks.sm,power.draw.instant",
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10).stdout
+        clock, power = (float(x) for x in out.strip().splitlines()[0].split(","))
+        return clock, power
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        return None
+
+
+def time_sustained(fns, inputs, seconds, reps):
+    """Per fn, medians over reps of (µs per call, SM clock, power): each rep runs
+    every fn in a fresh random order, alone for `seconds` of back-to-back calls,
+    and times the second half, during which nvidia-smi is asked once (the GPU
+    is still busy with the calls queued before). A run of interleaved short
+    bursts (time_fns) shares one power state among the kernels; here each
+    kernel sets its own, as in a long run of one model."""
+    counts = []
+    for fn in fns:
+        for i in range(3):
+            fn(*inputs[i % len(inputs)])
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for i in range(10):
+            fn(*inputs[i % len(inputs)])
+        end.record()
+        end.synchronize()
+        per_call_s = start.elapsed_time(end) / 1e3 / 10
+        counts.append(max(20, int(seconds / per_call_s) // 2 * 2))
+    results = [[] for _ in fns]
+    order = random.Random(4321)
+    for _ in range(reps):
+        for j in order.sample(range(len(fns)), len(fns)):
+            fn, n = fns[j], counts[j]
+            for i in range(n // 2):
+                fn(*inputs[i % len(inputs)])
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for i in range(n // 2):
+                fn(*inputs[i % len(inputs)])
+            end.record()
+            sample = smi_sample()
+            end.synchronize()
+            results[j].append((start.elapsed_time(end) * 1e3 / (n // 2),) + (sample or (math.nan, math.nan)))
+    return [tuple(statistics.median(r[i] for r in rs) for i in range(3)) for rs in results]
+
+
 def ours(op_ns, causal, scale):
     op = getattr(torch.ops, op_ns).flash_attention_sm90
     return lambda q, k, v: op(q, k, v, causal, scale)[0]
@@ -168,6 +221,8 @@ def main():
     ap.add_argument("--causal", action="store_true", help="with --profile")
     ap.add_argument("--profile-alt", metavar="NAME", help="with --profile: run that --alt build's operator instead")
     ap.add_argument("--shapes", type=parse_shapes, help="comma-separated BxHxSxD (default: the four benchmark shapes)")
+    ap.add_argument("--sustain", type=float, metavar="SECONDS",
+                    help="time each backend alone for SECONDS per repetition (see above); --reps repetitions")
     args = ap.parse_args()
     for a in args.alt:
         if "=" not in a or not a.split("=", 1)[0] or not a.split("=", 1)[1]:
@@ -209,6 +264,10 @@ def main():
                 print(f"check FAILED for {label} (timings follow anyway)")
 
     shapes = args.shapes or SHAPES
+    if args.sustain is not None:
+        if not 0 < args.sustain <= 60:
+            ap.error(f"--sustain {args.sustain}: expected seconds in (0, 60]")
+        return sustained(ops, shapes, args.sustain, args.reps, prop)
     names = [label for _, label in ops] + ["cudnn", "flash"]
     rows = []
     for shape in shapes:
@@ -233,6 +292,30 @@ def main():
         ratios = [f"{t / tf[cudnn]:.2f}" for t in tf[:len(ops)]]
         print(f"| {'x'.join(map(str, shape))} | {'causal' if causal else 'full'} | " +
               " | ".join(f"{t:.0f}" for t in tf) + " | " + " | ".join(ratios) + " |")
+    return 0
+
+
+def sustained(ops, shapes, seconds, reps, prop):
+    names = [label for _, label in ops] + ["cudnn"]
+    print(f"sustained: each backend alone for {seconds:g} s per repetition, {reps} repetitions, "
+          "timed over the second half; medians")
+    print("| shape | mask | backend | µs per call | TFLOP/s | SM clock MHz | power W | / cudnn |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    for shape in shapes:
+        set_bytes = 3 * math.prod(shape) * 2
+        sets = max(1, min(8, math.ceil(3 * prop.L2_cache_size / set_bytes)))
+        inputs = make_inputs(shape, torch.bfloat16, sets)
+        for causal in (False, True):
+            scale = shape[3] ** -0.5
+            fns = [ours(ns, causal, scale) for ns, _ in ops] + [sdpa(SDPBackend.CUDNN_ATTENTION, causal, scale)]
+            res = time_sustained(fns, inputs, seconds, reps)
+            base = res[-1][0]
+            for name, (us, clock, power) in zip(names, res):
+                print(f"| {'x'.join(map(str, shape))} | {'causal' if causal else 'full'} | {name} | {us:.1f} | "
+                      f"{flops(shape, causal) / (us * 1e-6) / 1e12:.0f} | {clock:.0f} | {power:.0f} | "
+                      f"{base / us:.2f} |", flush=True)
+        del inputs
+        torch.cuda.empty_cache()
     return 0
 
 
