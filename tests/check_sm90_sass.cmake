@@ -3,8 +3,7 @@
 # flash_bwd_sm90_kernel (backward) in OBJECTS, and at least one of each, must
 #  - issue wgmma (HGMMA in the SASS) and TMA loads (UTMALDG),
 #  - use no local memory and no stack frame (no spills, no register arrays
-#    moved to memory), as cuobjdump -res-usage reports them;
-# and the two head_dim-128 cluster kernels must load K/V by TMA multicast.
+#    moved to memory), as cuobjdump -res-usage reports them.
 # Prints each kernel's registers / stack / local / shared bytes.
 #   cmake -DCUOBJDUMP=<path or NOTFOUND> "-DOBJECTS=a.o;b.o" -P check_sm90_sass.cmake
 # Prints "SKIPPED: ..." (ctest's SKIP_REGULAR_EXPRESSION) when there is no cuobjdump.
@@ -18,7 +17,6 @@ set(kernel_re "flash_(fwd|bwd)_sm90_kernel")
 set(found 0)
 set(found_fwd 0)
 set(found_bwd 0)
-set(found_multicast 0)  # forward kernels of two-block clusters (K/V tiles by TMA multicast)
 set(failures "")
 foreach(obj IN LISTS OBJECTS)
   execute_process(COMMAND "${CUOBJDUMP}" -res-usage "${obj}"
@@ -67,18 +65,13 @@ foreach(obj IN LISTS OBJECTS)
     endif()
     string(REGEX MATCHALL "HGMMA\\.[0-9x]+" hgmma "${rest}")
     string(REGEX MATCHALL "UTMALDG" utmaldg "${rest}")
-    string(REGEX MATCHALL "UTMALDG[.A-Z0-9]*MULTICAST" multicast "${rest}")
     string(REGEX MATCHALL "[ \t](LDL|STL)[. ]" local_ops "${rest}")
     list(LENGTH hgmma n_hgmma)
     list(LENGTH utmaldg n_tma)
     list(LENGTH local_ops n_local)
-    list(LENGTH multicast n_multicast)
-    if(n_multicast GREATER 0 AND entry MATCHES "flash_fwd_sm90_kernel")
-      math(EXPR found_multicast "${found_multicast} + 1")
-    endif()
     list(REMOVE_DUPLICATES hgmma)
     message("${fn}\n    registers ${reg}, stack ${stack} B, local ${local} B, static shared ${shared} B; "
-            "${n_hgmma} HGMMA (${hgmma}), ${n_tma} UTMALDG (${n_multicast} multicast), ${n_local} LDL/STL")
+            "${n_hgmma} HGMMA (${hgmma}), ${n_tma} UTMALDG, ${n_local} LDL/STL")
     if(n_hgmma EQUAL 0)
       list(APPEND failures "${fn}: no HGMMA (wgmma) in its SASS")
     endif()
@@ -94,15 +87,9 @@ endforeach()
 if(found_fwd EQUAL 0 OR found_bwd EQUAL 0)
   message(FATAL_ERROR "${found_fwd} forward and ${found_bwd} backward kernels (${kernel_re}) in: ${OBJECTS}")
 endif()
-# The head_dim-128 kernels without a mask run in two-block clusters
-# (flash_sm90_traits.h, ATTNPROF_SM90_D128_FULL_CLUSTER): one per dtype.
-if(found_multicast LESS 2)
-  list(APPEND failures "${found_multicast} forward kernels load K/V by TMA multicast (UTMALDG...MULTICAST); "
-                       "the two head_dim-128 cluster kernels (bf16, fp16) should")
-endif()
 if(failures)
   string(REPLACE ";" "\n  " failures "${failures}")
   message(FATAL_ERROR "sm_90a kernels off Hopper's path:\n  ${failures}")
 endif()
 message("${found} sm_90a attention kernels (${found_fwd} forward, ${found_bwd} backward): wgmma + TMA, "
-        "no stack, no local memory; ${found_multicast} forward kernels multicast K/V to a two-block cluster")
+        "no stack, no local memory")

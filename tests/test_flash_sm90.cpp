@@ -331,9 +331,9 @@ TEST(FlashSm90Op, CausalTileCounterReusedAcrossCallsStreamsAndGraphs) {
 }
 
 #ifdef ATTNPROF_HAVE_SM90_KERNELS
-// The launch parameters of a shape on this device, as ops_sm90.cpp fills
-// them (less the tensors).
-attnprof::flash_sm90::FwdParams params_of(const Shape& s, int64_t d, at::ScalarType dt, bool causal) {
+// Whether this device's launch for the shape splits its last round along the
+// keys (tail_split.h): the workspace the launch layer asks for says so.
+bool tail_split_planned(const Shape& s, int64_t d, at::ScalarType dt, bool causal) {
   const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
   attnprof::flash_sm90::FwdParams p;
   p.batch = static_cast<int>(s.batch);
@@ -346,17 +346,7 @@ attnprof::flash_sm90::FwdParams params_of(const Shape& s, int64_t d, at::ScalarT
   p.l2_bytes = prop->l2CacheSize;
   p.causal = causal;
   p.is_bf16 = dt == at::kBFloat16;
-  return p;
-}
-
-// Whether this device's launch for the shape splits its last round along the
-// keys (tail_split.h): the workspace the launch layer asks for says so.
-bool tail_split_planned(const Shape& s, int64_t d, at::ScalarType dt, bool causal) {
-  return attnprof::flash_sm90::fwd_workspace(params_of(s, d, dt, causal)).split_partial_bytes > 0;
-}
-
-bool runs_paired(const Shape& s, int64_t d, at::ScalarType dt, bool causal) {
-  return attnprof::flash_sm90::fwd_kind(params_of(s, d, dt, causal)) == attnprof::flash_sm90::FwdKind::full_paired;
+  return attnprof::flash_sm90::fwd_workspace(p).split_partial_bytes > 0;
 }
 #endif
 
@@ -410,56 +400,6 @@ TEST(FlashSm90Op, TailSplitMatchesReferenceAndRepeats) {
                      v = at::randn({1, 12, 2000, d}, opts);
     expect_repeatable(q, k, v, false, 1.0 / std::sqrt(static_cast<double>(d)));
   }
-}
-
-// Head_dim 128 without a mask and with an even number of 128-row query
-// blocks per head runs in two-block clusters: each block loads half of every
-// K/V tile and multicasts it into both (FwdKind::full_paired). Asserted to
-// run that way, then checked against the float64 reference: the last block
-// of a head with at most 64 rows (its second warpgroup idle, yet releasing
-// every stage in both blocks), grouped heads, seq_q != seq_kv, key tails, a
-// split last round (pieces merged per block of the pair), many rounds; and
-// as control, shapes one query block short of a pair (the other kernel).
-// Then the repeat checks: which cluster takes which pair, and which piece
-// merges, must not change the result.
-TEST(FlashSm90Op, ClusterPairsMatchReferenceAndRepeat) {
-  REQUIRE_SM90();
-  const uint64_t seed = fresh_seed();
-  struct Case {
-    Shape s;
-    bool paired;
-  };
-  const std::vector<Case> cases = {
-      {{1, 4, 2, 130, 3000}, true},    // 2 query blocks, the second with 2 rows; GQA
-      {{2, 3, 3, 1960, 1960}, true},   // 16 blocks, the last 40 rows (short tiles ordered last)
-      {{1, 16, 16, 256, 4097}, true},  // one key in the last key block
-      {{3, 5, 1, 512, 77}, true},      // MQA, fewer keys than a key block
-      {{1, 8, 2, 4096, 4096}, true},   // 128 pairs over the clusters: rounds, then a split
-      {{1, 48, 12, 768, 2000}, true},  // 144 pairs: 2 rounds + a split one
-      {{2, 4, 4, 1025, 1025}, false},  // 9 blocks: no pairs
-      {{1, 4, 2, 100, 3000}, false},   // 1 block
-  };
-  Tally tally;
-  for (const Case& c : cases)
-    for (auto dt : {at::kBFloat16, at::kHalf}) {
-      SCOPED_TRACE(describe(c.s, 128, dt, false) + ", seed " + std::to_string(seed));
-#ifdef ATTNPROF_HAVE_SM90_KERNELS
-      ASSERT_EQ(runs_paired(c.s, 128, dt, false), c.paired) << "which kernel runs the shape";
-      ASSERT_FALSE(runs_paired(c.s, 128, dt, true)) << "causal launches never pair";
-      ASSERT_FALSE(runs_paired(c.s, 64, dt, false)) << "head_dim 64 has one column block to share";
-#endif
-      const auto opts = at::TensorOptions().device(at::kCUDA).dtype(dt);
-      const at::Tensor q = at::randn({c.s.batch, c.s.heads_q, c.s.seq_q, 128}, opts);
-      const at::Tensor k = at::randn({c.s.batch, c.s.heads_kv, c.s.seq_k, 128}, opts);
-      const at::Tensor v = at::randn({c.s.batch, c.s.heads_kv, c.s.seq_k, 128}, opts);
-      check_case(tally, q, k, v, false, 1.0 / std::sqrt(128.0));
-    }
-  tally.print("cluster pairs");
-  SCOPED_TRACE("repeats, seed " + std::to_string(seed));
-  const auto opts = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
-  const at::Tensor q = at::randn({2, 3, 1960, 128}, opts), k = at::randn({2, 3, 1960, 128}, opts),
-                   v = at::randn({2, 3, 1960, 128}, opts);
-  expect_repeatable(q, k, v, false, 1.0 / std::sqrt(128.0));
 }
 
 TEST(FlashSm90Op, RejectsBadInputs) {

@@ -24,43 +24,29 @@
 namespace attnprof {
 namespace {
 
-// The configuration one (head dim, kind of launch) runs, in words, from the
-// kernel's traits (Element only sets the element size: any 16-bit type gives
-// the same shape).
-template <int kHeadDim, flash_sm90::FwdKind kKind>
+// The configuration one (head dim, mask) runs, in words, from the kernel's
+// traits (Element only sets the element size: any 16-bit type gives the same shape).
+template <int kHeadDim, bool kShortCausal>
 std::string describe_config() {
-  using T = typename flash_sm90::FwdConfig<kHeadDim, uint16_t, kKind>::Traits;
+  using T = typename flash_sm90::FwdConfig<kHeadDim, uint16_t, kShortCausal>::Traits;
   return std::to_string(T::kThreads) + "-thread blocks (" + std::to_string(T::kConsumerWarpgroups) +
          " consumer warpgroups, " + std::to_string(T::kProducerRegs) + "/" + std::to_string(T::kConsumerRegs) +
          " registers per producer/consumer thread by setmaxnreg), tiles of " + std::to_string(T::kBlockM) +
          " query rows x " + std::to_string(T::kBlockN) + " keys, " + std::to_string(T::kStages) +
          "-stage K/V ring, " + std::to_string(T::kQStages) + (T::kQStages == 1 ? " Q buffer" : " Q buffers") +
          " (Q·Kᵀ reads Q from " + (T::kQInRegs ? "registers" : "shared memory") + "), " +
-         std::to_string(T::kSmemBytes / 1024) + " KiB shared memory" +
-         (T::kCluster > 1 ? ", clusters of " + std::to_string(T::kCluster) +
-                                " blocks on consecutive query blocks of a head, each block loading " +
-                                std::to_string(T::kColBlocks / T::kCluster) + " of " +
-                                std::to_string(T::kColBlocks) +
-                                " column blocks of every K/V tile by TMA multicast into all of them"
-                          : "");
+         std::to_string(T::kSmemBytes / 1024) + " KiB shared memory";
 }
 
 template <int kHeadDim>
 std::string describe_head_dim() {
-  using flash_sm90::FwdKind;
-  const std::string general = describe_config<kHeadDim, FwdKind::general>();
-  const std::string short_causal = describe_config<kHeadDim, FwdKind::short_causal>();
-  const std::string paired = describe_config<kHeadDim, FwdKind::full_paired>();
-  using Short = typename flash_sm90::FwdConfig<kHeadDim, uint16_t, FwdKind::short_causal>::Traits;
-  using Paired = typename flash_sm90::FwdConfig<kHeadDim, uint16_t, FwdKind::full_paired>::Traits;
-  std::string d = "head_dim " + std::to_string(kHeadDim) + ": " + general;
-  if (short_causal != general)
-    d += "; causal with " + std::to_string(Short::kBlockM + 1) + " to " +
-         std::to_string(flash_sm90::kShortCausalRows - 1) + " query rows " + short_causal;
-  if (paired != general)
-    d += "; no mask and query blocks of " + std::to_string(Paired::kBlockM) + " rows per head a multiple of " +
-         std::to_string(Paired::kCluster) + ": " + paired;
-  return d;
+  const std::string short_causal = describe_config<kHeadDim, true>(), other = describe_config<kHeadDim, false>();
+  const std::string d = "head_dim " + std::to_string(kHeadDim) + ": ";
+  using Short = typename flash_sm90::FwdConfig<kHeadDim, uint16_t, true>::Traits;
+  return short_causal == other ? d + other
+                               : d + other + "; causal with " + std::to_string(Short::kBlockM + 1) + " to " +
+                                     std::to_string(flash_sm90::kShortCausalRows - 1) + " query rows " +
+                                     short_causal;
 }
 
 class CustomFlashSm90 final : public CustomOpVariant {
@@ -111,7 +97,6 @@ class CustomFlashSm90 final : public CustomOpVariant {
                    "longest first within L2-sized sections of heads, from a per-stream counter the kernel resets; "
                    "tiles of one cost (no mask, or one query block per head) in whole rounds, the last partial "
                    "round cut along the keys into a range per SM and merged by log-sum-exp in the kernel; "
-                   "head_dim 128 without a mask in two-block clusters sharing each K/V tile by TMA multicast; "
                    "programmatic dependent launch: its blocks set up in the previous kernel's tail)"},
         {"tiles", describe_head_dim<64>() + " | " + describe_head_dim<128>()}};
     // Its backward is custom-flash's (the same autograd node, ops_autograd.cpp).

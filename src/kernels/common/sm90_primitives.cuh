@@ -123,19 +123,6 @@ __device__ __forceinline__ void bulk_wait_group() {
   asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
-// The same box, written at `dst` (and completed on the barrier at `bar`) in
-// every CTA of the cluster named in cta_mask (bit r: rank r), from one read
-// of global memory: the addresses are this CTA's shared-window offsets, and
-// each destination uses its own barrier at the same offset.
-__device__ __forceinline__ void tma_load_3d_multicast(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0,
-                                                      int c1, int c2, uint16_t cta_mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
-      "[%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "h"(cta_mask)
-      : "memory");
-}
-
 // Copies `bytes` (a multiple of 16; both addresses 16-byte aligned) from
 // global memory to shared memory at `dst` without a tensor map, completing
 // them on `bar`.
@@ -192,56 +179,6 @@ __device__ __forceinline__ void named_bar_arrive(int id, int threads) {
 template <typename T>
 __device__ __forceinline__ T warp_uniform(T x) {
   return __shfl_sync(0xffffffffu, x, 0);
-}
-
-// ---- thread block clusters ------------------------------------------------------
-
-// This CTA's rank in its cluster (0 .. cluster size - 1).
-__device__ __forceinline__ uint32_t cluster_cta_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-
-// This cluster's index in the grid, and the grid's clusters (x only: 1-D
-// grids). Volatile reads of special registers: ptxas reads them where they
-// are used instead of keeping them in a register (in a warp that setmaxnreg
-// left 24 registers, keeping gridDim.x / 2 spilled it).
-__device__ __forceinline__ int cluster_index_x() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
-  return static_cast<int>(r);
-}
-__device__ __forceinline__ int cluster_count_x() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
-  return static_cast<int>(r);
-}
-
-// Every thread of every CTA of the cluster: what each wrote before (shared
-// memory of any CTA, barrier initialisation) is visible to all after. Not
-// .aligned: threads of a warp may arrive from different branches.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-}
-
-// The address of `addr` (this CTA's shared window) in the shared memory of
-// the cluster's CTA `rank`, for instructions that take shared::cluster
-// addresses.
-__device__ __forceinline__ uint32_t cluster_shared_address(uint32_t addr, uint32_t rank) {
-  uint32_t r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
-  return r;
-}
-
-// One arrival on an mbarrier of any CTA of the cluster (a shared::cluster
-// address from cluster_shared_address). Release at CTA scope only: with
-// .release.cluster ptxas put MEMBAR.ALL.GPU before every arrival, and the
-// consumers' releases of their K/V stages (which order only their wgmma
-// reads, complete at wgmma_wait, before the next TMA write) made the
-// head_dim-128 forward 1.22 ms against 0.78 (ncu, H200, 2026-12-01).
-__device__ __forceinline__ void mbar_arrive_cluster(uint32_t cluster_addr) {
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_addr) : "memory");
 }
 
 // ---- programmatic dependent launch ---------------------------------------------

@@ -83,12 +83,6 @@ FwdWorkspace fwd_workspace(const FwdParams& p) {
   return d64 ? fwd_workspace_hdim<64, __half>(p) : fwd_workspace_hdim<128, __half>(p);
 }
 
-FwdKind fwd_kind(const FwdParams& p) {
-  const bool d64 = head_dim_64(p);
-  if (p.is_bf16) return d64 ? fwd_kind_hdim<64, __nv_bfloat16>(p) : fwd_kind_hdim<128, __nv_bfloat16>(p);
-  return d64 ? fwd_kind_hdim<64, __half>(p) : fwd_kind_hdim<128, __half>(p);
-}
-
 void run_fwd(const FwdParams& p, CUstream_st* stream) {
   const bool d64 = head_dim_64(p);
   if (p.is_bf16) {

@@ -5,5 +5,4 @@
 namespace attnprof::flash_sm90 {
 template void run_fwd_hdim<128, __half>(const FwdParams&, CUstream_st*);
 template FwdWorkspace fwd_workspace_hdim<128, __half>(const FwdParams&);
-template FwdKind fwd_kind_hdim<128, __half>(const FwdParams&);
 }  // namespace attnprof::flash_sm90

@@ -85,26 +85,6 @@ struct Tile {
   int n_lo, n_hi;  // key blocks n_lo .. n_hi - 1, the last first (n_hi == n_lo: the tile sees no key)
 };
 
-// The unit of work hand-out: a block, or with kCluster > 1 a cluster, whose
-// blocks take query blocks kCluster·m .. kCluster·m + kCluster - 1 of the
-// tile the unit is given (tile_order.h then counts query blocks in groups of
-// kCluster).
-template <typename Traits>
-__device__ __forceinline__ int cta_rank() {
-  if constexpr (Traits::kCluster == 1) return 0;
-  else return static_cast<int>(cluster_cta_rank());
-}
-template <typename Traits>
-__device__ __forceinline__ int work_unit() {
-  if constexpr (Traits::kCluster == 1) return static_cast<int>(blockIdx.x);
-  else return cluster_index_x();
-}
-template <typename Traits>
-__device__ __forceinline__ int work_units() {
-  if constexpr (Traits::kCluster == 1) return static_cast<int>(gridDim.x);
-  else return cluster_count_x();
-}
-
 // The piece a work item at or past split.first_tile stands for.
 __device__ __forceinline__ TailPiece piece_of(const KernelArgs& a, int item) {
   const int p = item - a.split.first_tile;
@@ -126,7 +106,7 @@ __device__ __forceinline__ Tile decode_tile(const KernelArgs& a, int item) {
   }
   const TileCoord c = tile_coord(a.order, tile);
   t.bh = c.bh;
-  t.m_block = c.m_block * Traits::kCluster + cta_rank<Traits>();
+  t.m_block = c.m_block;
   if (a.causal) {
     const int last_row = min((t.m_block + 1) * Traits::kBlockM, a.seqlen_q) - 1;
     const int last_key = last_row + a.causal_offset;
@@ -135,21 +115,19 @@ __device__ __forceinline__ Tile decode_tile(const KernelArgs& a, int item) {
   return t;
 }
 
-// This unit's first work item.
-template <typename Traits>
+// This block's first work item.
 __device__ __forceinline__ int first_work(const KernelArgs& a) {
-  const int b = work_unit<Traits>();
+  const int b = static_cast<int>(blockIdx.x);
   if (b < a.split.first_tile) return b;
   return tail_pieces(a.split, b) > 0 ? a.split.first_tile + 2 * b : kNoMoreWork;
 }
 
 // The work item after `item` without the tile counter: the next whole tile of
-// the static hand-out (tile t to unit t mod units), then this unit's pieces.
-template <typename Traits>
+// the static hand-out (tile t to block t mod gridDim.x), then this block's pieces.
 __device__ __forceinline__ int next_static_work(const KernelArgs& a, int item) {
-  const int b = work_unit<Traits>();
+  const int b = static_cast<int>(blockIdx.x);
   if (item < a.split.first_tile) {
-    const int next = item + work_units<Traits>();
+    const int next = item + static_cast<int>(gridDim.x);
     if (next < a.split.first_tile) return next;
     return tail_pieces(a.split, b) > 0 ? a.split.first_tile + 2 * b : kNoMoreWork;
   }
@@ -157,8 +135,7 @@ __device__ __forceinline__ int next_static_work(const KernelArgs& a, int item) {
 }
 
 // Floats of one tail-split slot: per consumer thread its O accumulator, then
-// its two rows' max and (quad-complete) sum, thread-fastest (coalesced). A
-// unit's piece takes kCluster slots, one per block (tail_slot · kCluster + rank).
+// its two rows' max and (quad-complete) sum, thread-fastest (coalesced).
 template <typename Traits>
 inline constexpr int kSplitSlotFloats = 128 * Traits::kConsumerWarpgroups * (Traits::kORegs + 4);
 
@@ -172,9 +149,7 @@ __device__ __forceinline__ bool merge_tail_piece(const KernelArgs& a, const Tail
   constexpr int kStride = 128 * Traits::kConsumerWarpgroups;
   constexpr int kO = Traits::kORegs;
   const int64_t thread = cwg * 128 + warp * 32 + lane;
-  const int rank = cta_rank<Traits>();
-  float* mine =
-      a.split_partials + static_cast<int64_t>(t.slot * Traits::kCluster + rank) * kSplitSlotFloats<Traits> + thread;
+  float* mine = a.split_partials + static_cast<int64_t>(t.slot) * kSplitSlotFloats<Traits> + thread;
 #pragma unroll
   for (int r = 0; r < kO; ++r) __stcg(mine + r * kStride, o[r]);
 #pragma unroll
@@ -184,7 +159,7 @@ __device__ __forceinline__ bool merge_tail_piece(const KernelArgs& a, const Tail
   }
   __threadfence();  // the slot, before the count below
   __syncwarp();
-  int* counter = a.split_counters + (t.split_tile * Traits::kCluster + rank) * Traits::kConsumerWarps + cwg * 4 + warp;
+  int* counter = a.split_counters + t.split_tile * Traits::kConsumerWarps + cwg * 4 + warp;
   int counted = 0;
   if (lane == 0) counted = atomicAdd(counter, 1);
   if (__shfl_sync(0xffffffffu, counted, 0) != t.count - 1) return false;
@@ -198,8 +173,7 @@ __device__ __forceinline__ bool merge_tail_piece(const KernelArgs& a, const Tail
   float mx[2] = {-INFINITY, -INFINITY};
   for (int j = 0; j < t.count; ++j) {
     const float* src =
-        slots + static_cast<int64_t>(tail_slot(a.split, t.first_block + j, t.split_tile) * Traits::kCluster + rank) *
-                    kSplitSlotFloats<Traits>;
+        slots + static_cast<int64_t>(tail_slot(a.split, t.first_block + j, t.split_tile)) * kSplitSlotFloats<Traits>;
 #pragma unroll
     for (int i = 0; i < 2; ++i) mx[i] = fmaxf(mx[i], __ldcg(src + (kO + i) * kStride));
   }
@@ -208,8 +182,7 @@ __device__ __forceinline__ bool merge_tail_piece(const KernelArgs& a, const Tail
   float sum[2] = {0.f, 0.f};
   for (int j = 0; j < t.count; ++j) {
     const float* src =
-        slots + static_cast<int64_t>(tail_slot(a.split, t.first_block + j, t.split_tile) * Traits::kCluster + rank) *
-                    kSplitSlotFloats<Traits>;
+        slots + static_cast<int64_t>(tail_slot(a.split, t.first_block + j, t.split_tile)) * kSplitSlotFloats<Traits>;
     float w[2];
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
@@ -293,18 +266,6 @@ struct Smem {
   __device__ uint32_t k_empty(uint32_t s) const { return bar + kKV + 8 * (Traits::kStages + s); }
   __device__ uint32_t v_full(uint32_t s) const { return bar + kKV + 8 * (2 * Traits::kStages + s); }
   __device__ uint32_t v_empty(uint32_t s) const { return bar + kKV + 8 * (3 * Traits::kStages + s); }
-
-  // A consumer warp's release of a K or V stage (its k_empty or v_empty).
-  // In a cluster every block's producer writes the stage's next tile into
-  // both blocks, so the release goes to that barrier in each block.
-  __device__ void release(uint32_t empty) const {
-    if constexpr (Traits::kCluster == 1) {
-      mbar_arrive(empty);
-    } else {
-#pragma unroll
-      for (int r = 0; r < Traits::kCluster; ++r) mbar_arrive_cluster(cluster_shared_address(empty, r));
-    }
-  }
 };
 
 // Position in the K/V ring: stage and the parity of its current phase.
@@ -342,11 +303,7 @@ __device__ __forceinline__ void producer(const KernelArgs& a, const Smem<Traits>
   const int group = a.heads_q / a.heads_kv;
   RingPos<Traits::kStages> pos;
   RingPos<Traits::kQStages> qpos;
-  // Without a mask no counter is used; a cluster never gets one (its
-  // blocks must take the same tiles).
-  const bool counter = Traits::kCluster == 1 && a.tile_counter != nullptr;
-  const int rank = cta_rank<Traits>();
-  int item = first_work<Traits>(a);
+  int item = first_work(a);
   for (;;) {
     // The consumers have issued their last read of the Q tile that used this
     // stage (and read its work item long before).
@@ -355,7 +312,7 @@ __device__ __forceinline__ void producer(const KernelArgs& a, const Smem<Traits>
     sm.tile_slot[qpos.stage] = item;
     if (item == kNoMoreWork) {
       mbar_arrive(q_full);  // the end marker
-      if (counter) release_tile_counter(a.tile_counter);
+      if (a.tile_counter) release_tile_counter(a.tile_counter);
       return;
     }
     const Tile t = decode_tile<Traits>(a, item);
@@ -371,32 +328,21 @@ __device__ __forceinline__ void producer(const KernelArgs& a, const Smem<Traits>
     qpos.advance();
     // Fetched now, needed after the K/V loop: the atomic's latency hides.
     int next;
-    if (counter) {
+    if (a.tile_counter) {
       next = static_cast<int>(gridDim.x) + atomicAdd(a.tile_counter, 1);
       if (next >= a.total_tiles) next = kNoMoreWork;
     } else {
-      next = next_static_work<Traits>(a, item);
+      next = next_static_work(a, item);
     }
     const int kv_slab = (t.bh / a.heads_q) * a.heads_kv + (t.bh % a.heads_q) / group;
-    // K and V of one key block into the current stage, each once its buffer
-    // is free. In a cluster, once it is free in every block (the consumers
-    // of all of them arrive on this block's barrier): this block loads its
-    // share of the column blocks into all of them, and its barrier expects
-    // the whole tile, the rest from the other blocks' producers.
+    // K and V of one key block into the current stage, each once its buffer is free.
     auto load_kv = [&](const CUtensorMap* map, uint32_t dst, uint32_t full, uint32_t empty, int n) {
       mbar_wait(empty, pos.phase ^ 1);
       mbar_arrive_expect_tx(full, Traits::kKVBytes);
-      constexpr int kMine = Traits::kColBlocks / Traits::kCluster;
 #pragma unroll
-      for (int i = 0; i < kMine; ++i) {
-        const int cb = rank * kMine + i;
-        if constexpr (Traits::kCluster == 1)
-          tma_load_3d(dst + cb * Traits::kKVColBytes, map, full, cb * Traits::kColElems, n * Traits::kBlockN,
-                      kv_slab);
-        else
-          tma_load_3d_multicast(dst + cb * Traits::kKVColBytes, map, full, cb * Traits::kColElems,
-                                n * Traits::kBlockN, kv_slab, static_cast<uint16_t>((1u << Traits::kCluster) - 1));
-      }
+      for (int cb = 0; cb < Traits::kColBlocks; ++cb)
+        tma_load_3d(dst + cb * Traits::kKVColBytes, map, full, cb * Traits::kColElems, n * Traits::kBlockN,
+                    kv_slab);
     };
     for (int n = t.n_hi - 1; n >= t.n_lo; --n) {
       const uint32_t kv_off = pos.stage * Traits::kKVBytes;
@@ -508,14 +454,14 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
         }
         if (warp_leader) {
           if (i == n_count - 1) mbar_arrive(sm.q_empty(q_stage));
-          sm.release(sm.k_empty(pos.stage));
-          if (i > 0) sm.release(sm.v_empty(prev.stage));
+          mbar_arrive(sm.k_empty(pos.stage));
+          if (i > 0) mbar_arrive(sm.v_empty(prev.stage));
         }
         prev = pos;
         pos.advance();
       }
       mbar_wait(sm.v_full(prev.stage), prev.phase);
-      if (warp_leader) sm.release(sm.v_empty(prev.stage));
+      if (warp_leader) mbar_arrive(sm.v_empty(prev.stage));
     } else {
       uint32_t p[Traits::kPSteps][4];  // P of the previous key block, packed as wgmma A fragments
       RingPos<Traits::kStages> prev;
@@ -578,7 +524,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
         pin_registers(s);
         if (warp_leader) {
           if (!Traits::kQInRegs && i == n_count - 1) mbar_arrive(sm.q_empty(q_stage));  // last read of this Q tile
-          sm.release(sm.k_empty(pos.stage));
+          mbar_arrive(sm.k_empty(pos.stage));
         }
 
         // Masks: keys past the end, and under causal masking keys after the
@@ -605,7 +551,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
           pin_registers(o);
 #pragma unroll
           for (int kk = 0; kk < Traits::kPSteps; ++kk) pin_registers(p[kk]);
-          if (warp_leader) sm.release(sm.v_empty(prev.stage));
+          if (warp_leader) mbar_arrive(sm.v_empty(prev.stage));
           // With the rescale slack a row max rarely moves past the first key
           // blocks: the kD/2 multiplies (and the two exponentials for alpha)
           // are skipped when no row of the warp moved (warp-uniform).
@@ -629,7 +575,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
       pin_registers(o);
 #pragma unroll
       for (int kk = 0; kk < Traits::kPSteps; ++kk) pin_registers(p[kk]);
-      if (warp_leader) sm.release(sm.v_empty(prev.stage));
+      if (warp_leader) mbar_arrive(sm.v_empty(prev.stage));
     }
 
     // Epilogue: normalise and store straight from registers (16-byte stores
@@ -691,16 +637,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 #pragma unroll
     for (int s = 0; s < Traits::kStages; ++s) {
       mbar_init(sm.k_full(s), 1);
-      mbar_init(sm.k_empty(s), Traits::kConsumerWarps * Traits::kCluster);
+      mbar_init(sm.k_empty(s), Traits::kConsumerWarps);
       mbar_init(sm.v_full(s), 1);
-      mbar_init(sm.v_empty(s), Traits::kConsumerWarps * Traits::kCluster);
+      mbar_init(sm.v_empty(s), Traits::kConsumerWarps);
     }
     fence_barrier_init();
   }
-  // In a cluster the other blocks arrive on this block's barriers and write
-  // into its shared memory: all must be initialised first.
-  if constexpr (Traits::kCluster > 1) cluster_sync();
-  else __syncthreads();
+  __syncthreads();
   // Launched with programmatic stream serialization (flash_fwd_sm90_launch.cuh),
   // this block may have started in the previous kernel's tail, as SMs freed
   // up: everything above overlapped it. Every global access (inputs, the
@@ -720,9 +663,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     setmaxnreg_inc<Traits::kConsumerRegs>();
     consumer<Traits>(args, sm, warpgroup - 1);
   }
-  // A block must not exit while another block of its cluster may still
-  // arrive on its barriers (the last releases of the last stages).
-  if constexpr (Traits::kCluster > 1) cluster_sync();
 }
 
 }  // namespace attnprof::flash_sm90

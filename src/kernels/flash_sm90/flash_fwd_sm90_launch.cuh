@@ -8,11 +8,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <array>
-#include <atomic>
-#include <cstdlib>
-#include <string>
-#include <type_traits>
 
 #include "kernels/flash_sm90/flash_fwd_sm90_kernel.cuh"
 #include "kernels/flash_sm90/flash_sm90_params.h"
@@ -25,46 +20,8 @@ namespace attnprof::flash_sm90 {
 
 inline constexpr const char* kFwdOp = "attnprof::flash_attention_sm90";
 
-// Clusters of Traits::kCluster blocks that can run at once on the current
-// device (one block per SM; a cluster's blocks share a GPC), asked of the
-// driver once per device: the units of a cluster launch's persistent grid.
-// 0 where none fits. Without clusters: the SMs.
-template <typename Traits>
-int cluster_units(const FwdParams& p) {
-  if constexpr (Traits::kCluster == 1) {
-    return p.num_sms;
-  } else {
-    static std::array<std::atomic<int>, 64> known{};  // per device: units + 1, 0 while unknown
-    int device = 0;
-    C10_CUDA_CHECK(cudaGetDevice(&device));
-    if (device >= 0 && device < static_cast<int>(known.size())) {
-      const int k = known[device].load(std::memory_order_relaxed);
-      if (k > 0) return k - 1;
-    }
-    auto* kernel = &flash_fwd_sm90_kernel<Traits>;
-    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes));
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>(std::max(p.num_sms / Traits::kCluster, 1) * Traits::kCluster));
-    config.blockDim = dim3(Traits::kThreads);
-    config.dynamicSmemBytes = Traits::kSmemBytes;
-    cudaLaunchAttribute cluster[1];
-    cluster[0].id = cudaLaunchAttributeClusterDimension;
-    cluster[0].val.clusterDim.x = Traits::kCluster;
-    cluster[0].val.clusterDim.y = 1;
-    cluster[0].val.clusterDim.z = 1;
-    config.attrs = cluster;
-    config.numAttrs = 1;
-    int clusters = 0;
-    C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
-    if (device >= 0 && device < static_cast<int>(known.size())) known[device].store(clusters + 1);
-    return clusters;
-  }
-}
-
 // The tile order and the tail split of one launch: what the workspace is
-// sized by (fwd_workspace) and the launch follows. With clusters, a tile is
-// kCluster consecutive query blocks of a head (one per block of the
-// cluster) and the tail split's grid counts clusters.
+// sized by (fwd_workspace) and the launch follows.
 struct FwdPlan {
   TileOrder order;
   TailSplit split;
@@ -76,18 +33,14 @@ struct FwdPlan {
 template <typename Traits>
 FwdPlan plan_fwd(const FwdParams& p) {
   FwdPlan plan;
-  const int query_blocks = (p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM;
-  TORCH_CHECK(Traits::kCluster == 1 || (!p.causal && query_blocks % Traits::kCluster == 0), kFwdOp,
-              ": a cluster launch needs no mask and whole groups of query blocks");
-  const int num_m_blocks = query_blocks / Traits::kCluster;
-  const int units = cluster_units<Traits>(p);
+  const int num_m_blocks = (p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM;
   plan.num_n_blocks = (p.seqlen_k + Traits::kBlockN - 1) / Traits::kBlockN;
   plan.total_tiles = num_m_blocks * p.batch * p.heads_q;  // bounds checked at the boundary
   // A head's last query block is short when a warpgroup has no rows in it.
   const int tail_rows = p.seqlen_q % Traits::kBlockM;
   plan.order = plan_tile_order(p.batch * p.heads_q, p.heads_q / p.heads_kv, num_m_blocks,
                                int64_t{2} * p.seqlen_k * Traits::kHeadDim * static_cast<int64_t>(sizeof(typename Traits::Element)),
-                               p.l2_bytes, units, p.causal, tail_rows != 0 && tail_rows <= Traits::kBlockM - 64);
+                               p.l2_bytes, p.num_sms, p.causal, tail_rows != 0 && tail_rows <= Traits::kBlockM - 64);
   // Tiles of one cost are handed out statically, and the last round may be
   // split: no mask and no short last blocks ordered apart, or a causal mask
   // over a single query block per head (decode, short chunks: every tile
@@ -101,7 +54,7 @@ FwdPlan plan_fwd(const FwdParams& p) {
     equal_cost = true;
   }
   plan.tile_counter = p.causal && num_m_blocks > 1;
-  plan.split = plan_tail_split(plan.total_tiles, equal_blocks, units, equal_cost && Traits::kTailSplit);
+  plan.split = plan_tail_split(plan.total_tiles, equal_blocks, p.num_sms, equal_cost && Traits::kTailSplit);
   return plan;
 }
 
@@ -110,9 +63,8 @@ template <typename Traits>
 FwdWorkspace workspace_of(const FwdPlan& plan) {
   FwdWorkspace w;
   if (plan.split.tiles > 0) {
-    w.split_partial_bytes =
-        int64_t{2} * plan.split.grid * Traits::kCluster * detail::kSplitSlotFloats<Traits> * int64_t{4};
-    w.split_counters = plan.split.tiles * Traits::kCluster * Traits::kConsumerWarps;
+    w.split_partial_bytes = int64_t{2} * plan.split.grid * detail::kSplitSlotFloats<Traits> * int64_t{4};
+    w.split_counters = plan.split.tiles * Traits::kConsumerWarps;
   }
   return w;
 }
@@ -159,7 +111,7 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       Traits::kSmemBytes));
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(a.split.grid * Traits::kCluster));
+  config.gridDim = dim3(static_cast<unsigned>(a.split.grid));
   config.blockDim = dim3(Traits::kThreads);
   config.dynamicSmemBytes = Traits::kSmemBytes;
   config.stream = stream;
@@ -167,82 +119,39 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   // barriers, in the tail of the kernel before (the kernel waits for it
   // before touching global memory). Back to back on the H200: -1.3% to +7%
   // over the 8 benchmark points, +1.5% on average (run-to-run noise ±2%).
-  cudaLaunchAttribute attrs[2];
-  unsigned num_attrs = 0;
+  cudaLaunchAttribute pdl[1];
+  pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  pdl[0].val.programmaticStreamSerializationAllowed = 1;
 #ifndef ATTNPROF_SM90_NO_PDL  // tuning builds (scripts/build_sm90_alt.py): an ordinary launch
-  attrs[num_attrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attrs[num_attrs].val.programmaticStreamSerializationAllowed = 1;
-  ++num_attrs;
+  config.attrs = pdl;
+  config.numAttrs = 1;
 #endif
-  if constexpr (Traits::kCluster > 1) {
-    attrs[num_attrs].id = cudaLaunchAttributeClusterDimension;
-    attrs[num_attrs].val.clusterDim.x = Traits::kCluster;
-    attrs[num_attrs].val.clusterDim.y = 1;
-    attrs[num_attrs].val.clusterDim.z = 1;
-    ++num_attrs;
-  }
-  config.attrs = attrs;
-  config.numAttrs = num_attrs;
   C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// ATTNPROF_SM90_CLUSTERS=0 in the environment turns the cluster launch off
-// (the general configuration runs instead): for timing the two in separate
-// processes, as attnprof runs one variant per process. Read once.
-inline bool clusters_allowed() {
-  static const bool allowed = [] {
-    const char* v = std::getenv("ATTNPROF_SM90_CLUSTERS");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  return allowed;
-}
-
-// The configuration a launch runs (flash_sm90_traits.h, FwdKind).
+// The configuration a launch runs (flash_sm90_traits.h, kShortCausalRows).
 template <int kHeadDim, typename Element>
-FwdKind fwd_kind_hdim(const FwdParams& p) {
-  using Short = typename FwdConfig<kHeadDim, Element, FwdKind::short_causal>::Traits;
-  using Paired = typename FwdConfig<kHeadDim, Element, FwdKind::full_paired>::Traits;
-  if (p.causal) return p.seqlen_q > Short::kBlockM && p.seqlen_q < kShortCausalRows ? FwdKind::short_causal
-                                                                                    : FwdKind::general;
-  // Pairs of query blocks: an odd count would leave a block of the last pair
-  // of every head idle through all its keys (and decode rows, one query
-  // block per head, half the SMs).
-  const int query_blocks = (p.seqlen_q + Paired::kBlockM - 1) / Paired::kBlockM;
-  if (Paired::kCluster > 1 && query_blocks % Paired::kCluster == 0 && clusters_allowed() &&
-      cluster_units<Paired>(p) > 0)
-    return FwdKind::full_paired;
-  return FwdKind::general;
+bool short_causal(const FwdParams& p) {
+  using Short = typename FwdConfig<kHeadDim, Element, true>::Traits;
+  return p.causal && p.seqlen_q > Short::kBlockM && p.seqlen_q < kShortCausalRows;
 }
 
 template <int kHeadDim, typename Element>
 void run_fwd_hdim(const FwdParams& p, cudaStream_t stream) {
-  switch (fwd_kind_hdim<kHeadDim, Element>(p)) {
-    case FwdKind::short_causal:
-      return launch_fwd<typename FwdConfig<kHeadDim, Element, FwdKind::short_causal>::Traits>(p, stream);
-    case FwdKind::full_paired:
-      return launch_fwd<typename FwdConfig<kHeadDim, Element, FwdKind::full_paired>::Traits>(p, stream);
-    case FwdKind::general:
-      break;
+  if (short_causal<kHeadDim, Element>(p)) {
+    launch_fwd<typename FwdConfig<kHeadDim, Element, true>::Traits>(p, stream);
+  } else {
+    launch_fwd<typename FwdConfig<kHeadDim, Element, false>::Traits>(p, stream);
   }
-  launch_fwd<typename FwdConfig<kHeadDim, Element, FwdKind::general>::Traits>(p, stream);
 }
 
 template <int kHeadDim, typename Element>
 FwdWorkspace fwd_workspace_hdim(const FwdParams& p) {
-  auto of = [&](auto kind) {
-    using Traits = typename FwdConfig<kHeadDim, Element, decltype(kind)::value>::Traits;
-    return workspace_of<Traits>(plan_fwd<Traits>(p));
-  };
-  switch (fwd_kind_hdim<kHeadDim, Element>(p)) {
-    case FwdKind::short_causal:
-      return of(std::integral_constant<FwdKind, FwdKind::short_causal>{});
-    case FwdKind::full_paired:
-      return of(std::integral_constant<FwdKind, FwdKind::full_paired>{});
-    case FwdKind::general:
-      break;
-  }
-  return of(std::integral_constant<FwdKind, FwdKind::general>{});
+  using Short = typename FwdConfig<kHeadDim, Element, true>::Traits;
+  using Other = typename FwdConfig<kHeadDim, Element, false>::Traits;
+  return short_causal<kHeadDim, Element>(p) ? workspace_of<Short>(plan_fwd<Short>(p))
+                                            : workspace_of<Other>(plan_fwd<Other>(p));
 }
 
 }  // namespace attnprof::flash_sm90

@@ -55,16 +55,6 @@ struct FwdParams {
   bool is_bf16 = true;  // else fp16
 };
 
-// Which configuration of a head dim a launch runs (flash_sm90_traits.h,
-// FwdConfig; flash_fwd_sm90_launch.cuh chooses): where two are the same
-// type, one kernel serves both.
-enum class FwdKind {
-  general,       // everything not below
-  short_causal,  // causal over one tile + 1 .. kShortCausalRows - 1 query rows
-  full_paired,   // no mask, an even number of query blocks per head: pairs of them in a cluster
-};
-FwdKind fwd_kind(const FwdParams& params);
-
 // What a forward launch needs besides the tensors: fill FwdParams (all but
 // the workspace pointers), ask, then give it that much.
 struct FwdWorkspace {
@@ -83,8 +73,6 @@ template <int kHeadDim, typename Element>
 void run_fwd_hdim(const FwdParams& params, CUstream_st* stream);
 template <int kHeadDim, typename Element>
 FwdWorkspace fwd_workspace_hdim(const FwdParams& params);
-template <int kHeadDim, typename Element>
-FwdKind fwd_kind_hdim(const FwdParams& params);
 
 // The backward: the portable preprocessing, the Hopper main kernel (dK, dV,
 // dQ into the fp32 workspace), the portable dQ conversion; all on `stream`.

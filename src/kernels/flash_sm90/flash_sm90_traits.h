@@ -14,8 +14,6 @@
 
 #include <cstdint>
 
-#include "kernels/flash_sm90/flash_sm90_params.h"  // FwdKind
-
 // Q tiles in shared memory: with 2 the producer loads the next tile's Q while
 // the consumers still work on the current one; with 1 it waits until their
 // last Q·Kᵀ of the tile (with Q in registers, kQInRegs: until they have
@@ -34,7 +32,7 @@ namespace attnprof::flash_sm90 {
 
 template <int kHeadDim_, int kBlockN_, int kStages_, int kConsumerWarpgroups_, int kPolyExpEvery_,
           int kRescaleSlack_, typename Element_, bool kTailSplit_ = true, bool kQInRegs_ = false,
-          int kQStages_ = ATTNPROF_SM90_Q_STAGES, int kCluster_ = 1>
+          int kQStages_ = ATTNPROF_SM90_Q_STAGES>
 struct FwdTraits {
   using Element = Element_;  // __nv_bfloat16 or __half
   static constexpr int kHeadDim = kHeadDim_;
@@ -57,14 +55,6 @@ struct FwdTraits {
   // ldmatrix) instead of shared memory: a third less shared-memory operand
   // traffic per key block at head_dim 128, for kHeadDim / 4 more registers.
   static constexpr bool kQInRegs = kQInRegs_;
-  // Blocks per cluster (1 or 2). With 2, the blocks of a cluster run query
-  // blocks 2i and 2i + 1 of one head together, over the same key blocks: each
-  // block's producer loads half of every K and V tile (its column blocks) and
-  // multicasts it into both blocks' shared memory, so each tile is read from
-  // L2 once per pair instead of once per block. A stage is free again only
-  // when the consumers of both blocks have released it. Tiles of one cost
-  // only (no causal mask): the two blocks must walk the same keys.
-  static constexpr int kCluster = kCluster_;
 
   static constexpr int kConsumerWarpgroups = kConsumerWarpgroups_;
   static constexpr int kBlockM = 64 * kConsumerWarpgroups;  // wgmma tiles are 64 rows
@@ -123,8 +113,6 @@ struct FwdTraits {
   static_assert(kBlockM <= 256, "a TMA box has at most 256 rows");
   static_assert(kStages >= 2, "TMA needs at least double buffering to overlap");
   static_assert(kQStages == 1 || kQStages == 2, "one or two Q tiles");
-  static_assert(kCluster == 1 || (kCluster == 2 && kColBlocks % kCluster == 0),
-                "a cluster of 2 splits K/V tiles by column blocks between its producers");
   static_assert(kQColBytes % 1024 == 0 && kKVColBytes % 1024 == 0,
                 "every tile and column block must start on a 1024-byte swizzle atom");
   static_assert(kSmemBytes <= 227 * 1024, "over the per-block shared memory limit of sm_90");
@@ -215,24 +203,19 @@ struct FwdTraits {
 #define ATTNPROF_SM90_D128_CONSUMERS 2
 #endif
 
-// A two-block cluster sharing K/V by multicast (FwdTraits::kCluster) for
-// head_dim 128 without a mask; 1: the default configuration runs there too.
-#ifndef ATTNPROF_SM90_D128_FULL_CLUSTER
-#define ATTNPROF_SM90_D128_FULL_CLUSTER 2
-#endif
-
 // Causal attention over fewer query rows than this, but more than one tile
-// of the short-causal configuration, runs that configuration (see d64 above);
+// of the kShortCausal configuration, runs that configuration (see d64 above);
 // everything else the default one (one query block per head: its tiles are
 // of one cost, and may be split, tail_split.h).
 constexpr int kShortCausalRows = ATTNPROF_SM90_SHORT_CAUSAL_ROWS;
 
-template <int kHeadDim, typename Element, FwdKind kKind>
+// One configuration per (head dim, short causal or not); at head_dim 128 both
+// are the same.
+template <int kHeadDim, typename Element, bool kShortCausal>
 struct FwdConfig;
 
-template <typename Element, FwdKind kKind>
-struct FwdConfig<64, Element, kKind> {
-  static constexpr bool kShortCausal = kKind == FwdKind::short_causal;
+template <typename Element, bool kShortCausal>
+struct FwdConfig<64, Element, kShortCausal> {
   using Traits = FwdTraits<64, ATTNPROF_SM90_D64_BLOCK_N, ATTNPROF_SM90_D64_STAGES,
                            kShortCausal ? ATTNPROF_SM90_D64_SHORT_CAUSAL_CONSUMERS : ATTNPROF_SM90_D64_CONSUMERS,
                            ATTNPROF_SM90_D64_POLY_EXP_EVERY, ATTNPROF_SM90_D64_RESCALE_SLACK, Element,
@@ -240,13 +223,12 @@ struct FwdConfig<64, Element, kKind> {
                            (kShortCausal ? ATTNPROF_SM90_D64_SHORT_CAUSAL_Q_IN_REGS : ATTNPROF_SM90_D64_Q_IN_REGS) != 0>;
 };
 
-template <typename Element, FwdKind kKind>
-struct FwdConfig<128, Element, kKind> {
+template <typename Element, bool kShortCausal>
+struct FwdConfig<128, Element, kShortCausal> {
   using Traits = FwdTraits<128, ATTNPROF_SM90_D128_BLOCK_N, ATTNPROF_SM90_D128_STAGES,
                            ATTNPROF_SM90_D128_CONSUMERS, ATTNPROF_SM90_D128_POLY_EXP_EVERY,
                            ATTNPROF_SM90_D128_RESCALE_SLACK, Element, /*kTailSplit=*/true,
-                           ATTNPROF_SM90_D128_Q_IN_REGS != 0, ATTNPROF_SM90_D128_Q_STAGES,
-                           kKind == FwdKind::full_paired ? ATTNPROF_SM90_D128_FULL_CLUSTER : 1>;
+                           ATTNPROF_SM90_D128_Q_IN_REGS != 0, ATTNPROF_SM90_D128_Q_STAGES>;
 };
 
 }  // namespace attnprof::flash_sm90
