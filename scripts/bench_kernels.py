@@ -24,9 +24,14 @@ Suites:
   python3 scripts/bench_kernels.py [--attnprof build/attnprof] [--suite forward,shapes,backward]
                                    [--iters 100] [--markdown out.md] [--json out.json]
                                    [--variants custom-flash,custom-flash-sm90] [--repeat 1]
+                                   [--shapes 4x16x4096x128,...] [--masks causal|full]
 
 --variants times only those variants (plus each suite's baseline, which the
 ratios need): a shorter run after a change to some of them.
+
+--shapes and --masks keep only the points of those shapes (as the tables
+name them, e.g. 4x16x4096x128 or 8x32/8x1/4096x128) and masks: many
+repeats of one point, e.g. --repeat 10 --shapes 4x16x4096x128 --masks full.
 
 --repeat N runs the variants of each point N times, in alternating order
 (as listed, then reversed, ...), and reports the median of their event
@@ -61,8 +66,7 @@ def run_point(exe, out_root, variant, b, hq, hkv, sq, skv, d, causal, pass_="fwd
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.monotonic() - t0
-    point = {"variant": variant, "shape": f"{b}x{hq}" + (f"/{hkv}" if hkv != hq else "") +
-             (f"x{sq}" if sq == skv else f"x{sq}/{skv}") + f"x{d}",
+    point = {"variant": variant, "shape": shape_label(b, hq, hkv, sq, skv, d),
              "mask": "causal" if causal else "full", "pass": pass_, "wall_s": wall}
     if p.returncode != 0:
         point["skipped"] = (p.stderr.strip().splitlines() or ["?"])[-1][:160]
@@ -83,11 +87,22 @@ def run_point(exe, out_root, variant, b, hq, hkv, sq, skv, d, causal, pass_="fwd
 
 # Set by --repeat.
 REPEAT = 1
+# Set by --shapes / --masks: the points to run (None: all).
+SHAPES = None
+MASKS = None
+
+
+def shape_label(b, hq, hkv, sq, skv, d):
+    return f"{b}x{hq}" + (f"/{hkv}" if hkv != hq else "") + (f"x{sq}" if sq == skv else f"x{sq}/{skv}") + f"x{d}"
 
 
 def run_variants(exe, out_root, variants, *args, iters=100, **kwargs):
     """run_point for each variant at one point, REPEAT times in alternating order; one combined point each.
-    iters: a number, or a function of the variant."""
+    iters: a number, or a function of the variant. None of them where --shapes/--masks leave the point out."""
+    b, hq, hkv, sq, skv, d, causal = args[:7]
+    if (SHAPES is not None and shape_label(b, hq, hkv, sq, skv, d) not in SHAPES) or \
+            (MASKS is not None and ("causal" if causal else "full") not in MASKS):
+        return []
     runs = {v: [] for v in variants}
     for r in range(REPEAT):
         for v in (variants if r % 2 == 0 else variants[::-1]):
@@ -230,11 +245,24 @@ def main():
     ap.add_argument("--variants", help="comma-separated: time only these (and the baselines)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs of each point, variants in alternating order; medians reported (default 1)")
+    ap.add_argument("--shapes", help="comma-separated: run only the points of these shapes (e.g. 4x16x4096x128)")
+    ap.add_argument("--masks", help="comma-separated: causal, full (default both)")
     args = ap.parse_args()
     if args.repeat < 1:
         ap.error(f"--repeat must be at least 1, got {args.repeat}")
-    global CHOSEN, REPEAT
+    global CHOSEN, REPEAT, SHAPES, MASKS
     REPEAT = args.repeat
+    if args.shapes is not None:
+        SHAPES = set(x for x in args.shapes.split(",") if x)
+        if not SHAPES:
+            ap.error("--shapes: give at least one shape, e.g. 4x16x4096x128")
+    if args.masks is not None:
+        MASKS = set(x for x in args.masks.split(",") if x)
+        if not MASKS or MASKS - {"causal", "full"}:
+            ap.error(f"--masks {args.masks}: expected causal, full or causal,full")
+    unknown_suites = set(args.suite.split(",")) - {"forward", "shapes", "backward"}
+    if unknown_suites:
+        ap.error(f"--suite: unknown {', '.join(sorted(unknown_suites))}; valid: forward, shapes, backward")
     if args.variants is not None:
         CHOSEN = set(v for v in args.variants.split(",") if v)
         if not CHOSEN:
@@ -247,6 +275,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="attnprof_bench_") as tmp:
         for name in args.suite.split(","):
             for title, pts, base in suites[name](args.attnprof, tmp, args.iters):
+                if not pts:  # every point left out by --shapes / --masks
+                    continue
                 raw[title] = pts
                 head = [h.format(base=base) for h in HEAD]
                 text = table(pts, head, cells)
@@ -255,6 +285,10 @@ def main():
                                  lambda p: cells(p) + [fmt(p.get("gbs"), ".0f"), fmt(p.get("pct_copy"), ".0f")])
                 out.append(f"### {title}\n\n{text}\n")
                 print(out[-1], flush=True)
+    if not raw:
+        print(f"bench_kernels: no point of suite {args.suite} has shape {args.shapes} and mask {args.masks or 'causal,full'}",
+              file=sys.stderr)
+        return 2
     if args.markdown:
         with open(args.markdown, "w") as fh:
             fh.write("\n".join(out))
