@@ -233,6 +233,10 @@ def main():
             ap.error("--profile-alt needs --profile BxHxSxD")
         if args.profile_alt not in alt_names:
             ap.error(f"--profile-alt {args.profile_alt}: no such --alt build (given: {', '.join(alt_names) or 'none'})")
+    if args.sustain is not None and not 0 < args.sustain <= 60:
+        ap.error(f"--sustain {args.sustain}: expected seconds in (0, 60]")
+    if args.reps < 1:
+        ap.error(f"--reps {args.reps}: expected at least 1")
     require_cuda(ap)
 
     torch.ops.load_library(args.lib)
@@ -265,8 +269,6 @@ def main():
 
     shapes = args.shapes or SHAPES
     if args.sustain is not None:
-        if not 0 < args.sustain <= 60:
-            ap.error(f"--sustain {args.sustain}: expected seconds in (0, 60]")
         return sustained(ops, shapes, args.sustain, args.reps, prop)
     names = [label for _, label in ops] + ["cudnn", "flash"]
     rows = []
