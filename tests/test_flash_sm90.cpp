@@ -219,7 +219,13 @@ TEST(FlashSm90Op, SeqQDiffersFromSeqKv) {
               {2, 8, 2, 1000, 17},    // more queries than keys
               {1, 2, 2, 300, 1},      // one key
               {1, 4, 2, 2100, 3000},  // chunked prefill past the short-causal rows (other tile config)
-              {1, 2, 2, 3000, 2100}}, // more queries than keys, likewise
+              {1, 2, 2, 3000, 2100},  // more queries than keys, likewise
+              // Short-causal tiles whose first key block is half-width for a
+              // warpgroup (kHalfFirstBlock): offset 700, warpgroup 0 of the
+              // first tile sees none of that block; offset 133, both
+              // warpgroups of the first tile see only its lower half.
+              {1, 4, 2, 300, 1000},
+              {2, 4, 4, 200, 333}},
              seed);
 }
 

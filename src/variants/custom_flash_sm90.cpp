@@ -35,6 +35,9 @@ std::string describe_config() {
          " query rows x " + std::to_string(T::kBlockN) + " keys, " + std::to_string(T::kStages) +
          "-stage K/V ring, " + std::to_string(T::kQStages) + (T::kQStages == 1 ? " Q buffer" : " Q buffers") +
          " (Q·Kᵀ reads Q from " + (T::kQInRegs ? "registers" : "shared memory") + "), " +
+         (T::kHalfFirstBlock ? "the first key block " + std::to_string(T::kBlockN / 2) +
+                                   " keys wide for a warpgroup that sees none of the rest (the causal diagonal), "
+                             : "") +
          std::to_string(T::kSmemBytes / 1024) + " KiB shared memory";
 }
 

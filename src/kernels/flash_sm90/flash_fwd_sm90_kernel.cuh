@@ -357,7 +357,6 @@ __device__ __forceinline__ void producer(const KernelArgs& a, const Smem<Traits>
 template <typename Traits>
 __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>& sm, int cwg) {
   using Element = typename Traits::Element;
-  using GemmS = Wgmma<Element, Traits::kBlockN>;
   using GemmO = Wgmma<Element, Traits::kHeadDim>;
   constexpr int kBM = Traits::kBlockM;
   constexpr int kBN = Traits::kBlockN;
@@ -486,10 +485,23 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
       // One key block, i-th from the last visible one. The first is peeled off
       // (kFirst: no P·V yet) so no wgmma or wgmma wait sits under a branch:
       // ptxas then keeps the S and P·V groups apart instead of waiting for both.
-      auto step = [&](auto first, int i) {
+      //
+      // kHalfS: this block's keys past the first kBN / 2 are masked for every
+      // row of this warpgroup (the causal diagonal, or past seqlen_k), and
+      // only the first block can be so: Q·Kᵀ, the mask and the softmax run
+      // kBN / 2 wide and P's upper half is zero. kHalfPV: the P·V of the
+      // previous block, which was such a block, runs its first kPSteps / 2
+      // k16 steps only.
+      auto step = [&](auto first, auto half_s, auto half_pv, int i) {
         constexpr bool kFirst = decltype(first)::value;
+        constexpr bool kHalfS = decltype(half_s)::value;
+        constexpr bool kHalfPV = decltype(half_pv)::value;
+        static_assert(kFirst || !kHalfS, "only the first block can be half");
+        constexpr int kSN = kHalfS ? kBN / 2 : kBN;  // S columns computed
+        constexpr int kPVSteps = kHalfPV ? Traits::kPSteps / 2 : Traits::kPSteps;
+        using GemmSx = Wgmma<Element, kSN>;
         const int n_block = t.n_hi - 1 - i;
-        float s[Traits::kSRegs];
+        float s[kSN / 2];
 
         // The GEMMs' base descriptors before the waits: their shuffles and
         // moves to uniform registers then finish while this warpgroup waits.
@@ -507,14 +519,14 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
 #pragma unroll
         for (int ks = 0; ks < Traits::kQKSteps; ++ks) {
           if constexpr (Traits::kQInRegs)
-            GemmS::template rs<0>(s, qf[ks], desc(dk + k_step(ks)), ks > 0);
+            GemmSx::template rs<0>(s, qf[ks], desc(dk + k_step(ks)), ks > 0);
           else
-            GemmS::template ss<0>(s, desc(dq + q_step(ks)), desc(dk + k_step(ks)), ks > 0);
+            GemmSx::template ss<0>(s, desc(dq + q_step(ks)), desc(dk + k_step(ks)), ks > 0);
         }
         wgmma_commit();
         if constexpr (!kFirst) {
 #pragma unroll
-          for (int kk = 0; kk < Traits::kPSteps; ++kk)
+          for (int kk = 0; kk < kPVSteps; ++kk)
             GemmO::template rs<1>(o, p[kk], desc(dv + ((kk * 16 * 128) >> 4)), 1);
           wgmma_commit();
         }
@@ -539,12 +551,12 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
             limit[r] = a.seqlen_k - 1 - n0;
             if (a.causal) limit[r] = min(limit[r], row0 + 8 * r + a.causal_offset - n0);
           }
-          mask_columns<kBN>(s, lane, limit);
+          mask_columns<kSN>(s, lane, limit);
         }
 
         float alpha[2];
         const bool moved =
-            online_softmax<kBN, Traits::kPolyExpEvery, Traits::kRescaleSlack>(s, st, a.scale_log2, alpha);
+            online_softmax<kSN, Traits::kPolyExpEvery, Traits::kRescaleSlack>(s, st, a.scale_log2, alpha);
 
         if constexpr (!kFirst) {
           wgmma_wait<0>();  // P_{j-1}·V_{j-1} done: O and the P registers are free
@@ -557,12 +569,39 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
           // are skipped when no row of the warp moved (warp-uniform).
           if (moved) rescale_rows<kD>(o, alpha);
         }
-        pack_a_fragments<Element>(s, p);
+        if constexpr (kHalfS) {
+#pragma unroll
+          for (int kk = 0; kk < Traits::kPSteps; ++kk)
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+              p[kk][r] = kk < Traits::kPSteps / 2 ? pack2<Element>(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]) : 0u;
+        } else {
+          pack_a_fragments<Element>(s, p);
+        }
         prev = pos;
         pos.advance();
       };
-      step(std::true_type{}, 0);
-      for (int i = 1; i < n_count; ++i) step(std::false_type{}, i);
+      using Yes = std::true_type;
+      using No = std::false_type;
+      // Whether the first block is half for this warpgroup: its keys from kBN / 2 on
+      // lie past seqlen_k, or past the causal limit of the warpgroup's last row that
+      // is stored (warpgroup-uniform, as wgmma needs). The two paths join after the
+      // second block, with no wgmma in flight.
+      if constexpr (Traits::kHalfFirstBlock) {
+        const int half_n0 = (t.n_hi - 1) * kBN + kBN / 2;  // the first key of the upper half
+        const int last_row = min(wg_row0 + 63, a.seqlen_q - 1);
+        if (half_n0 >= a.seqlen_k || (a.causal && last_row + a.causal_offset < half_n0)) {
+          step(Yes{}, Yes{}, No{}, 0);
+          if (n_count > 1) step(No{}, No{}, Yes{}, 1);
+        } else {
+          step(Yes{}, No{}, No{}, 0);
+          if (n_count > 1) step(No{}, No{}, No{}, 1);
+        }
+        for (int i = 2; i < n_count; ++i) step(No{}, No{}, No{}, i);
+      } else {
+        step(Yes{}, No{}, No{}, 0);
+        for (int i = 1; i < n_count; ++i) step(No{}, No{}, No{}, i);
+      }
       // O += P·V of the last key block.
       mbar_wait(sm.v_full(prev.stage), prev.phase);
       const uint32_t dv = uniform(desc_v + stage_off(prev.stage));

@@ -32,7 +32,7 @@ namespace attnprof::flash_sm90 {
 
 template <int kHeadDim_, int kBlockN_, int kStages_, int kConsumerWarpgroups_, int kPolyExpEvery_,
           int kRescaleSlack_, typename Element_, bool kTailSplit_ = true, bool kQInRegs_ = false,
-          int kQStages_ = ATTNPROF_SM90_Q_STAGES>
+          int kQStages_ = ATTNPROF_SM90_Q_STAGES, bool kHalfFirstBlock_ = false>
 struct FwdTraits {
   using Element = Element_;  // __nv_bfloat16 or __half
   static constexpr int kHeadDim = kHeadDim_;
@@ -55,6 +55,11 @@ struct FwdTraits {
   // ldmatrix) instead of shared memory: a third less shared-memory operand
   // traffic per key block at head_dim 128, for kHeadDim / 4 more registers.
   static constexpr bool kQInRegs = kQInRegs_;
+  // A tile's first key block (the last visible one, where the causal
+  // diagonal or the keys' end falls) runs half-width Q·Kᵀ, softmax and P·V
+  // for a warpgroup whose rows see none of its upper kBlockN / 2 keys
+  // (warpgroup 0 on every diagonal tile when seq_q == seq_kv).
+  static constexpr bool kHalfFirstBlock = kHalfFirstBlock_;
 
   static constexpr int kConsumerWarpgroups = kConsumerWarpgroups_;
   static constexpr int kBlockM = 64 * kConsumerWarpgroups;  // wgmma tiles are 64 rows
@@ -193,6 +198,9 @@ struct FwdTraits {
 #ifndef ATTNPROF_SM90_D64_SHORT_CAUSAL_Q_IN_REGS
 #define ATTNPROF_SM90_D64_SHORT_CAUSAL_Q_IN_REGS 1
 #endif
+#ifndef ATTNPROF_SM90_D64_SHORT_CAUSAL_HALF_FIRST
+#define ATTNPROF_SM90_D64_SHORT_CAUSAL_HALF_FIRST 1
+#endif
 #ifndef ATTNPROF_SM90_D128_Q_STAGES
 #define ATTNPROF_SM90_D128_Q_STAGES 1
 #endif
@@ -220,7 +228,9 @@ struct FwdConfig<64, Element, kShortCausal> {
                            kShortCausal ? ATTNPROF_SM90_D64_SHORT_CAUSAL_CONSUMERS : ATTNPROF_SM90_D64_CONSUMERS,
                            ATTNPROF_SM90_D64_POLY_EXP_EVERY, ATTNPROF_SM90_D64_RESCALE_SLACK, Element,
                            /*kTailSplit=*/!kShortCausal,
-                           (kShortCausal ? ATTNPROF_SM90_D64_SHORT_CAUSAL_Q_IN_REGS : ATTNPROF_SM90_D64_Q_IN_REGS) != 0>;
+                           (kShortCausal ? ATTNPROF_SM90_D64_SHORT_CAUSAL_Q_IN_REGS : ATTNPROF_SM90_D64_Q_IN_REGS) != 0,
+                           ATTNPROF_SM90_Q_STAGES,
+                           kShortCausal && ATTNPROF_SM90_D64_SHORT_CAUSAL_HALF_FIRST != 0>;
 };
 
 template <typename Element, bool kShortCausal>
