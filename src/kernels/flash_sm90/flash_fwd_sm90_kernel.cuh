@@ -570,11 +570,12 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
           if (moved) rescale_rows<kD>(o, alpha);
         }
         if constexpr (kHalfS) {
+          uint32_t lower[Traits::kPSteps / 2][4];  // P of the computed keys; the rest is zero
+          pack_a_fragments<Element>(s, lower);
 #pragma unroll
           for (int kk = 0; kk < Traits::kPSteps; ++kk)
 #pragma unroll
-            for (int r = 0; r < 4; ++r)
-              p[kk][r] = kk < Traits::kPSteps / 2 ? pack2<Element>(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]) : 0u;
+            for (int r = 0; r < 4; ++r) p[kk][r] = kk < Traits::kPSteps / 2 ? lower[kk][r] : 0u;
         } else {
           pack_a_fragments<Element>(s, p);
         }
