@@ -61,6 +61,13 @@ def make_inputs(shape, dtype, sets):
     return [tuple(torch.randn(b, h, s, d, device="cuda", dtype=dtype) for _ in range(3)) for _ in range(sets)]
 
 
+def timing_inputs(shape, prop):
+    """bf16 q/k/v sets for timing `shape`: enough sets (up to 8) that together
+    they are 3x the L2, so every call reads from HBM."""
+    set_bytes = 3 * math.prod(shape) * 2
+    return make_inputs(shape, torch.bfloat16, max(1, min(8, math.ceil(3 * prop.L2_cache_size / set_bytes))))
+
+
 def time_fns(fns, inputs, calls, reps, settle):
     """Median µs per call of each fn. The repetitions of all fns interleave in
     a fresh random order each repetition, and before its timed calls each fn
@@ -273,9 +280,7 @@ def main():
     names = [label for _, label in ops] + ["cudnn", "flash"]
     rows = []
     for shape in shapes:
-        set_bytes = 3 * math.prod(shape) * 2
-        sets = max(1, min(8, math.ceil(3 * prop.L2_cache_size / set_bytes)))
-        inputs = make_inputs(shape, torch.bfloat16, sets)
+        inputs = timing_inputs(shape, prop)
         for causal in (True, False):
             scale = shape[3] ** -0.5
             fns = [ours(ns, causal, scale) for ns, _ in ops]
@@ -304,9 +309,7 @@ def sustained(ops, shapes, seconds, reps, prop):
     print("| shape | mask | backend | µs per call | TFLOP/s | SM clock MHz | power W | / cudnn |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
     for shape in shapes:
-        set_bytes = 3 * math.prod(shape) * 2
-        sets = max(1, min(8, math.ceil(3 * prop.L2_cache_size / set_bytes)))
-        inputs = make_inputs(shape, torch.bfloat16, sets)
+        inputs = timing_inputs(shape, prop)
         for causal in (False, True):
             scale = shape[3] ** -0.5
             fns = [ours(ns, causal, scale) for ns, _ in ops] + [sdpa(SDPBackend.CUDNN_ATTENTION, causal, scale)]
