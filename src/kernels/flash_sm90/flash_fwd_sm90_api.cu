@@ -1,5 +1,6 @@
 // Host side of the Hopper attention forward that needs no kernel: the
 // (dtype, head_dim) dispatch and the TMA tensor maps.
+#include <c10/cuda/CUDAException.h>
 #include <c10/util/Exception.h>
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -44,6 +45,13 @@ CUtensorMap encode(const void* base, CUtensorMapDataType type, cuuint64_t elem_b
   const cuuint64_t strides[2] = {cols * elem_bytes, static_cast<cuuint64_t>(rows) * cols * elem_bytes};
   const cuuint32_t box[3] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows), 1};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
+  // A driver call needs a context current on the calling thread. A thread whose
+  // CUDA work so far was only cached allocations has none (autograd's device
+  // thread running a small backward: the encode failed with
+  // CUDA_ERROR_INVALID_CONTEXT, 201); cudaSetDevice binds the primary context.
+  int device = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  C10_CUDA_CHECK(cudaSetDevice(device));
   CUtensorMap map;
   const CUresult r = tensor_map_encoder()(&map, type, 3, const_cast<void*>(base), dims, strides, box, elem_strides,
                                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
