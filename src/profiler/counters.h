@@ -1,0 +1,22 @@
+// The counter pass (--counters): one more step of the problem's pass, run
+// after the profiled steps and the timing, on its own, in which each kernel of
+// each measured scope is replayed under the CUPTI Range Profiler (kernel
+// replay, one auto range per launch) to read its hardware counters. Nothing
+// here prints; the record carries the results (report/counters.h).
+#pragma once
+
+#include "attnprof/problem.h"
+#include "attnprof/report/counters.h"
+#include "attnprof/variant.h"
+#include "variants/torch_problem.h"
+
+namespace attnprof {
+
+// Kernels of one step of p's pass, per scope in launch order. Never throws for
+// the counters' own trouble: no GPU, no CUPTI, no permission
+// (ERR_NVGPUCTRPERM) or a profiler error give state unavailable / failed and a
+// one-line reason. A stop signal during the pass throws Interrupted.
+// Ceilings are not filled here (report::DeviceCeilings come from the calibration).
+report::CounterPass collect_counters(Variant& variant, const Problem& p, const Inputs& in);
+
+}  // namespace attnprof
