@@ -4,21 +4,25 @@
 # in $OUT/work and come back as one tarball per call ($OUT/results_<stages>.tgz);
 # a short summary is printed last.
 #   STAGES="build test run bench" (default). All stages:
-#     build       scripts/setup.sh (CMake options from the arguments)
-#     test        the whole ctest (GPU tests included)
+#     build       scripts/setup.sh (CMake options from the arguments): every figure
+#                 and GPU test reported comes from a tree built here, in this lease
+#     test        the whole ctest (GPU tests included), then the operators from
+#                 Python with the library built here: scripts/ops_check.py (CUDA and
+#                 CPU: every bad input a RuntimeError, no crash) and
+#                 scripts/backward_matrix.py (autograd backward of both flash operators)
+#     counters    the counter pass: its GPU ctests, scripts/counters_crosscheck.py
+#                 against ncu (fwd and bwd), `--variant all --counters` at 8x16x1024x64
+#                 and 4x16x4096x128, and the wall time the pass adds
 #     run         wall time of the README's first command; `--variant all --kernels` at
 #                 8x16x1024x64 and 4x16x4096x128 (at-a-glance, merged trace, timeline)
 #     bench       scripts/bench_kernels.py, suites from BENCH_SUITES (forward,shapes,backward)
 #     crosscheck  scripts/crosscheck.py against torch.profiler, forward and backward
 #     nvtx        scripts/nvtx_proof.py (ncu counts inside the attn_fwd ranges)
-#     pyops       the operators from Python (scripts/ops_check.py), every bad input a RuntimeError
+#     pyops       only the Python part of `test`
 #     hta         small runs whose folders come back for scripts/hta_check.py on the CPU machine
 #     ring        (two GPUs) the ring ctests (NCCL included) and scripts/bench_ring.py
 #     signals     SIGINT while Kineto is prepared but not enabled: exit 130, no temps left
 #     sweep       the sweep behind docs/sweep_h200.*
-#   PREBUILT=DIR  use a build tree made on the CPU machine (same torch) instead of
-#                 building here: copied to build/ (the repository root is /work/main on
-#                 both machines, so its absolute paths hold)
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-$PWD/gpu_out}
@@ -29,13 +33,6 @@ summary=()
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$W/gpu.txt" 2>&1
 git rev-parse --short HEAD > "$W/commit.txt" 2>/dev/null
 
-if [ -n "${PREBUILT:-}" ]; then
-  rm -rf build && cp -r "$PREBUILT" build
-  TL=$(python3 -c 'import torch,os;print(os.path.dirname(torch.__file__))')/lib
-  # The tree was linked against the CPU machine's torch wheel: same version, other path.
-  export LD_LIBRARY_PATH=$PWD/build:$TL:$TL/../../nvidia/cu13/lib:${LD_LIBRARY_PATH:-}
-  summary+=("prebuilt tree from $PREBUILT")
-fi
 if has build; then
   t0=$(date +%s)
   bash scripts/setup.sh "$@" > "$W/setup.log" 2>&1; rc=$?
@@ -74,8 +71,8 @@ if has crosscheck; then
   summary+=("crosscheck rc=$?: $(tail -1 "$W/crosscheck.log")")
 fi
 if has nvtx; then
-  timeout 200 python3 scripts/nvtx_proof.py --attnprof build/attnprof \
-    --variants naive,inplace,sdpa-math,sdpa-efficient,sdpa-flash,sdpa-cudnn,custom-softmax,custom-flash,custom-flash-sm90 > "$W/nvtx_proof.log" 2>&1
+  timeout 400 python3 scripts/nvtx_proof.py --attnprof build/attnprof --passes fwd,bwd,fwd+bwd \
+    --variants ${NVTX_VARIANTS:-naive,inplace,sdpa-math,sdpa-efficient,sdpa-flash,sdpa-cudnn,custom-softmax,custom-flash,custom-flash-sm90} > "$W/nvtx_proof.log" 2>&1
   summary+=("nvtx_proof rc=$?")
 fi
 if has sweep; then
@@ -84,10 +81,11 @@ if has sweep; then
     --timing-iters 10 --warmup-iters 1 --out "$W/sweep_out" > "$W/sweep.log" 2>&1
   summary+=("sweep rc=$?")
 fi
-if has pyops; then
-  # attnprof's operators from Python with the library built HERE (the issue-11
-  # SIGSEGV was seen only with a GPU-machine build): every bad input must raise
-  # RuntimeError; each case runs in a child process, so a crash names its case.
+# attnprof's operators from Python with the library built HERE: a library
+# built on another machine hides what this one's compiler and runtime do (a
+# static libstdc++ from /opt/gcc crashed Python on the first error message
+# with a number in it). Each case runs in a child process, so a crash names it.
+python_ops() {
   { g++ --version | head -1; python3 -c 'import torch; print("torch", torch.__version__, torch.__file__)'
     ldd build/libattnprof_core.so | grep -E "torch|c10|stdc|gcc_s"; } > "$W/ops_env.txt" 2>&1
   python3 scripts/ops_check.py --lib build/libattnprof_core.so --device cuda > "$W/ops_check_cuda.log" 2>&1
@@ -96,6 +94,32 @@ if has pyops; then
   summary+=("ops_check cpu rc=$?: $(tail -1 "$W/ops_check_cpu.log")")
   grep -E "^(FAIL|CRASH)" "$W/ops_check_cuda.log" | head -5 | sed 's/^/  /' > "$W/ops_failures.txt"
   while read -r l; do summary+=("$l"); done < "$W/ops_failures.txt"
+  PYTHONUNBUFFERED=1 timeout 300 python3 scripts/backward_matrix.py --lib build/libattnprof_core.so \
+    ${BACKWARD_MATRIX_ARGS:-} > "$W/backward_matrix.log" 2>&1
+  summary+=("backward_matrix rc=$?: $(tail -1 "$W/backward_matrix.log")")
+  while read -r l; do summary+=("  $l"); done < <(grep -E "^(FAIL|CRASH)" "$W/backward_matrix.log" | head -5)
+}
+if has test || has pyops; then python_ops; fi
+if has counters; then
+  timeout 300 ctest --test-dir build -R 'CounterPassGpu' --output-on-failure -V > "$W/counters_ctest.log" 2>&1
+  summary+=("counters ctest rc=$?: $(grep -E 'tests passed' "$W/counters_ctest.log")")
+  while read -r l; do summary+=("  $l"); done < <(grep -E "Skipped|Failure|Expected|Which is|\(Failed\)" "$W/counters_ctest.log" | head -8)
+  for pass in fwd bwd; do
+    PYTHONUNBUFFERED=1 timeout 300 python3 scripts/counters_crosscheck.py --attnprof build/attnprof --pass $pass \
+      --report "$W/counters_crosscheck_$pass.md" > "$W/counters_crosscheck_$pass.log" 2>&1
+    summary+=("counters_crosscheck $pass rc=$?")
+    while read -r l; do summary+=("  $l"); done < <(grep -E '^\| [a-z]' "$W/counters_crosscheck_$pass.log" | head -8)
+  done
+  # What the pass adds to a whole run: the same run without and with it.
+  for shape in "--batch 8 --seq 1024 --head-dim 64" "--batch 4 --seq 4096 --head-dim 128"; do
+    tag=$(echo "$shape" | tr -d ' -')
+    for c in "" "--counters"; do
+      t0=$(date +%s%N)
+      ./build/attnprof --variant all $shape $c --out "$W/counters_out" > "$W/all_${tag}${c:+_counters}.log" 2>&1
+      rc=$?
+      summary+=("all $shape $c: rc=$rc, $(( ($(date +%s%N) - t0) / 1000000 )) ms")
+    done
+  done
 fi
 if has hta; then
   # HTA cannot be installed here (no network): small GPU runs whose folders come

@@ -7,6 +7,7 @@
 
 #include "attnprof/problem.h"
 #include "attnprof/report/counters.h"
+#include "attnprof/run_record.h"
 #include "attnprof/variant.h"
 #include "variants/torch_problem.h"
 
@@ -18,5 +19,11 @@ namespace attnprof {
 // one-line reason. A stop signal during the pass throws Interrupted.
 // Ceilings are not filled here (report::DeviceCeilings come from the calibration).
 report::CounterPass collect_counters(Variant& variant, const Problem& p, const Inputs& in);
+
+// Names the counted kernels after the profiled step's launches of the same
+// scope (Memcpy/Memset are not kernels and have no range), in execution
+// order: auto ranges are numbered, not named. A count that differs from the
+// profiled step's makes the pass failed, with the reason.
+void name_counted_kernels(report::CounterPass& pass, const std::vector<ScopeStats>& scopes);
 
 }  // namespace attnprof

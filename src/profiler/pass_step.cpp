@@ -11,14 +11,16 @@ namespace attnprof {
 namespace {
 
 template <class F>
-void in_scope(bool scoped, const char* name, F&& body) {
+void in_scope(bool scoped, const char* name, const ScopeHooks* hooks, F&& body) {
   if (!scoped) {
     body();
     return;
   }
   NvtxRange range(name);
   RECORD_USER_SCOPE(name);
+  if (hooks && hooks->enter) hooks->enter(name);
   body();
+  if (hooks && hooks->leave) hooks->leave(name);
 }
 
 void drop_grads(const Inputs& in) {
@@ -33,10 +35,10 @@ at::Tensor recorded_forward(Variant& variant, const Inputs& in) {
 
 }  // namespace
 
-void run_pass_step(Variant& variant, const Problem& p, const Inputs& in, bool scoped) {
+void run_pass_step(Variant& variant, const Problem& p, const Inputs& in, bool scoped, const ScopeHooks* hooks) {
   switch (p.pass) {
     case Pass::fwd:
-      in_scope(scoped, kForwardScope, [&] {
+      in_scope(scoped, kForwardScope, hooks, [&] {
         c10::NoGradGuard no_grad;
         at::Tensor out = variant.forward(in.q, in.k, in.v);
       });
@@ -44,14 +46,14 @@ void run_pass_step(Variant& variant, const Problem& p, const Inputs& in, bool sc
     case Pass::bwd: {
       at::Tensor out = recorded_forward(variant, in);
       drop_grads(in);
-      in_scope(scoped, kBackwardScope, [&] { out.backward(in.grad_out); });
+      in_scope(scoped, kBackwardScope, hooks, [&] { out.backward(in.grad_out); });
       return;
     }
     case Pass::fwd_bwd: {
       at::Tensor out;
-      in_scope(scoped, kForwardScope, [&] { out = recorded_forward(variant, in); });
+      in_scope(scoped, kForwardScope, hooks, [&] { out = recorded_forward(variant, in); });
       drop_grads(in);
-      in_scope(scoped, kBackwardScope, [&] { out.backward(in.grad_out); });
+      in_scope(scoped, kBackwardScope, hooks, [&] { out.backward(in.grad_out); });
       return;
     }
   }

@@ -10,16 +10,27 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
+
 #include "attnprof/problem.h"
 #include "attnprof/variant.h"
 #include "variants/torch_problem.h"
 
 namespace attnprof {
 
+// Called around the body of each measured scope of a scoped step, inside its
+// user scope and NVTX range: the counter pass (profiler/counters.h) counts
+// only what runs between enter and leave.
+struct ScopeHooks {
+  std::function<void(const char* scope)> enter;
+  std::function<void(const char* scope)> leave;
+};
+
 // Runs one step. `scoped`: inside the pass's scopes (profiled steps) or not.
 // Gradients of a previous step are dropped first, so autograd stores the new
 // ones instead of adding to them (no accumulation kernel in the trace).
-void run_pass_step(Variant& variant, const Problem& p, const Inputs& in, bool scoped);
+void run_pass_step(Variant& variant, const Problem& p, const Inputs& in, bool scoped,
+                   const ScopeHooks* hooks = nullptr);
 
 // A forward whose autograd graph is kept, for timing the backward alone:
 // backward() may then run on it any number of times.
