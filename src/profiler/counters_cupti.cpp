@@ -16,6 +16,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -442,8 +445,25 @@ report::CounterValues to_values(const std::vector<const char*>& names, const std
   return v;
 }
 
+// The host object of a device, made once per process: it costs a config image
+// build, and every counter pass of the device needs the same one. Never
+// freed: at exit CUPTI may be gone before static destructors run.
+MetricHost& metric_host(int device, CUcontext ctx) {
+  static std::mutex mutex;
+  static auto* hosts = new std::map<int, MetricHost*>();
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = hosts->find(device);
+  if (it == hosts->end()) it = hosts->emplace(device, new MetricHost(device, ctx)).first;
+  return *it->second;
+}
+
 CounterPass collect(Variant& variant, const Problem& p, const Inputs& in) {
   const auto t0 = std::chrono::steady_clock::now();
+  auto lap = [last = t0](std::vector<std::pair<std::string, double>>& phases, std::string name) mutable {
+    const auto now = std::chrono::steady_clock::now();
+    phases.emplace_back(std::move(name), std::chrono::duration<double, std::milli>(now - last).count());
+    last = now;
+  };
   const Cupti& c = cupti();
   if (!c.missing.empty()) return not_collected(State::unavailable, c.missing);
   const int device = at::Device(p.device).index();
@@ -457,16 +477,19 @@ CounterPass collect(Variant& variant, const Problem& p, const Inputs& in) {
     if (std::string why = device_unsupported(device); !why.empty()) return not_collected(State::unavailable, why);
     if (cudaDeviceSynchronize() != cudaSuccess) throw CuptiError("the device failed before the counter pass", false);
     const CUcontext ctx = current_context();
-    MetricHost host(device, ctx);
+    MetricHost& host = metric_host(device, ctx);
+    lap(pass.phases_ms, "CUPTI set-up (metrics for " + std::to_string(host.names().size()) + " counters)");
     std::unique_ptr<ScopeProfiler> active;
     ScopeHooks hooks;
-    hooks.enter = [&](const char*) {
+    hooks.enter = [&](const char* scope) {
+      lap(pass.phases_ms, "step up to " + std::string(scope));
       active = std::make_unique<ScopeProfiler>(host, ctx);
       active->start();
     };
     hooks.leave = [&](const char* scope) {
       std::vector<std::vector<double>> ranges = active->finish();
       active.reset();
+      lap(pass.phases_ms, std::string(scope) + ": " + std::to_string(ranges.size()) + " kernels replayed, counted");
       for (size_t i = 0; i < ranges.size(); ++i) {
         report::KernelCounters k;
         k.scope = scope;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attnprof::report {
@@ -75,6 +76,9 @@ struct CounterPass {
   std::string route;   // "cupti-range-profiler"
   std::string reason;  // why not collected (one line)
   double wall_s = 0;   // the pass's own wall time, replays included
+  // Where that time went, in order (ms): CUPTI set-up, each scope's replayed
+  // kernels, evaluating the counters.
+  std::vector<std::pair<std::string, double>> phases_ms;
   std::vector<KernelCounters> kernels;
   std::optional<DeviceCeilings> ceilings;
 };
