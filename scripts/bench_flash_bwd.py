@@ -15,6 +15,8 @@ explains why). TFLOP/s count 2.5 x the forward's 4*B*H*S^2*D, half for causal.
   --alt NAME=LIB: also time attnprof_NAME::flash_attention_backward_sm90 from LIB (scripts/build_sm90_alt.py)
   --host: host time per call of each operator on a tiny problem (the GPU idles; launch cost only)
   --profile BxHxSxD [--causal]: run the Hopper backward 3 times, then once more (for ncu) and exit
+  --record DIR [--commit SHA]: also add the table to DIR/op_backward.json, the records
+    BENCHMARKS.md is made from (scripts/bench_records.py)
 """
 import argparse
 import math
@@ -26,6 +28,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_records  # noqa: E402
 from bench_flash_sm90 import parse_shape, parse_shapes, require_cuda, time_fns  # noqa: E402
 
 SHAPES = [(8, 16, 1024, 64), (4, 16, 4096, 128), (1, 16, 16384, 128)]
@@ -95,8 +98,10 @@ def main():
     ap.add_argument("--profile", type=parse_shape,
                     help="BxHxSxD: run the Hopper backward after 3 warm-up calls (for ncu) and exit")
     ap.add_argument("--causal", action="store_true", help="with --profile")
+    bench_records.add_record_flags(ap)
     args = ap.parse_args()
     require_cuda(ap)
+    commit = bench_records.commit_for(ap, args)
     torch.ops.load_library(args.lib)
     alts = []
     for a in args.alt:
@@ -141,12 +146,35 @@ def main():
     print("| shape | mask | " + " | ".join(f"{n} µs (TFLOP/s)" for n in names) +
           " | sm90 / sdpa-flash | sm90 / sdpa-cudnn |" + "".join(f" sm90 / {n} |" for n in alts))
     print("|---|---|" + "---|" * (2 * len(names) - 2))
+    points = []
     for shape, causal, us in rows:
         tf = [bwd_flops(shape, causal) / (t * 1e-6) / 1e12 for t in us]
         cells = " | ".join(f"{t:.0f} ({x:.0f})" if math.isfinite(t) else "refused" for t, x in zip(us, tf))
         print(f"| {'x'.join(map(str, shape))} | {'causal' if causal else 'full'} | {cells} | "
               f"{us[2] / us[0]:.2f} | {us[3] / us[0]:.2f} |" + "".join(f" {u / us[0]:.2f} |" for u in us[4:]))
-    return 0
+        points += record_points(shape, causal, names, us, tf)
+    if not args.record:
+        return 0
+    return bench_records.record_or_report(args.record, "op_backward", "bench_flash_bwd.py", points, commit)
+
+
+def record_points(shape, causal, names, us, tf):
+    """One point per backend; ours (all but the SDPA two) carry SDPA's times and the ratios to them."""
+    sdpa = {"sdpa-flash": us[names.index("sdpa-flash")], "sdpa-cudnn": us[names.index("sdpa-cudnn")]}
+    points = []
+    for name, t, x in zip(names, us, tf):
+        p = {"shape": "x".join(map(str, shape)), "mask": "causal" if causal else "full", "variant": name}
+        if not math.isfinite(t):
+            points.append(dict(p, skipped="refused the shape"))
+            continue
+        p.update(us=t, tflops=x)
+        if name not in sdpa:
+            for other, ot in sdpa.items():
+                if math.isfinite(ot):
+                    key = other.replace("-", "_")
+                    p[key + "_us"], p["vs_" + key] = ot, ot / t
+        points.append(p)
+    return points
 
 
 if __name__ == "__main__":

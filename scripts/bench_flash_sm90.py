@@ -14,15 +14,21 @@ from HBM. TFLOP/s count 4*B*H*S^2*D, half for causal. The ratio to cuDNN is last
   --sustain SECONDS: instead, each backend alone for SECONDS of back-to-back calls per repetition,
     timed over the second half (the clock settled under the power cap), with the SM clock and
     power nvidia-smi reads meanwhile: how the kernels compare in a long run of one of them
+  --record DIR [--commit SHA]: also add the table to DIR/op_forward.json (op_forward_sustained.json
+    with --sustain), the records BENCHMARKS.md is made from (scripts/bench_records.py)
 """
 import argparse
 import math
 import random
 import statistics
+import os
 import subprocess
 import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_records  # noqa: E402
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -230,6 +236,7 @@ def main():
     ap.add_argument("--shapes", type=parse_shapes, help="comma-separated BxHxSxD (default: the four benchmark shapes)")
     ap.add_argument("--sustain", type=float, metavar="SECONDS",
                     help="time each backend alone for SECONDS per repetition (see above); --reps repetitions")
+    bench_records.add_record_flags(ap)
     args = ap.parse_args()
     for a in args.alt:
         if "=" not in a or not a.split("=", 1)[0] or not a.split("=", 1)[1]:
@@ -245,6 +252,7 @@ def main():
     if args.reps < 1:
         ap.error(f"--reps {args.reps}: expected at least 1")
     require_cuda(ap)
+    commit = bench_records.commit_for(ap, args)
 
     torch.ops.load_library(args.lib)
     ops = [("attnprof", "sm90")]
@@ -276,17 +284,20 @@ def main():
 
     shapes = args.shapes or SHAPES
     if args.sustain is not None:
-        return sustained(ops, shapes, args.sustain, args.reps, prop)
+        points = sustained(ops, shapes, args.sustain, args.reps, prop)
+        return record("op_forward_sustained", points, args, commit)
     names = [label for _, label in ops] + ["cudnn", "flash"]
-    rows = []
+    rows, points = [], []
     for shape in shapes:
         inputs = timing_inputs(shape, prop)
         for causal in (True, False):
             scale = shape[3] ** -0.5
             fns = [ours(ns, causal, scale) for ns, _ in ops]
             fns += [sdpa(SDPBackend.CUDNN_ATTENTION, causal, scale), sdpa(SDPBackend.FLASH_ATTENTION, causal, scale)]
-            tf = [flops(shape, causal) / (t * 1e-6) / 1e12 for t in time_fns(fns, inputs, args.calls, args.reps, args.settle)]
+            us = time_fns(fns, inputs, args.calls, args.reps, args.settle)
+            tf = [flops(shape, causal) / (t * 1e-6) / 1e12 for t in us]
             rows.append((shape, causal, tf))
+            points += [op_point(shape, causal, n, t, us[names.index("cudnn")]) for n, t in zip(names, us)]
         del inputs
         torch.cuda.empty_cache()
 
@@ -299,7 +310,26 @@ def main():
         ratios = [f"{t / tf[cudnn]:.2f}" for t in tf[:len(ops)]]
         print(f"| {'x'.join(map(str, shape))} | {'causal' if causal else 'full'} | " +
               " | ".join(f"{t:.0f}" for t in tf) + " | " + " | ".join(ratios) + " |")
-    return 0
+    return record("op_forward", points, args, commit)
+
+
+def op_point(shape, causal, name, us, cudnn_us, **extra):
+    """One backend's figures at one point, as a record keeps them (NaN: the backend refused the shape)."""
+    p = {"shape": "x".join(map(str, shape)), "mask": "causal" if causal else "full", "variant": name}
+    if math.isfinite(us):
+        p.update(us=us, tflops=flops(shape, causal) / (us * 1e-6) / 1e12)
+        if name != "cudnn" and math.isfinite(cudnn_us):
+            p["vs"] = cudnn_us / us
+    else:
+        p["skipped"] = "refused the shape"
+    return dict(p, **{k: v for k, v in extra.items() if math.isfinite(v)})
+
+
+def record(suite, points, args, commit):
+    """With --record: the table's points as one run of `suite`; 0, or 2 when the record cannot be written."""
+    if not args.record:
+        return 0
+    return bench_records.record_or_report(args.record, suite, "bench_flash_sm90.py", points, commit)
 
 
 def sustained(ops, shapes, seconds, reps, prop):
@@ -308,6 +338,7 @@ def sustained(ops, shapes, seconds, reps, prop):
           "timed over the second half; medians")
     print("| shape | mask | backend | µs per call | TFLOP/s | SM clock MHz | power W | / cudnn |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
+    points = []
     for shape in shapes:
         inputs = timing_inputs(shape, prop)
         for causal in (False, True):
@@ -319,9 +350,10 @@ def sustained(ops, shapes, seconds, reps, prop):
                 print(f"| {'x'.join(map(str, shape))} | {'causal' if causal else 'full'} | {name} | {us:.1f} | "
                       f"{flops(shape, causal) / (us * 1e-6) / 1e12:.0f} | {clock:.0f} | {power:.0f} | "
                       f"{base / us:.2f} |", flush=True)
+                points.append(op_point(shape, causal, name, us, base, clock_mhz=clock, power_w=power))
         del inputs
         torch.cuda.empty_cache()
-    return 0
+    return points
 
 
 if __name__ == "__main__":

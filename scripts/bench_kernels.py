@@ -25,6 +25,11 @@ Suites:
                                    [--iters 100] [--markdown out.md] [--json out.json]
                                    [--variants custom-flash,custom-flash-sm90] [--repeat 1]
                                    [--shapes 4x16x4096x128,...] [--masks causal|full]
+                                   [--record docs/bench [--commit SHA]]
+
+--record DIR adds the run to DIR/<suite>.json for each suite run (the records
+BENCHMARKS.md is made from: scripts/bench_records.py, scripts/benchmarks_md.py);
+its points replace the same points of older runs there.
 
 --variants times only those variants (plus each suite's baseline, which the
 ratios need): a shorter run after a change to some of them.
@@ -52,6 +57,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_records  # noqa: E402
+from bench_records import shape_label  # noqa: E402
+
 SDPA = ["sdpa-flash", "sdpa-cudnn", "sdpa-efficient"]
 FUSED = ["custom-flash", "custom-flash-sm90"] + SDPA
 ALL = ["naive", "inplace", "sdpa-math"] + SDPA + ["sdpa-auto", "custom-softmax", "custom-flash", "custom-flash-sm90"]
@@ -74,6 +83,7 @@ def run_point(exe, out_root, variant, b, hq, hkv, sq, skv, d, causal, pass_="fwd
     (path,) = glob.glob(os.path.join(out, variant, "*.summary.json"))
     with open(path) as fh:
         s = json.load(fh)
+    ENVIRONMENT.update(s.get("environment", {}))
     h = s["headline"]
     point["median_us"] = h.get("gpu_time_median_us")
     point["profiled_us"] = sum(sc["cuda_time_avg_us"] for sc in h["scopes"])
@@ -85,15 +95,13 @@ def run_point(exe, out_root, variant, b, hq, hkv, sq, skv, d, causal, pass_="fwd
     return point
 
 
+# The first summary's environment (device_name, torch_version, cuda_runtime): what --record names.
+ENVIRONMENT = {}
 # Set by --repeat.
 REPEAT = 1
 # Set by --shapes / --masks: the points to run (None: all).
 SHAPES = None
 MASKS = None
-
-
-def shape_label(b, hq, hkv, sq, skv, d):
-    return f"{b}x{hq}" + (f"/{hkv}" if hkv != hq else "") + (f"x{sq}" if sq == skv else f"x{sq}/{skv}") + f"x{d}"
 
 
 def run_variants(exe, out_root, variants, *args, iters=100, **kwargs):
@@ -121,6 +129,7 @@ def combine(points):
     p["tflops"] = p["flops"] / (p["median_us"] * 1e-6) / 1e12
     p["wall_s"] = sum(q["wall_s"] for q in points)
     p["runs_median_us"] = [q["median_us"] for q in timed]
+    p["runs"] = len(timed)
     p["facts"] = {"runs": f"{len(timed)} of {len(points)}, event medians "
                           f"{min(p['runs_median_us']):.1f}-{max(p['runs_median_us']):.1f} us", **p["facts"]}
     return p
@@ -159,11 +168,30 @@ def table(rows, head, cells):
 
 
 def ratio_to(points, baseline):
-    base = {(p["shape"], p["mask"], p["pass"]): p.get("median_us") for p in points if p["variant"] == baseline}
+    """vs: the baseline's event median over each point's, and the baseline's figures beside it (same run)."""
+    base = {(p["shape"], p["mask"], p["pass"]): p for p in points if p["variant"] == baseline}
     for p in points:
-        b = base.get((p["shape"], p["mask"], p["pass"]))
-        p["vs"] = b / p["median_us"] if b and p.get("median_us") else None
+        b = base.get((p["shape"], p["mask"], p["pass"]), {})
+        p["vs"] = b["median_us"] / p["median_us"] if b.get("median_us") and p.get("median_us") else None
+        p["baseline"] = baseline
+        if p["variant"] != baseline:
+            for f in ("median_us", "profiled_us", "tflops", "gbs"):
+                if b.get(f) is not None:
+                    p["baseline_" + f] = b[f]
     return points
+
+
+# What a record keeps of a point (bench_records.py; facts and FLOPs stay in the printed tables).
+RECORDED = ("group", "shape", "mask", "pass", "variant", "skipped", "median_us", "profiled_us", "tflops", "gbs",
+            "pct_copy", "vs", "runs", "runs_median_us_range", "wall_s", "kernels", "baseline", "baseline_median_us",
+            "baseline_profiled_us", "baseline_tflops", "baseline_gbs")
+
+
+def record_point(p, group):
+    q = dict(p, group=group)
+    if q.get("runs_median_us"):
+        q["runs_median_us_range"] = [min(q["runs_median_us"]), max(q["runs_median_us"])]
+    return {k: q[k] for k in RECORDED if q.get(k) is not None}
 
 
 def cells(p):
@@ -195,8 +223,8 @@ def forward_suite(exe, tmp, iters):
     sm = run_variants(exe, tmp, pick(["inplace", "custom-softmax"], "inplace"), 4, 16, 16, 4096, 4096, 128, True,
                       iters=max(10, iters // 10))
     ratio_to(sm, "inplace")
-    return [("forward: fused kernels (ratio to sdpa-cudnn)", pts, "sdpa-cudnn"),
-            ("forward: the unfused pipeline (ratio to inplace)", sm, "inplace")]
+    return [("fused", "forward: fused kernels (ratio to sdpa-cudnn)", pts, "sdpa-cudnn"),
+            ("unfused", "forward: the unfused pipeline (ratio to inplace)", sm, "inplace")]
 
 
 def shapes_suite(exe, tmp, iters):
@@ -217,9 +245,10 @@ def shapes_suite(exe, tmp, iters):
             prefill += run_variants(exe, tmp, pick(["custom-flash", "custom-flash-sm90"] + SDPA, "sdpa-flash"),
                                     b, 32, 8, sq, skv, 128, causal, iters=iters)
     ratio_to(prefill, "sdpa-flash")
-    return [(f"decode: K+V bandwidth (copy ceiling {fmt(ceiling, '.0f')} GB/s in this run; ratio to sdpa-flash)",
+    RUN_FIELDS["shapes"] = {"copy_ceiling_gbs": ceiling} if ceiling else {}
+    return [("decode", f"decode: K+V bandwidth (copy ceiling {fmt(ceiling, '.0f')} GB/s in this run; ratio to sdpa-flash)",
              decode, "sdpa-flash"),
-            ("chunked and GQA prefill (ratio to sdpa-flash)", prefill, "sdpa-flash")]
+            ("prefill", "chunked and GQA prefill (ratio to sdpa-flash)", prefill, "sdpa-flash")]
 
 
 def backward_suite(exe, tmp, iters):
@@ -232,7 +261,11 @@ def backward_suite(exe, tmp, iters):
                 pts += run_variants(exe, tmp, pick(variants, "sdpa-flash"), b, h, h, s, s, d, causal, pass_,
                                     iters=lambda v: max(10, iters // 10) if v in slow else iters)
     ratio_to(pts, "sdpa-flash")
-    return [("backward (ratio to sdpa-flash)", pts, "sdpa-flash")]
+    return [("backward", "backward (ratio to sdpa-flash)", pts, "sdpa-flash")]
+
+
+# Extra fields of a suite's recorded run (the shapes suite's copy ceiling).
+RUN_FIELDS = {}
 
 
 def main():
@@ -247,6 +280,7 @@ def main():
                     help="runs of each point, variants in alternating order; medians reported (default 1)")
     ap.add_argument("--shapes", help="comma-separated: run only the points of these shapes (e.g. 4x16x4096x128)")
     ap.add_argument("--masks", help="comma-separated: causal, full (default both)")
+    bench_records.add_record_flags(ap)
     args = ap.parse_args()
     if args.repeat < 1:
         ap.error(f"--repeat must be at least 1, got {args.repeat}")
@@ -270,14 +304,16 @@ def main():
         unknown = CHOSEN - set(ALL)
         if unknown:
             ap.error(f"unknown variant(s) {', '.join(sorted(unknown))}; valid: {', '.join(ALL)}")
+    commit = bench_records.commit_for(ap, args)
     suites = {"forward": forward_suite, "shapes": shapes_suite, "backward": backward_suite}
-    out, raw = [], {}
+    out, raw, recorded = [], {}, {}
     with tempfile.TemporaryDirectory(prefix="attnprof_bench_") as tmp:
         for name in args.suite.split(","):
-            for title, pts, base in suites[name](args.attnprof, tmp, args.iters):
+            for group, title, pts, base in suites[name](args.attnprof, tmp, args.iters):
                 if not pts:  # every point left out by --shapes / --masks
                     continue
                 raw[title] = pts
+                recorded.setdefault(name, []).extend(record_point(p, group) for p in pts)
                 head = [h.format(base=base) for h in HEAD]
                 text = table(pts, head, cells)
                 if any("gbs" in p for p in pts):
@@ -295,6 +331,19 @@ def main():
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(raw, fh, indent=1)
+    if args.record:
+        try:
+            env = bench_records.environment(gpu=ENVIRONMENT.get("device_name"),
+                                            torch_version=ENVIRONMENT.get("torch_version"),
+                                            cuda=ENVIRONMENT.get("cuda_runtime"))
+        except bench_records.RecordError as e:
+            print(f"bench_kernels: {e}", file=sys.stderr)
+            return 2
+        for name, points in recorded.items():
+            rc = bench_records.record_or_report(args.record, name, "bench_kernels.py", points, commit, env=env,
+                                                fields=RUN_FIELDS.get(name))
+            if rc:
+                return rc
     return 0
 
 

@@ -14,11 +14,13 @@ communication <= 10% of the forward at seq >= 65536.
 
   scripts/bench_ring.py --attnprof build/attnprof --out /tmp/ring [--seqs 32768,65536,131072]
         [--masks causal,full] [--inners custom-flash] [--nproc 2] [--budget-s 150]
+        [--record docs/bench [--commit SHA]]
 
 Configurations run in the order the targets need them (seq >= 65536 causal,
 then full, then shorter ones; largest first), so a time budget that runs out
-drops the least important ones; each run has its own timeout. Standard
-library only.
+drops the least important ones; each run has its own timeout. --record DIR
+adds the table to DIR/ring.json, the records BENCHMARKS.md is made from
+(scripts/bench_records.py). Standard library only.
 """
 import argparse
 import json
@@ -26,6 +28,9 @@ import os
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_records  # noqa: E402
 
 TARGET_EFFICIENCY = {65536: 0.85, 131072: 0.90}  # causal
 TARGET_EXPOSED_PCT = 10.0  # at seq >= 65536
@@ -111,7 +116,11 @@ def main():
     ap.add_argument("--run-timeout-s", type=int, default=90)
     ap.add_argument("--budget-s", type=float, default=0, help="start no configuration after this many seconds (0: none)")
     ap.add_argument("--log-dir", default=None)
+    bench_records.add_record_flags(ap)
     args = ap.parse_args()
+    if args.record and args.device != "cuda":
+        ap.error(f"--record: a --device {args.device} run is a smoke test, not a measurement")
+    commit = bench_records.commit_for(ap, args)
     log_dir = args.log_dir or os.path.join(args.out, "bench_ring_logs")
     os.makedirs(log_dir, exist_ok=True)
     seqs = [int(s) for s in args.seqs.split(",")]
@@ -147,7 +156,24 @@ def main():
         print("  ".join(c.ljust(w) for c, w in zip(l, widths)).rstrip())
     if skipped:
         print("not run (time budget):", ", ".join(skipped))
-    return 0 if rows and all("error" not in r for r in rows) else 1
+    ok = rows and all("error" not in r for r in rows)
+    if args.record and rows and record(args, rows, commit):
+        return 2
+    return 0 if ok else 1
+
+
+def record(args, rows, commit):
+    """The table as one run of the ring suite (a configuration that failed records its error); 0 or 2."""
+    fields = ("one_gpu_ms", "ring_ms", "speedup", "efficiency", "overlap_pct", "exposed_pct", "comm_ms", "error")
+    points = [dict({"seq": r["seq"], "mask": r["mask"], "inner": r["inner"], "nproc": args.nproc},
+                   **{f: r[f] for f in fields if r.get(f) is not None}) for r in rows]
+    try:
+        env = bench_records.environment()
+    except bench_records.RecordError as e:
+        print(f"bench_ring: {e}", file=sys.stderr)
+        return 2
+    env["gpu"] = f"{args.nproc} x {env['gpu']}"
+    return bench_records.record_or_report(args.record, "ring", "bench_ring.py", points, commit, env=env)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,11 @@ checked (BLOG_DIFFERENCES: the cudaDeviceSynchronize count, step CPU times). Exi
 tolerance, 77 when torch is not importable (ctest treats that as a skip).
 
   python3 scripts/crosscheck.py --attnprof build/attnprof [--device cuda] [--pass fwd|bwd|fwd+bwd] \
-      [--shapes 8x16x1024x64,4x16x4096x128] [--variants naive,inplace,...]
+      [--shapes 8x16x1024x64,4x16x4096x128] [--variants naive,inplace,...] [--record docs/bench]
+
+--record DIR (CUDA only) adds the verdicts and each scope's GPU time on both
+sides to DIR/crosscheck.json, the records BENCHMARKS.md is made from
+(scripts/bench_records.py).
 
 attnprof's own variants (custom-flash, custom-flash-sm90) run in Python as
 their operators, torch.ops.attnprof.*, from --lib (the attnprof_core library
@@ -30,6 +34,9 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_records  # noqa: E402
 
 try:
     import torch
@@ -399,7 +406,11 @@ def main():
     ap.add_argument("--report", help="also write the comparison as Markdown here")
     ap.add_argument("--lib", help="attnprof_core library for the custom variants' operators "
                                   "(default: libattnprof_core.so beside --attnprof)")
+    bench_records.add_record_flags(ap)
     args = ap.parse_args()
+    if args.record and not args.device.startswith("cuda"):
+        ap.error(f"--record: records hold GPU runs; --device {args.device} is not one")
+    commit = bench_records.commit_for(ap, args)
     lib = args.lib or os.path.join(os.path.dirname(os.path.abspath(args.attnprof)), "libattnprof_core.so")
     if any(v in CUSTOM_OPS for v in args.variants.split(",")):
         if not os.path.exists(lib):
@@ -409,17 +420,20 @@ def main():
     on_cuda = device.startswith("cuda")
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     passes = args.pass_.split(",")
-    failures_all, report = [], []
+    failures_all, report, points = [], [], []
     with tempfile.TemporaryDirectory(prefix="attnprof_crosscheck_") as tmp:
         for shape, pass_, variant in ((s, p, v) for s in shapes for p in passes for v in args.variants.split(",")):
                 title = (f"{variant} {'x'.join(map(str, shape))} {args.dtype} "
                          f"{'non-causal' if args.no_causal else 'causal'} {pass_} on {device}")
                 cc, why = attnprof_profile(args.attnprof, variant, shape, args.dtype, device, not args.no_causal, tmp,
                                            pass_)
+                case = {"variant": variant, "shape": "x".join(map(str, shape)),
+                        "mask": "full" if args.no_causal else "causal", "pass": pass_, "dtype": args.dtype}
                 if cc is None:
                     msg = f"{title}: skipped ({why})"
                     print(msg)
                     report.append(msg)
+                    points.append(dict(case, scope=SCOPES[pass_][0], result="skipped", reason=str(why)[:200]))
                     continue
                 if python_forward(variant, *(torch.empty(1, 1, 1, 1),) * 3, False) is None:
                     msg = f"{title}: skipped (no Python counterpart for {variant} in this script)"
@@ -437,11 +451,26 @@ def main():
                 print("\n".join(block), flush=True)
                 report.extend(block)
                 failures_all.extend(f"{title}: {f}" for f in failures)
+                points += scope_points(case, py, cc, "pass" if not failures else "fail")
     if args.report:
         with open(args.report, "w") as fh:
             fh.write("```\n" + "\n".join(report) + "\n```\n")
     print(f"\n{len(failures_all)} mismatch(es)" if failures_all else "\nall cross-checks passed")
+    if args.record and points and bench_records.record_or_report(args.record, "crosscheck", "crosscheck.py",
+                                                                  points, commit):
+        return 2
     return 1 if failures_all else 0
+
+
+def scope_points(case, py, cc, result):
+    """One record point per measured scope of a case: kernels per call and GPU time on both sides."""
+    points = []
+    for scope in sorted(set(cc["scopes"]) & set(py["scopes"])):
+        c, p = cc["scopes"][scope], py["scopes"][scope]
+        points.append(dict(case, scope=scope, result=result, kernels=c["kernels_per_call"],
+                           attnprof_us=c["cuda_avg_us"], python_us=p["cuda_avg_us"],
+                           deviation_pct=pct(c["cuda_avg_us"], p["cuda_avg_us"])))
+    return points
 
 
 if __name__ == "__main__":

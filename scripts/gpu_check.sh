@@ -23,6 +23,11 @@
 #     ring        (two GPUs) the ring ctests (NCCL included) and scripts/bench_ring.py
 #     signals     SIGINT while Kineto is prepared but not enabled: exit 130, no temps left
 #     sweep       the sweep behind docs/sweep_h200.*
+#   RECORD=1      also record each stage's results (test, run, bench, crosscheck, nvtx, pyops,
+#                 ring, signals, sweep) as BENCHMARKS.md's records, into work/records/ of the
+#                 tarball; on the CPU machine `python3 scripts/bench_records.py merge
+#                 results_<stages>.tgz && python3 scripts/benchmarks_md.py` adds them to docs/bench/
+#                 and rewrites the page. The commit measured: ATTNPROF_COMMIT, else git here.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-$PWD/gpu_out}
@@ -32,6 +37,23 @@ has() { [[ " $STAGES " == *" $1 "* ]]; }
 summary=()
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$W/gpu.txt" 2>&1
 git rev-parse --short HEAD > "$W/commit.txt" 2>/dev/null
+REC=""
+if [ -n "${RECORD:-}" ]; then
+  export ATTNPROF_COMMIT=${ATTNPROF_COMMIT:-$(git rev-parse --short=7 HEAD 2>/dev/null)}
+  if [ -z "$ATTNPROF_COMMIT" ]; then
+    echo "gpu_check: RECORD=1 needs the commit measured: no git here, so set ATTNPROF_COMMIT=<commit>" >&2
+    exit 2
+  fi
+  REC="$W/records"; mkdir -p "$REC"
+fi
+REC_FLAGS=(); [ -n "$REC" ] && REC_FLAGS=(--record "$REC")
+# record KIND ARGS...: one bench_records.py entry (a failure to record is reported, not fatal).
+record() {
+  [ -n "$REC" ] || return 0
+  local kind=$1; shift
+  python3 scripts/bench_records.py "$kind" --dir "$REC" "$@" > /dev/null 2>> "$W/records.err" ||
+    summary+=("record $kind failed: $(tail -1 "$W/records.err")")
+}
 
 if has build; then
   t0=$(date +%s)
@@ -44,6 +66,7 @@ if has test; then
   t0=$(date +%s)
   timeout 420 ctest --test-dir build --output-on-failure -j 12 > "$W/ctest.log" 2>&1; rc=$?
   summary+=("ctest rc=$rc ($(( $(date +%s) - t0 )) s): $(grep -E 'tests passed' "$W/ctest.log")")
+  record ctest --log "$W/ctest.log" --command "ctest --test-dir build --output-on-failure -j 12"
   summary+=("  skipped: $(grep -c '(Skipped)' "$W/ctest.log"); failed: $(grep -E '\(Failed\)|\(Timeout\)' "$W/ctest.log" | tr '\n' ' ')")
 fi
 if has run; then
@@ -51,35 +74,45 @@ if has run; then
     /usr/bin/env time -f "%e" -o "$W/wall_$i.txt" ./build/attnprof --variant naive --dtype bf16 --out "$W/wall" > "$W/wall_run_$i.log" 2>&1
   done
   summary+=("wall (s) of 'attnprof --variant naive --dtype bf16': $(cat "$W"/wall_*.txt | tr '\n' ' ')")
-  ./build/attnprof --variant all --dtype bf16 --kernels --out "$W/traces" > "$W/all_8x16x1024x64.log" 2>&1
-  summary+=("all 8x16x1024x64 rc=$?")
-  ./build/attnprof --variant all --dtype bf16 --kernels --batch 4 --seq 4096 --head-dim 128 --out "$W/traces" > "$W/all_4x16x4096x128.log" 2>&1
-  summary+=("all 4x16x4096x128 rc=$?")
-  ./build/attnprof --variant all --dtype bf16 --pass bwd --out "$W/traces" > "$W/all_bwd_8x16x1024x64.log" 2>&1
-  summary+=("all bwd 8x16x1024x64 rc=$?")
-  ./build/attnprof --variant all --dtype bf16 --shape llama3-8b-decode --out "$W/traces" > "$W/all_llama3_8b_decode.log" 2>&1
-  summary+=("all llama3-8b-decode rc=$?")
+  record wall --times "$(cat "$W"/wall_*.txt | paste -sd, -)" --command "build/attnprof --variant naive --dtype bf16"
+  # Each problem in its own --out, so each at-a-glance table is recorded with its own command.
+  all_run() {
+    local name=$1; shift
+    ./build/attnprof --variant all --dtype bf16 "$@" --out "$W/traces/$name" > "$W/all_$name.log" 2>&1
+    summary+=("all $name rc=$?")
+    record glance --from "$W/traces/$name" --command "build/attnprof --variant all --dtype bf16 $*"
+  }
+  all_run 8x16x1024x64 --kernels
+  all_run 4x16x4096x128 --kernels --batch 4 --seq 4096 --head-dim 128
+  all_run bwd_8x16x1024x64 --pass bwd
+  all_run llama3_8b_decode --shape llama3-8b-decode
 fi
 if has bench; then
   PYTHONUNBUFFERED=1 timeout 560 python3 scripts/bench_kernels.py --attnprof build/attnprof --suite "${BENCH_SUITES:-forward,shapes,backward}" \
-    --markdown "$W/bench_kernels.md" --json "$W/bench_kernels.json" > "$W/bench_kernels.log" 2>&1
+    --markdown "$W/bench_kernels.md" --json "$W/bench_kernels.json" ${REC_FLAGS[@]+"${REC_FLAGS[@]}"} > "$W/bench_kernels.log" 2>&1
   summary+=("bench_kernels (${BENCH_SUITES:-forward,shapes,backward}) rc=$?")
 fi
 if has crosscheck; then
   PYTHONUNBUFFERED=1 timeout 400 python3 scripts/crosscheck.py --attnprof build/attnprof --device cuda --pass fwd,bwd \
-    --shapes 8x16x1024x64,4x16x4096x128 --report "$W/crosscheck.md" > "$W/crosscheck.log" 2>&1
+    --shapes 8x16x1024x64,4x16x4096x128 --report "$W/crosscheck.md" ${REC_FLAGS[@]+"${REC_FLAGS[@]}"} > "$W/crosscheck.log" 2>&1
   summary+=("crosscheck rc=$?: $(tail -1 "$W/crosscheck.log")")
 fi
 if has nvtx; then
-  timeout 400 python3 scripts/nvtx_proof.py --attnprof build/attnprof --passes fwd,bwd,fwd+bwd \
-    --variants ${NVTX_VARIANTS:-naive,inplace,sdpa-math,sdpa-efficient,sdpa-flash,sdpa-cudnn,custom-softmax,custom-flash,custom-flash-sm90} > "$W/nvtx_proof.log" 2>&1
-  summary+=("nvtx_proof rc=$?")
+  nvtx_cmd=(python3 scripts/nvtx_proof.py --attnprof build/attnprof --passes fwd,bwd,fwd+bwd
+    --variants ${NVTX_VARIANTS:-naive,inplace,sdpa-math,sdpa-efficient,sdpa-flash,sdpa-cudnn,custom-softmax,custom-flash,custom-flash-sm90})
+  timeout 400 "${nvtx_cmd[@]}" > "$W/nvtx_proof.log" 2>&1; rc=$?
+  summary+=("nvtx_proof rc=$rc")
+  record check --name "NVTX ranges: ncu kernel counts inside attn_fwd and attn_bwd" --command "${nvtx_cmd[*]}" \
+    --result "exit $rc: $(grep -c ' ok (filter' "$W/nvtx_proof.log") scopes ok, $(grep -c 'MISMATCH' "$W/nvtx_proof.log") mismatched, $(grep -c 'skipped:' "$W/nvtx_proof.log") skipped"
 fi
 if has sweep; then
-  timeout 500 ./build/attnprof sweep --seq 512,1024,2048,4096,8192,16384 --head-dim 64,128 \
-    --variant naive,inplace,sdpa-math,sdpa-efficient,sdpa-flash,sdpa-cudnn,custom-flash,custom-flash-sm90 \
-    --timing-iters 10 --warmup-iters 1 --out "$W/sweep_out" > "$W/sweep.log" 2>&1
+  sweep_cmd=(./build/attnprof sweep --seq 512,1024,2048,4096,8192,16384 --head-dim 64,128
+    --variant naive,inplace,sdpa-math,sdpa-efficient,sdpa-flash,sdpa-cudnn,custom-flash,custom-flash-sm90
+    --timing-iters 10 --warmup-iters 1)
+  t0=$(date +%s)
+  timeout 500 "${sweep_cmd[@]}" --out "$W/sweep_out" > "$W/sweep.log" 2>&1
   summary+=("sweep rc=$?")
+  record sweep --from "$W/sweep_out" --seconds $(( $(date +%s) - t0 )) --command "${sweep_cmd[*]}"
 fi
 # attnprof's operators from Python with the library built HERE: a library
 # built on another machine hides what this one's compiler and runtime do (a
@@ -90,6 +123,8 @@ python_ops() {
     ldd build/libattnprof_core.so | grep -E "torch|c10|stdc|gcc_s"; } > "$W/ops_env.txt" 2>&1
   python3 scripts/ops_check.py --lib build/libattnprof_core.so --device cuda > "$W/ops_check_cuda.log" 2>&1
   summary+=("ops_check cuda rc=$?: $(tail -1 "$W/ops_check_cuda.log")")
+  record check --name "attnprof's operators from Python, bad inputs" --result "$(tail -1 "$W/ops_check_cuda.log")" \
+    --command "python3 scripts/ops_check.py --lib build/libattnprof_core.so --device cuda"
   python3 scripts/ops_check.py --lib build/libattnprof_core.so --device cpu > "$W/ops_check_cpu.log" 2>&1
   summary+=("ops_check cpu rc=$?: $(tail -1 "$W/ops_check_cpu.log")")
   grep -E "^(FAIL|CRASH)" "$W/ops_check_cuda.log" | head -5 | sed 's/^/  /' > "$W/ops_failures.txt"
@@ -97,6 +132,8 @@ python_ops() {
   PYTHONUNBUFFERED=1 timeout 300 python3 scripts/backward_matrix.py --lib build/libattnprof_core.so \
     ${BACKWARD_MATRIX_ARGS:-} > "$W/backward_matrix.log" 2>&1
   summary+=("backward_matrix rc=$?: $(tail -1 "$W/backward_matrix.log")")
+  record check --name "autograd backward of the flash operators from Python" --result "$(tail -1 "$W/backward_matrix.log")" \
+    --command "python3 scripts/backward_matrix.py --lib build/libattnprof_core.so ${BACKWARD_MATRIX_ARGS:-}"
   while read -r l; do summary+=("  $l"); done < <(grep -E "^(FAIL|CRASH)" "$W/backward_matrix.log" | head -5)
 }
 if has test || has pyops; then python_ops; fi
@@ -132,8 +169,10 @@ fi
 if has ring; then
   timeout 200 ctest --test-dir build -R 'Ring' --output-on-failure > "$W/ring_ctest.log" 2>&1
   summary+=("ring ctest rc=$?: $(grep -E 'tests passed' "$W/ring_ctest.log"); skipped: $(grep -c '(Skipped)' "$W/ring_ctest.log")")
+  record ctest --name "ring tests on two GPUs" --log "$W/ring_ctest.log" --command "ctest --test-dir build -R Ring" \
+    --gpus "$(nvidia-smi -L 2>/dev/null | wc -l)"
   PYTHONUNBUFFERED=1 timeout 330 python3 scripts/bench_ring.py --attnprof build/attnprof --out "$W/ring_out" \
-    --budget-s 240 --log-dir "$W/ring_logs" > "$W/bench_ring.log" 2>&1
+    --budget-s 240 --log-dir "$W/ring_logs" ${REC_FLAGS[@]+"${REC_FLAGS[@]}"} > "$W/bench_ring.log" 2>&1
   summary+=("bench_ring rc=$?")
   while read -r l; do summary+=("  $l"); done < <(grep -E '^\|' "$W/bench_ring.log" | head -12)
 fi
@@ -143,6 +182,9 @@ if has signals; then
   ./build/attnprof --device cuda --variant naive --warmup 10000 --active 1 --out "$W/sig" > /dev/null 2> "$W/sig.err" &
   pid=$!; sleep 4; kill -INT $pid; wait $pid; rc=$?
   summary+=("SIGINT during Kineto warm-up: rc=$rc (want 130), stderr: $(tr '\n' '|' < "$W/sig.err" | tail -c 300), temps left: $(find "$W/sig" -name '.*.tmp.*' | wc -l)")
+  record check --name "SIGINT during the Kineto warm-up" \
+    --command "build/attnprof --device cuda --variant naive --warmup 10000 --active 1, SIGINT after 4 s" \
+    --result "exit $rc, $(wc -l < "$W/sig.err") stderr line(s), $(find "$W/sig" -name '.*.tmp.*' | wc -l) temp files left"
 fi
 # Traces are large; keep the summaries, tables, at-a-glance, merged traces of the default shape and plots.
 find "$W" -name '*.json.gz' ! -path '*/compare/*' ! -path '*/hta_traces/*' -delete

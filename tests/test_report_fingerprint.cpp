@@ -239,7 +239,7 @@ TEST(Fingerprint, OurKernelsAsSeenOnTheH200) {
 namespace attnprof::report {
 
 // Every kernel name the H200 run printed for the nine variants at 8x16x1024x64
-// and 4x16x4096x128 bf16 (BENCHMARKS.md, commit bf61c97; our flash kernel's
+// and 4x16x4096x128 bf16 (the cross-check at commit bf61c97; our flash kernel's
 // names also as of 959a7b8): none may decode as unknown, and each gets its
 // library and math unit right.
 TEST(Fingerprint, EveryKernelSeenOnTheH200) {
