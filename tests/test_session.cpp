@@ -103,3 +103,19 @@ TEST(Session, AutoCountsAreDecidedMeasuredAndRecorded) {
   for (const RunProgress& p : seen)
     if (p.phase == RunPhase::timing) EXPECT_EQ(p.steps_done + p.steps_left, seen.back().steps_done) << "exact once decided";
 }
+
+// --counters on the CPU: the run is the same, the record says why there are no
+// counters, and nothing of the hardware view (limits, occupancy) is made up.
+TEST(Session, CountersOnTheCpuAreUnavailableWithTheReason) {
+  MeasureOptions o = quick();
+  o.counters = true;
+  const RunRecord r = run_variant("naive", tiny(), o).record;
+  ASSERT_EQ(r.status, Status::ok) << r.reason;
+  ASSERT_TRUE(r.counters);
+  EXPECT_EQ(r.counters->state, report::CounterPass::State::unavailable);
+  EXPECT_EQ(r.counters->reason, "the problem runs on the CPU; hardware counters need a CUDA device");
+  EXPECT_FALSE(r.counters->ceilings);
+  EXPECT_FALSE(r.device_limits);
+  EXPECT_TRUE(r.timing) << "the timed figures as without --counters";
+  EXPECT_FALSE(run_variant("naive", tiny(), quick()).record.counters) << "no pass unless asked for";
+}
