@@ -149,7 +149,7 @@ TEST(Cli, RunWritesValidTraceTableAndSummary) {
     const auto summary = nlohmann::json::parse(attnprof::io::read_file(stem + ".summary.json"));
     EXPECT_EQ(summary["variant"], "naive");
     EXPECT_EQ(summary["status"], "ok");
-    EXPECT_EQ(summary["schema_version"], 2);
+    EXPECT_EQ(summary["schema_version"], 3);
     ASSERT_EQ(summary["headline"]["scopes"].size(), 1u);
     EXPECT_EQ(summary["headline"]["scopes"][0]["scope"], "attn_fwd");
     EXPECT_EQ(summary["headline"]["scopes"][0]["calls"], 3);

@@ -1,6 +1,7 @@
 // The at-a-glance table from hand-built RunRecords: every note derivation,
 // speedup vs naive, the n/a paths, the peak lookup and its override, and the
 // written files parsed back.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -8,6 +9,7 @@
 
 #include "attnprof/io/files.h"
 #include "attnprof/report/at_a_glance.h"
+#include "counters_test_data.h"
 #include "test_util.h"
 
 using namespace attnprof;
@@ -97,6 +99,60 @@ TEST(AtAGlance, PeakLookupByDeviceNameAndDtype) {
   EXPECT_FALSE(lookup_peak_tflops("Tesla V100-SXM2-16GB", DType::BF16));  // no bf16 tensor cores
   EXPECT_FALSE(lookup_peak_tflops("CPU", DType::BF16));
   EXPECT_FALSE(lookup_peak_tflops("Some Future GPU", DType::BF16));
+  EXPECT_DOUBLE_EQ(*lookup_spec_dram_gbps("NVIDIA H200"), 4800);
+  EXPECT_DOUBLE_EQ(*lookup_spec_dram_gbps("NVIDIA H100 80GB HBM3"), 3350);
+  EXPECT_DOUBLE_EQ(*lookup_spec_dram_gbps("NVIDIA H100 PCIe"), 2000);
+  EXPECT_FALSE(lookup_spec_dram_gbps("NVIDIA A100-SXM4-40GB")) << "40 and 80 GB A100s differ";
+  EXPECT_FALSE(lookup_spec_dram_gbps("CPU"));
+}
+
+// --counters: DRAM %, tensor pipe %, occupancy and the verdict of each run's
+// longest counted kernel, and "% of peak" against the measured GEMM ceiling.
+TEST(AtAGlance, CounterColumnsFromTheDominantKernel) {
+  std::vector<RunRecord> runs = attnprof::testing::constructed_runs();
+  RunRecord skipped = runs[0];
+  skipped.variant = "sdpa-cudnn";
+  skipped.status = Status::skipped;
+  skipped.reason = "cuDNN attention needs sm80+";
+  skipped.counters.reset();
+  runs.push_back(skipped);
+  RunRecord no_gpu_counters = runs[0];
+  no_gpu_counters.variant = "inplace";
+  no_gpu_counters.counters->state = CounterPass::State::unavailable;
+  no_gpu_counters.counters->kernels.clear();
+  runs.push_back(no_gpu_counters);
+  const Table t = at_a_glance_table(runs, kNaiveBaseline);
+  std::vector<std::string> labels;
+  for (const Column& c : t.columns) labels.push_back(c.label);
+  ASSERT_EQ(labels.size(), 18u);
+  EXPECT_EQ(std::vector<std::string>(labels.end() - 5, labels.end()),
+            (std::vector<std::string>{"DRAM %", "tensor pipe %", "occupancy", "verdict", "note"}));
+  // naive's longest kernel is the softmax (175 us): 536870912 B / 175 us / 4000 GB/s.
+  auto naive = row_of(t, "naive");
+  EXPECT_EQ(naive["DRAM %"], "77%");
+  EXPECT_EQ(naive["tensor pipe %"], "0%");
+  EXPECT_EQ(naive["occupancy"], "58%");
+  EXPECT_EQ(naive["verdict"], "memory-bound: 77% of DRAM peak");
+  EXPECT_EQ(row_of(t, "sdpa-math")["verdict"], "compute-bound: SM 72% busy") << "the fp32 GEMM";
+  EXPECT_EQ(row_of(t, "sdpa-flash")["verdict"], "latency-bound: none above 60% (DRAM 18%, pipe 41%, SM 48%)");
+  EXPECT_EQ(row_of(t, "custom-flash-sm90")["verdict"], "tensor-bound: pipe 66% active");
+  EXPECT_EQ(row_of(t, "sdpa-cudnn")["verdict"], "n/a");
+  EXPECT_EQ(row_of(t, "sdpa-cudnn")["note"], "skipped: cuDNN attention needs sm80+");
+  EXPECT_EQ(row_of(t, "inplace")["verdict"], "unavailable");
+  // % of peak: the run's TFLOP/s over the measured 700, not the datasheet's 989.4.
+  EXPECT_EQ(row_of(t, "custom-flash-sm90")["% of peak"],
+            fmt::format("{:.1f}%", 100.0 * *runs[3].tflops / 700.0));
+  const std::string header = at_a_glance_header(runs, kNaiveBaseline);
+  EXPECT_NE(header.find("peak 700 TFLOP/s measured (bf16 GEMM on this GPU; datasheet 989.4)"), std::string::npos)
+      << header;
+  // --peak-tflops still wins.
+  EXPECT_EQ(row_of(at_a_glance_table(runs, {100.0, "naive"}), "custom-flash-sm90")["% of peak"],
+            fmt::format("{:.1f}%", *runs[3].tflops));
+  // Without any counter pass, no counter columns.
+  EXPECT_EQ(at_a_glance_table(story(), kNaiveBaseline).columns.size(), 14u);
+  const nlohmann::json j = to_json(t);
+  EXPECT_DOUBLE_EQ(j[0]["tensor_pipe_pct"].get<double>(), 0.0);
+  EXPECT_TRUE(j[4]["dram_pct"].is_null());
 }
 
 TEST(AtAGlance, RowsFiguresAndSpeedup) {

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attnprof/report/counter_report.h"
 #include "attnprof/report/launch_facts.h"
 
 using namespace attnprof;
@@ -94,4 +95,41 @@ TEST(LaunchFacts, ZeroOccupancyIsNotMeasuredForAnyLaunchApi) {
   const auto facts = report::launch_facts(trace, {{"ours", 5, 1.0}});
   ASSERT_EQ(facts.size(), 1u);
   EXPECT_FALSE(facts[0].est_occupancy_pct.has_value());
+}
+
+// The "Est. occupancy" column with the device's limits: the formula's figure
+// and what limits it for every kernel, cuDNN's driver-API launch included;
+// the grid's own figure where it cannot fill the SMs.
+TEST(LaunchFacts, OccupancyColumnFromTheFormula) {
+  const json trace = trace_with(json::array({
+      {{"ph", "X"}, {"cat", "cuda_driver"}, {"name", "cuLaunchKernelEx"}, {"args", {{"correlation", 1}}}},
+      {{"ph", "X"}, {"cat", "kernel"}, {"name", "cudnn_k"},
+       {"args", {{"correlation", 1}, {"grid", {132, 1, 1}}, {"block", {384, 1, 1}}, {"registers per thread", 168},
+                 {"shared memory", 134144}, {"est. achieved occupancy %", 0}}}},
+      {{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", "cudaLaunchKernel"}, {"args", {{"correlation", 2}}}},
+      {{"ph", "X"}, {"cat", "kernel"}, {"name", "tiny"},
+       {"args", {{"correlation", 2}, {"grid", {33, 1, 1}}, {"block", {128, 1, 1}}, {"registers per thread", 32},
+                 {"shared memory", 0}, {"est. achieved occupancy %", 2}}}},
+      {{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", "cudaMemsetAsync"}, {"args", {{"correlation", 3}}}},
+      {{"ph", "X"}, {"cat", "gpu_memset"}, {"name", "Memset (Device)"}, {"args", {{"correlation", 3}}}},
+  }));
+  auto facts = report::launch_facts(trace, {{"cudnn_k", 1, 50.0}, {"tiny", 2, 1.0}, {"Memset (Device)", 3, 1.0}});
+  report::DeviceLimits h200;
+  h200.compute_major = 9, h200.sm_count = 132, h200.max_threads_per_sm = 2048, h200.max_blocks_per_sm = 32;
+  h200.regs_per_sm = h200.regs_per_block = 65536;
+  h200.smem_per_sm = 233472, h200.smem_per_block_optin = 232448, h200.smem_reserved_per_block = 1024;
+  report::apply_allocation_rules(h200);
+  report::fill_launch_occupancy(facts, h200);
+  // 384 threads x 168 registers: one block (12 of 64 warps) by registers (shared memory allows one too).
+  EXPECT_DOUBLE_EQ(*facts[0].theoretical_occupancy_pct, 18.75);
+  EXPECT_EQ(facts[0].occupancy_limiter, "registers");
+  EXPECT_FALSE(facts[0].est_occupancy_pct) << "CUPTI's 0 stays not measured";
+  // 33 blocks on 132 SMs: a quarter block per SM of the 16 that fit.
+  EXPECT_DOUBLE_EQ(*facts[1].theoretical_occupancy_pct, 100.0);
+  EXPECT_NEAR(*facts[1].grid_occupancy_pct, 33.0 / 132.0 * 128.0 / 2048.0 * 100.0, 1e-9);
+  EXPECT_FALSE(facts[2].theoretical_occupancy_pct) << "a memset has no block";
+  const std::string table = report::format_launch_table(facts);
+  EXPECT_EQ(table.find("not measured"), std::string::npos) << table;
+  EXPECT_NE(table.find("19% (registers)"), std::string::npos) << table;
+  EXPECT_NE(table.find("100% (warps), grid 2%"), std::string::npos) << table;
 }

@@ -254,5 +254,52 @@ TEST(MergedTrace, HostileNamesAndLargeTraces) {
   EXPECT_EQ(kernels, 20u * 80u);
 }
 
+// --counters: each kernel slice of every profiled forward carries the counted
+// figures of the kernel at its place in the step; memcpys, the other runs and
+// Kineto's own args stay as they were.
+TEST(MergedTrace, CountedKernelsCarryTheirCountersAsArgs) {
+  const std::vector<std::string> variants = {"naive", "sdpa-flash"};
+  const auto traces = read_all({gpu_fixture("naive"), gpu_fixture("sdpa-flash")});
+  const json summary = testing::load_json(gpu_fixture("naive", ".summary.json"));
+  CounterPass pass;
+  pass.state = CounterPass::State::collected;
+  DeviceCeilings c;
+  c.copy_gbps = 4000;  // constructed, as every figure here
+  pass.ceilings = c;
+  int index = 0;
+  for (const json& l : summary["launches"]) {
+    const std::string name = l["name"];
+    if (name.rfind("Memcpy", 0) == 0) continue;
+    KernelCounters k;
+    k.scope = kForwardScope, k.kernel = name, k.index = index++;
+    k.values.duration_ns = 2000.0;
+    k.values.dram_read_bytes = 6e6, k.values.dram_write_bytes = 1e6;
+    k.values.tensor_active_pct = 5, k.values.sm_throughput_pct = 10;
+    pass.kernels.push_back(k);
+  }
+  ASSERT_EQ(pass.kernels.size(), 5u);
+  std::vector<RunTrace> runs = runs_of(traces, variants);
+  runs[0].counters = &pass;
+  const json merged = parse_back(merge_traces(runs));
+  expect_perfetto_rules(merged);
+  size_t counted = 0;
+  for (const json* e : events_of(merged, 1, "X", "kernel")) {
+    ASSERT_TRUE((*e)["args"].contains("attnprof_counters")) << (*e)["name"];
+    const json& a = (*e)["args"]["attnprof_counters"];
+    EXPECT_EQ(a["dram_read_bytes"], 6e6);
+    EXPECT_DOUBLE_EQ(a["dram_gbps"].get<double>(), 3500.0);
+    EXPECT_EQ(a["verdict"], "memory-bound: 88% of DRAM peak");
+    EXPECT_TRUE((*e)["args"].contains("correlation")) << "Kineto's args kept";
+    ++counted;
+  }
+  EXPECT_EQ(counted, 15u) << "5 kernels in each of 3 profiled forwards";
+  for (const json* e : events_of(merged, 1, "X", "gpu_memcpy")) EXPECT_FALSE((*e)["args"].contains("attnprof_counters"));
+  for (const json* e : events_of(merged, 2, "X", "kernel")) EXPECT_FALSE((*e)["args"].contains("attnprof_counters"));
+  // A pass that collected nothing adds nothing.
+  pass.state = CounterPass::State::unavailable;
+  const json plain = parse_back(merge_traces(runs));
+  for (const json* e : events_of(plain, 1, "X", "kernel")) EXPECT_FALSE((*e)["args"].contains("attnprof_counters"));
+}
+
 }  // namespace
 }  // namespace attnprof::report

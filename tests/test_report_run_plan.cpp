@@ -163,6 +163,8 @@ TEST(ProgressText, DurationsPhasesAndLines) {
   EXPECT_EQ(phase_text(RunPhase::timing, 0, 10), "timing 1 of 10");
   EXPECT_EQ(phase_text(RunPhase::checking, 0, 1), "NaN check");
   EXPECT_EQ(phase_text(RunPhase::writing, 0, 0), "writing files");
+  EXPECT_EQ(phase_text(RunPhase::counters, 0, 0), "hardware counters");
+  EXPECT_EQ(phase_text(RunPhase::calibrating, 0, 0), "calibrating ceilings");
 
   ProgressView v;
   v.label = "naive";

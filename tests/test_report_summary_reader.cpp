@@ -5,6 +5,7 @@
 
 #include "attnprof/io/files.h"
 #include "attnprof/report/summary.h"
+#include "counters_test_data.h"
 #include "test_util.h"
 
 using namespace attnprof;
@@ -205,7 +206,7 @@ TEST(SummaryReader, WrongTypesNameTheField) {
       {"/timing/median_us", "x", "'timing.median_us'"},
       {"/facts/mask", 1, "'facts.mask'"},
       {"/status", "great", "'status'"},
-      {"/schema_version", 3, "'schema_version'"},
+      {"/schema_version", kSummarySchemaVersion + 1, "'schema_version'"},
       {"/schema_version", "1", "'schema_version'"},
       {"/tool", "other", "'tool'"},
   };
@@ -344,4 +345,122 @@ TEST(SummaryReader, ControlCharactersAreMadeVisible) {
   const std::string e = error_of(j);
   EXPECT_TRUE(one_line(e)) << e;
   EXPECT_EQ(e.find('\x1b'), std::string::npos) << e;
+}
+
+// Schema 3: the counter pass, the device limits and each launch's occupancy
+// figures come back; the derived figures are written for people and scripts.
+TEST(SummaryReader, RoundTripKeepsTheCounterPass) {
+  const RunRecord r = attnprof::testing::constructed_runs()[1];  // sdpa-math: analytic FLOPs too
+  ASSERT_TRUE(r.counters && r.device_limits);
+  const json j = summary_json(r);
+  EXPECT_EQ(j["schema_version"], 3);
+  const json& k3 = j["counters"]["kernels"][3];
+  EXPECT_EQ(k3["derived"]["verdict"], "compute-bound: SM 72% busy");
+  EXPECT_EQ(k3["derived"]["flops_basis"], "analytic");
+  EXPECT_EQ(k3["derived"]["dram_pct_of"], "measured copy ceiling");
+  EXPECT_EQ(k3["derived"]["bound"], "compute-bound");
+  EXPECT_TRUE(k3["derived"]["tensor_family"] == "none");
+  EXPECT_EQ(j["counters"]["ceilings"]["gemm_bf16_tflops"], 700.0);
+  const RunRecord b = read_summary(j);
+  ASSERT_TRUE(b.counters);
+  const CounterPass& p = *b.counters;
+  EXPECT_EQ(p.state, CounterPass::State::collected);
+  EXPECT_EQ(p.route, "test data");
+  EXPECT_DOUBLE_EQ(p.wall_s, 1.5);
+  ASSERT_EQ(p.kernels.size(), r.counters->kernels.size());
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    const KernelCounters &x = p.kernels[i], &y = r.counters->kernels[i];
+    EXPECT_EQ(x.kernel, y.kernel);
+    EXPECT_EQ(x.scope, y.scope);
+    EXPECT_EQ(x.index, y.index);
+    EXPECT_EQ(x.values.duration_ns, y.values.duration_ns);
+    EXPECT_EQ(x.values.dram_read_bytes, y.values.dram_read_bytes);
+    EXPECT_EQ(x.values.tensor_flops, y.values.tensor_flops);
+    EXPECT_EQ(x.values.cuda_core_flops, y.values.cuda_core_flops);
+    EXPECT_EQ(x.values.l2_hit_rate_pct, y.values.l2_hit_rate_pct);
+    EXPECT_EQ(x.values.achieved_occupancy_pct, y.values.achieved_occupancy_pct);
+    EXPECT_EQ(x.theoretical_occupancy_pct, y.theoretical_occupancy_pct);
+    EXPECT_EQ(x.occupancy_limiter, y.occupancy_limiter);
+    EXPECT_EQ(x.analytic_flops, y.analytic_flops);
+    EXPECT_EQ(std::vector<int>(x.grid, x.grid + 3), std::vector<int>(y.grid, y.grid + 3));
+    EXPECT_EQ(x.registers_per_thread, y.registers_per_thread);
+    EXPECT_EQ(x.shared_memory_bytes, y.shared_memory_bytes);
+    EXPECT_EQ(kernel_figures(x, p.ceilings).verdict.text, kernel_figures(y, r.counters->ceilings).verdict.text);
+  }
+  ASSERT_TRUE(p.ceilings);
+  EXPECT_DOUBLE_EQ(p.ceilings->copy_gbps, 4000.0);
+  EXPECT_EQ(p.ceilings->gemm_n, 8192);
+  EXPECT_EQ(b.device_limits->sm_count, 132);
+  EXPECT_EQ(b.device_limits->smem_per_block_optin, 232448);
+  EXPECT_EQ(b.device_limits->smem_alloc_unit, 128);
+  ASSERT_EQ(b.launches.size(), r.launches.size());
+  EXPECT_EQ(b.launches[3].theoretical_occupancy_pct, r.launches[3].theoretical_occupancy_pct);
+  EXPECT_EQ(b.launches[3].occupancy_limiter, "registers");
+  EXPECT_EQ(b.launches[3].grid_occupancy_pct, r.launches[3].grid_occupancy_pct);
+  // A pass that collected nothing keeps its reason; no pass at all reads as none.
+  RunRecord u = sample();
+  u.counters.emplace();
+  u.counters->reason = "the problem runs on the CPU";
+  const RunRecord ub = read_summary(summary_json(u));
+  EXPECT_EQ(ub.counters->state, CounterPass::State::unavailable);
+  EXPECT_EQ(ub.counters->reason, "the problem runs on the CPU");
+  EXPECT_FALSE(ub.counters->ceilings);
+  EXPECT_FALSE(read_summary(summary_json(sample())).counters);
+  EXPECT_TRUE(summary_json(sample())["counters"].is_null());
+}
+
+TEST(SummaryReader, CounterFieldsAreValidated) {
+  const json good = summary_json(attnprof::testing::constructed_runs()[0]);
+  struct Case {
+    const char* pointer;
+    json value;
+    const char* field;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"/counters/state", "done", "'counters.state'"},
+           {"/counters/kernels/0/values/duration_ns", "x", "'counters.kernels[0].values.duration_ns'"},
+           {"/counters/kernels/1/values/tensor_active_pct", 5000.0, "'counters.kernels[1].values.tensor_active_pct'"},
+           {"/counters/kernels/0/grid", json::array({1}), "'counters.kernels[0].grid'"},
+           {"/counters/ceilings/copy_gbps", -1.0, "'counters.ceilings.copy_gbps'"},
+           {"/counters/kernels", json::object(), "'counters.kernels'"},
+           {"/device_limits/sm_count", -1, "'device_limits.sm_count'"},
+           {"/launches/0/theoretical_occupancy_pct", 101.0, "'launches[0].theoretical_occupancy_pct'"},
+       }) {
+    json j = good;
+    j[json::json_pointer(c.pointer)] = c.value;
+    const std::string e = error_of(j);
+    EXPECT_TRUE(one_line(e)) << c.pointer << ": " << e;
+    EXPECT_NE(e.find(c.field), std::string::npos) << c.pointer << ": " << e;
+  }
+  json j = good;
+  j["counters"]["kernels"][0]["values"].erase("duration_ns");
+  EXPECT_NE(error_of(j).find("'counters.kernels[0].values.duration_ns': missing"), std::string::npos) << error_of(j);
+}
+
+// Schema 2 (attnprof before the counter pass): a real CPU summary of that
+// version, and a CUDA one with launches, read with no counters, no device
+// limits and no occupancy figures.
+TEST(SummaryReader, ReadsSchemaTwo) {
+  const RunRecord r =
+      read_summary_file(std::string(ATTNPROF_SOURCE_DIR) + "/tests/data/summaries/naive_cpu_schema2.summary.json");
+  EXPECT_EQ(r.variant, "naive");
+  EXPECT_FALSE(r.counters);
+  EXPECT_FALSE(r.device_limits);
+  EXPECT_TRUE(r.roofline_file.empty());
+  EXPECT_FALSE(r.rows.empty());
+  json v2 = summary_json(sample());
+  v2["schema_version"] = 2;
+  for (const char* key : {"counters", "device_limits"}) v2.erase(key);
+  v2["files"].erase("roofline");
+  for (json& l : v2["launches"])
+    for (const char* key : {"theoretical_occupancy_pct", "occupancy_limiter", "grid_occupancy_pct"}) l.erase(key);
+  const RunRecord b = read_summary(v2);
+  ASSERT_EQ(b.launches.size(), 2u);
+  EXPECT_FALSE(b.launches[0].theoretical_occupancy_pct);
+  EXPECT_EQ(b.launches[0].occupancy_limiter, "");
+  EXPECT_DOUBLE_EQ(*b.launches[0].est_occupancy_pct, 12.5) << "CUPTI's figure stays";
+  EXPECT_FALSE(b.counters);
+  // The same file claiming schema 3 lacks the new fields: named.
+  v2["schema_version"] = 3;
+  EXPECT_NE(error_of(v2).find("'launches[0].theoretical_occupancy_pct': missing"), std::string::npos) << error_of(v2);
 }

@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <csignal>
 #include <string>
+
+#include <torch/cuda.h>
 
 #include "attnprof/interrupt.h"
 #include "attnprof/session.h"
@@ -18,6 +22,13 @@ Problem tiny(Pass pass = Pass::fwd) {
   p.batch = 1, p.heads_q = 4, p.heads_kv = 2, p.seq_q = 5, p.seq_kv = 33, p.head_dim = 16;
   p.pass = pass;
   p.device = "cpu";
+  return p;
+}
+
+Problem gpu_problem(int64_t batch, int64_t heads, int64_t seq, int64_t head_dim) {
+  Problem p;
+  p.batch = batch, p.heads_q = p.heads_kv = heads, p.seq_q = p.seq_kv = seq, p.head_dim = head_dim;
+  p.device = "cuda:0";
   return p;
 }
 
@@ -102,4 +113,59 @@ TEST(Session, AutoCountsAreDecidedMeasuredAndRecorded) {
   EXPECT_EQ(seen.back().steps_left, 0);
   for (const RunProgress& p : seen)
     if (p.phase == RunPhase::timing) EXPECT_EQ(p.steps_done + p.steps_left, seen.back().steps_done) << "exact once decided";
+}
+
+// --counters on the CPU: the run is the same, the record says why there are no
+// counters, and nothing of the hardware view (limits, occupancy) is made up.
+TEST(Session, CountersOnTheCpuAreUnavailableWithTheReason) {
+  MeasureOptions o = quick();
+  o.counters = true;
+  const RunRecord r = run_variant("naive", tiny(), o).record;
+  ASSERT_EQ(r.status, Status::ok) << r.reason;
+  ASSERT_TRUE(r.counters);
+  EXPECT_EQ(r.counters->state, report::CounterPass::State::unavailable);
+  EXPECT_EQ(r.counters->reason, "the problem runs on the CPU; hardware counters need a CUDA device");
+  EXPECT_FALSE(r.counters->ceilings);
+  EXPECT_FALSE(r.device_limits);
+  EXPECT_TRUE(r.timing) << "the timed figures as without --counters";
+  EXPECT_FALSE(run_variant("naive", tiny(), quick()).record.counters) << "no pass unless asked for";
+}
+
+// The occupancy formula on the GPU machine: CUPTI's own estimate wherever
+// CUPTI gives one, and a figure for every kernel.
+TEST(Session, OccupancyFormulaAgreesWithCuptiOnTheGpu) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: CUPTI and the counter pass need one";
+  const Measurement m = run_variant("sdpa-math", gpu_problem(8, 16, 1024, 64), quick());
+  const RunRecord& r = m.record;
+  ASSERT_EQ(r.status, Status::ok) << r.reason;
+  ASSERT_TRUE(r.device_limits);
+  EXPECT_GT(r.device_limits->sm_count, 0);
+  if (r.device_limits->compute_major >= 8) EXPECT_EQ(r.device_limits->smem_reserved_per_block, 1024);
+  int compared = 0;
+  for (const KernelLaunch& l : r.launches) {
+    if (l.block[0] <= 0) continue;
+    ASSERT_TRUE(l.theoretical_occupancy_pct) << l.name;
+    if (!l.est_occupancy_pct) continue;
+    EXPECT_EQ(std::lround(*l.grid_occupancy_pct), std::lround(*l.est_occupancy_pct)) << l.name;
+    ++compared;
+  }
+  EXPECT_GE(compared, 5);
+}
+
+TEST(Session, StopDuringTheCounterPassKeepsTheMeasuredRun) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: CUPTI and the counter pass need one";
+  MeasureOptions o = quick();
+  o.counters = true;
+  o.progress = [](const RunProgress& p) {
+    if (p.phase == RunPhase::counters) request_interrupt(SIGINT);
+  };
+  const Measurement m = run_variant("sdpa-flash", gpu_problem(1, 2, 128, 64), o);
+  request_interrupt(0);
+  const RunRecord& r = m.record;
+  EXPECT_EQ(r.status, Status::interrupted);
+  EXPECT_NE(r.reason.find("during the counter pass"), std::string::npos) << r.reason;
+  ASSERT_TRUE(r.counters);
+  EXPECT_EQ(r.counters->state, report::CounterPass::State::interrupted);
+  EXPECT_FALSE(r.scopes.empty()) << "the profiled figures are kept";
+  EXPECT_TRUE(r.timing);
 }

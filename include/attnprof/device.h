@@ -3,9 +3,11 @@
 // before anything runs.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "attnprof/problem.h"
+#include "attnprof/report/counters.h"
 #include "attnprof/run_record.h"
 
 namespace attnprof {
@@ -21,5 +23,9 @@ Environment describe_environment(const Problem& p);
 
 // Waits until the problem's device has finished all queued work (no-op on CPU).
 void synchronize(const Problem& p);
+
+// The problem's GPU's limits for the occupancy formula (cudaDeviceProp and
+// the occupancy calculator's allocation rules); nullopt on CPU.
+std::optional<report::DeviceLimits> device_limits(const Problem& p);
 
 }  // namespace attnprof

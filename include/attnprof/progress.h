@@ -14,6 +14,8 @@ enum class RunPhase {
   profiling,  // the profiler schedule: wait, warmup and active steps
   timing,     // unprofiled steps between CUDA events
   checking,   // the NaN/Inf check
+  counters,   // --counters: one more step, each kernel replayed for its hardware counters
+  calibrating,  // --counters: measuring the device's ceilings (once per device, then cached)
   writing,    // trace, table and summary files
 };
 const char* run_phase_name(RunPhase p);  // "warm-up", "profiled step", ...

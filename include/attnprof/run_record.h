@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "attnprof/report/counters.h"
 #include "attnprof/report/key_averages.h"
 #include "attnprof/problem.h"
 
@@ -89,6 +90,12 @@ struct KernelLaunch {
   // CUPTI's estimate; nullopt where it reports 0 for a driver-API launch (not measured).
   std::optional<double> est_occupancy_pct;
   double time_us = 0.0;  // duration of this launch in the first profiled step
+  // The occupancy formula's figures for this launch on the run's device
+  // (report::occupancy): resident warps / max warps, what limits them, and
+  // the same no higher than the grid fills the SMs (CUPTI's estimate's model).
+  std::optional<double> theoretical_occupancy_pct;
+  std::string occupancy_limiter;
+  std::optional<double> grid_occupancy_pct;
 };
 
 // Time of one step of the pass without the profiler: back-to-back steps
@@ -124,8 +131,13 @@ struct RunRecord {
   bool output_finite = true;  // NaN/Inf check on the output (and gradients)
   // Where this run's wall time went, in order (ms): set-up, warm-up, profiling, ...
   std::vector<std::pair<std::string, double>> phases_ms;
+  // The GPU's limits behind the occupancy figures (CUDA runs).
+  std::optional<report::DeviceLimits> device_limits;
+  // The hardware-counter pass (--counters): absent when not asked for.
+  std::optional<report::CounterPass> counters;
   // Files written for this run, relative to the output directory.
   std::string trace_file, table_file, summary_file;
+  std::string roofline_file;  // <variant>/<stem>.roofline.svg when counters were collected
 
   bool ok() const { return status == Status::ok; }
   const ScopeStats* scope(const std::string& name) const;

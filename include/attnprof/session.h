@@ -1,6 +1,6 @@
 // One variant, end to end, as data: support check, memory prediction, inputs,
-// prepare, the profiled schedule, unprofiled timing, the NaN check, and the
-// aggregation of the events into a RunRecord. Nothing is printed or written
+// prepare, the profiled schedule, unprofiled timing, the NaN check, with
+// --counters the counter pass, and the aggregation of the events into a RunRecord. Nothing is printed or written
 // here except Kineto's own temporary trace file, which is read back and
 // removed before returning: the CLI hands the Measurement to the writers
 // (report/run_files.h) and the printers.
@@ -25,6 +25,11 @@ struct MeasureOptions {
   // Steps timed without the profiler; kAutoIters: as many as fit the timing
   // budget at the profiled steps' pace, 1 to 100.
   int timing_iters = kAutoIters;
+  // --counters: after the timing and the NaN check, one more step of the pass
+  // whose kernels are replayed for their hardware counters, and the device's
+  // ceilings (calibrated once, then cached). Runs last, so no profiled or
+  // timed figure sees it.
+  bool counters = false;
   // Process start to main() (dynamic loading of LibTorch), recorded as the first
   // phase of the run.
   std::optional<double> startup_ms;

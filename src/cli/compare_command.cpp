@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -85,6 +86,12 @@ std::string stage_ab_traces(io::StagedFiles& staged, std::unique_ptr<io::OutputD
                             const std::optional<std::pair<RunRecord, RunRecord>>& files) {
   std::map<std::string, std::vector<report::RunTraceFile>> by_stem;
   std::map<std::string, std::vector<RunRecord>> records;
+  std::deque<report::CounterPass> counters;  // what the runs' slices point at (a deque keeps them in place)
+  auto counters_of = [&](const RunRecord& r) -> const report::CounterPass* {
+    if (!r.counters) return nullptr;
+    counters.push_back(*r.counters);
+    return &counters.back();
+  };
   for (const auto& [rel, a, b] : compared_runs(o, files)) {
     if (!a.ok() || !b.ok()) continue;
     const std::string ta = trace_of(o.a, files.has_value(), o.a, a), tb = trace_of(o.b, files.has_value(), o.b, b);
@@ -92,8 +99,8 @@ std::string stage_ab_traces(io::StagedFiles& staged, std::unique_ptr<io::OutputD
     // Two single summaries of different variants: one row label, so A and B group.
     const std::string label = a.variant == b.variant ? a.variant : a.variant + " / " + b.variant;
     const std::string stem = a.problem.file_stem();
-    by_stem[stem].push_back({label, "A", unit_headline(a), ta, unit_scope(a.problem)});
-    by_stem[stem].push_back({label, "B", unit_headline(b), tb, unit_scope(b.problem)});
+    by_stem[stem].push_back({label, "A", unit_headline(a), ta, unit_scope(a.problem), counters_of(a)});
+    by_stem[stem].push_back({label, "B", unit_headline(b), tb, unit_scope(b.problem), counters_of(b)});
     records[stem].push_back(a);
   }
   std::string text;

@@ -212,6 +212,10 @@ void add_run_options(CLI::App& app, CliOptions& o) {
   app.add_flag("--quiet,-q", o.quiet, "No progress or time estimates on stderr (errors and notes still print)");
   app.add_flag("--kernels", o.kernels, "Also print each kernel's launch API, grid, block, registers, "
                "shared memory and estimated occupancy");
+  app.add_flag("--counters", o.counters,
+               "After the profiled and timed steps, one more step whose kernels are replayed for their hardware "
+               "counters (DRAM bytes, tensor-pipe activity, occupancy, ...), judged against this GPU's measured "
+               "ceilings (calibrated once, cached); adds a counters block, verdicts and a roofline");
   app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N (auto: CUDA if present, else CPU)")->capture_default_str();
   // Two flags rather than CLI11's "--causal,!--no-causal", which lets the last
   // one win silently: giving both is refused (build_problem).
@@ -381,6 +385,7 @@ RunSettings build_settings(const CliOptions& o) {
   if (o.row_limit < 0) throw UsageError(fmt::format("--row-limit must be >= 0 (0 = all rows), got {}", o.row_limit));
   s.files.table.row_limit = o.row_limit;
   s.measure.timing_iters = o.timing_iters;
+  s.measure.counters = o.counters;
   s.measure.profiler = o.profiler;
   s.measure.startup_ms = o.startup_ms;
   // Limits keep a typo (--active 1000000000) from running for days; traced steps

@@ -43,6 +43,7 @@ struct CliOptions {
   int timing_iters = kAutoIters;  // --timing-iters auto
   bool quiet = false;             // no progress or estimates on stderr
   bool kernels = false;
+  bool counters = false;  // --counters: the hardware-counter pass and the measured ceilings
   ProfilerOptions profiler;  // --record-shapes, --profile-memory, --with-stack
   std::optional<double> startup_ms;  // measured in main()
   std::optional<double> peak_tflops;  // --peak-tflops, for the at-a-glance table

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "attnprof/report/counter_report.h"
 #include "attnprof/report/headline.h"
 #include "attnprof/report/launch_facts.h"
 #include "attnprof/report/run_files.h"
@@ -11,8 +12,21 @@ namespace attnprof::cli {
 std::string run_text(const RunRecord& r, const TableOptions& table, bool kernels, const std::string& out_dir) {
   std::string out = "\n" + report::run_table_text(r, table) + "\n" + report::headline_text(r);
   if (kernels && !r.launches.empty()) out += "\n" + report::format_launch_table(r.launches);
-  out += fmt::format("  files: {}/{{{}, {}, {}}}\n", out_dir, r.trace_file, r.table_file, r.summary_file);
+  out += report::counters_text(r);
+  out += fmt::format("  files: {}/{{{}, {}, {}{}}}\n", out_dir, r.trace_file, r.table_file, r.summary_file,
+                     r.roofline_file.empty() ? "" : ", " + r.roofline_file);
   return out;
+}
+
+std::string CounterNotes::line_for(const RunRecord& r) {
+  if (!r.counters) return "";
+  const std::string why = report::counters_note(*r.counters);
+  if (why.empty()) return "";
+  if (r.counters->state == report::CounterPass::State::failed) {
+    failed = true;
+    return fmt::format("attnprof: {}: {}", r.variant, why);
+  }
+  return seen_.insert(why).second ? "note: --counters: " + why : "";
 }
 
 std::string run_label(const std::string& variant, const Problem& p) {

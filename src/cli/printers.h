@@ -1,6 +1,7 @@
 // What the commands print, built from records: formatting only.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,18 @@ namespace attnprof::cli {
 // A finished run: its key-averages table, the headline, the launch table with
 // --kernels, and the files it wrote.
 std::string run_text(const RunRecord& r, const TableOptions& table, bool kernels, const std::string& out_dir);
+
+// The line to print after a run whose counter pass collected nothing: a
+// note once per distinct reason (no GPU, no permission: every variant would
+// say the same), and an error line naming the variant for each failed pass.
+class CounterNotes {
+ public:
+  std::string line_for(const RunRecord& r);  // "" when nothing (new) to say
+  bool failed = false;                       // a pass failed: the run exits 1
+
+ private:
+  std::set<std::string> seen_;
+};
 
 // "inplace (8x16x1024x64 bf16 causal on cuda:0)"
 std::string run_label(const std::string& variant, const Problem& p);

@@ -7,6 +7,7 @@
 #include "attnprof/interrupt.h"
 #include "attnprof/io/files.h"
 #include "attnprof/report/at_a_glance.h"
+#include "attnprof/report/roofline_svg.h"
 #include "attnprof/report/run_files.h"
 #include "attnprof/report/table_data.h"
 #include "attnprof/report/trace_comparison.h"
@@ -71,7 +72,8 @@ std::string stage_comparison_trace(io::StagedFiles& compare_set, const std::vect
   std::vector<report::RunTraceFile> runs;
   for (const RunRecord& r : records)
     if (r.ok() && !r.trace_file.empty())
-      runs.push_back({r.variant, "", unit_headline(r), io::join_path(out_dir, r.trace_file), unit_scope(r.problem)});
+      runs.push_back({r.variant, "", unit_headline(r), io::join_path(out_dir, r.trace_file), unit_scope(r.problem),
+                      r.counters ? &*r.counters : nullptr});
   if (runs.size() < 2) return "";
   const RunRecord& first = records.front();
   try {
@@ -100,6 +102,7 @@ int run_profile(const CliOptions& o) {
 
   const TableOptions table = s.table_for(p);
   int failed = 0, skipped = 0;
+  CounterNotes counter_notes;
   std::vector<std::string> skipped_lines;
   std::vector<RunRecord> records;  // every variant's outcome, for the at-a-glance table
   std::string interrupted_marker;  // what the interrupted variant left
@@ -144,6 +147,7 @@ int run_profile(const CliOptions& o) {
       continue;
     }
     out(run_text(r, table, o.kernels, s.files.out_dir));
+    if (const std::string line = counter_notes.line_for(r); !line.empty()) note(line);
   }
   const int sig = interrupt_signal();
   const bool complete = !sig || (records.size() == names.size() && records.back().status != Status::interrupted);
@@ -159,6 +163,9 @@ int run_profile(const CliOptions& o) {
       io::StagedFiles compare_set;
       files = report::stage_at_a_glance(compare_set, records, s.files.out_dir, glance);
       comparison = stage_comparison_trace(compare_set, records, s.files.out_dir);
+      const std::string roofline = io::join_path(io::join_path(s.files.out_dir, "compare"),
+                                                 records.front().problem.file_stem() + ".roofline.svg");
+      if (report::stage_roofline(compare_set, records, roofline)) comparison += "  roofline: " + roofline + "\n";
       compare_set.publish();  // FileError: exit 4
     }
     outf("\nAt a glance: {}\n{}", report::at_a_glance_header(records, glance),
@@ -170,7 +177,7 @@ int run_profile(const CliOptions& o) {
     note("attnprof: " + interrupted_line(sig, names, records, interrupted_marker));
     return 128 + sig;  // 130 SIGINT, 143 SIGTERM, 129 SIGHUP
   }
-  return failed ? exit_code::kRunFailed : exit_code::kOk;
+  return failed || counter_notes.failed ? exit_code::kRunFailed : exit_code::kOk;
 }
 
 }  // namespace attnprof::cli

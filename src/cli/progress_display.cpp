@@ -155,6 +155,8 @@ void ProgressDisplay::maybe_estimate() {
 
 double ProgressDisplay::unit_left_s() const {
   if (last_.phase == RunPhase::writing) return 0.0;
+  // The counter pass replays each kernel many times; no step time predicts it.
+  if (last_.phase == RunPhase::counters || last_.phase == RunPhase::calibrating) return -1.0;
   return last_.step_seconds > 0.0 ? double(last_.steps_left) * last_.step_seconds : -1.0;
 }
 

@@ -22,6 +22,7 @@
 #include "attnprof/variant.h"
 #include "cli/exit_codes.h"
 #include "cli/options.h"
+#include "cli/printers.h"
 #include "cli/progress_display.h"
 #include "cli/output.h"
 
@@ -145,6 +146,7 @@ int run_sweep(SweepOptions& o) {
   ProgressDisplay progress(progress_settings(o.run.quiet), n);
   settings.measure.progress = progress.callback();
   int ok = 0, skipped = 0, failed = 0;
+  CounterNotes counter_notes;
   size_t attempted = 0;
   for (size_t i = 0; i < n && !interrupt_signal(); ++i, attempted = i) {
     Point& pt = points[i];
@@ -180,6 +182,7 @@ int run_sweep(SweepOptions& o) {
       attempted = i + 1;
       break;
     }
+    if (const std::string line = counter_notes.line_for(r); !line.empty()) note(line);
     if (r.ok()) ++ok;
     else if (r.status == Status::skipped) ++skipped, notef("  skipped: {}", r.reason);
     else ++failed, notef("  failed: {}", r.reason);
@@ -216,7 +219,7 @@ int run_sweep(SweepOptions& o) {
     return 128 + sig;
   }
   // Skips are expected (that is what the predictor is for); a failure is not.
-  return failed ? exit_code::kRunFailed : exit_code::kOk;
+  return failed || counter_notes.failed ? exit_code::kRunFailed : exit_code::kOk;
 }
 
 }  // namespace

@@ -54,6 +54,31 @@ Environment describe_environment(const Problem& p) {
   return env;
 }
 
+std::optional<report::DeviceLimits> device_limits(const Problem& p) {
+#if defined(ATTNPROF_TORCH_CUDA)
+  if (!p.on_cuda()) return std::nullopt;
+  const cudaDeviceProp* d = at::cuda::getDeviceProperties(at::Device(p.device).index());
+  report::DeviceLimits l;
+  l.name = d->name;
+  l.compute_major = d->major, l.compute_minor = d->minor;
+  l.sm_count = d->multiProcessorCount;
+  l.warp_size = d->warpSize;
+  l.max_threads_per_block = d->maxThreadsPerBlock;
+  l.max_threads_per_sm = d->maxThreadsPerMultiProcessor;
+  l.max_blocks_per_sm = d->maxBlocksPerMultiProcessor;
+  l.regs_per_sm = d->regsPerMultiprocessor;
+  l.regs_per_block = d->regsPerBlock;
+  l.smem_per_sm = int64_t(d->sharedMemPerMultiprocessor);
+  l.smem_per_block_optin = int64_t(d->sharedMemPerBlockOptin);
+  l.smem_reserved_per_block = int64_t(d->reservedSharedMemPerBlock);
+  report::apply_allocation_rules(l);
+  return l;
+#else
+  (void)p;
+  return std::nullopt;
+#endif
+}
+
 void synchronize(const Problem& p) {
   if (p.on_cuda()) torch::cuda::synchronize(at::Device(p.device).index());
 }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <memory>
 #include <random>
 
@@ -12,6 +13,7 @@
 #include "attnprof/device_memory.h"
 #include "attnprof/interrupt.h"
 #include "attnprof/io/files.h"
+#include "attnprof/report/counter_report.h"
 #include "attnprof/report/key_averages.h"
 #include "attnprof/report/launch_facts.h"
 #include "attnprof/report/memory_predictor.h"
@@ -20,6 +22,8 @@
 #include "attnprof/report/summary.h"
 #include "attnprof/report/table_data.h"
 #include "attnprof/variant.h"
+#include "profiler/calibration.h"
+#include "profiler/counters.h"
 #include "profiler/pass_step.h"
 #include "profiler/runner.h"
 #include "profiler/step_progress.h"
@@ -83,6 +87,44 @@ void finish_record(RunRecord& r, const ProfiledRun& run) {
     r.warnings.push_back("Kineto, while saving the trace: " + line);
 }
 
+// The counter pass and the ceilings it is judged against, on their own after
+// everything timed. A stop signal during it is recorded (the pass says
+// interrupted) and returned as true, so the record keeps what was measured.
+bool count_hardware(RunRecord& r, Variant& variant, const Problem& p, const Inputs& in, StepProgress& progress) {
+  report::CounterPass& pass = r.counters.emplace();
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    progress.begin(RunPhase::counters, 0);
+    pass = collect_counters(variant, p, in);
+    throw_if_interrupted();  // a stop during the pass, also one the collector finished through
+    if (pass.state != report::CounterPass::State::collected) return false;
+    progress.begin(RunPhase::calibrating, 0);
+    try {
+      Calibration cal = device_ceilings(p);
+      pass.ceilings = std::move(cal.ceilings);
+      r.warnings.insert(r.warnings.end(), cal.notes.begin(), cal.notes.end());
+    } catch (const Interrupted&) {
+      throw;
+    } catch (const std::exception& e) {
+      // Without ceilings the DRAM figures fall back to the hardware's own peak.
+      r.warnings.push_back("ceilings not measured: " + first_line(e.what()));
+    }
+    throw_if_interrupted();
+    return false;
+  } catch (const Interrupted&) {
+    pass.state = report::CounterPass::State::interrupted;
+    pass.reason = "stopped by signal " + std::to_string(interrupt_signal());
+    pass.kernels.clear();
+    pass.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return true;
+  } catch (const std::exception& e) {
+    pass.state = report::CounterPass::State::failed;
+    pass.reason = first_line(e.what());
+    pass.kernels.clear();
+    return false;
+  }
+}
+
 }  // namespace
 
 Measurement run_variant(const std::string& name, const Problem& p, const MeasureOptions& opt) {
@@ -125,6 +167,7 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
   // The record holds the warm-up steps that ran, also when the run stops early.
   auto record_warmup = [&] { r.schedule.warmup_iters = progress.warmup_steps(); };
   clock.lap("device, environment, support check", r.phases_ms);
+  bool counters_interrupted = false;
   try {
     at::manual_seed(p.seed);
     const Inputs in = random_inputs(p);
@@ -154,6 +197,18 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
     r.output_finite = pass_outputs_finite(*variant, p, in);
     progress.unit_done(RunPhase::checking, 1, 1, 1, -1.0);
     clock.lap("unprofiled timing and NaN check", r.phases_ms);
+    const VariantEntry* entry = find_variant(name);
+    if (opt.counters && p.on_cuda() && !(entry && entry->has(VariantTag::multi_gpu))) {
+      counters_interrupted = count_hardware(r, *variant, p, in, progress);
+      clock.lap("hardware counters and ceilings", r.phases_ms);
+    } else if (opt.counters) {
+      report::CounterPass& pass = r.counters.emplace();
+      pass.state = report::CounterPass::State::unavailable;
+      // Kernel replay runs one kernel at a time; a ring's NCCL kernels would wait on peers that are not replaying.
+      pass.reason = p.on_cuda() ? "multi-GPU variants are not counted: replaying a kernel alone would leave its "
+                                  "NCCL peers waiting"
+                                : "the problem runs on the CPU; hardware counters need a CUDA device";
+    }
   } catch (const Interrupted&) {
     record_warmup();
     r.status = Status::interrupted;
@@ -193,7 +248,14 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
       r.launches = report::launch_facts(trace, first_step);
     }
   }
+  r.device_limits = device_limits(p);
+  if (r.device_limits) report::fill_launch_occupancy(r.launches, *r.device_limits);
+  if (r.counters && r.counters->state == report::CounterPass::State::collected) report::complete_counters(*r.counters, r);
   clock.lap("aggregate events, read trace", r.phases_ms);
+  if (counters_interrupted) {
+    r.status = Status::interrupted;
+    r.reason = "stopped by signal " + std::to_string(interrupt_signal()) + " during the counter pass";
+  }
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "attnprof/io/files.h"
+#include "attnprof/report/counter_report.h"
 #include "attnprof/report/fingerprint.h"
 #include "attnprof/report/kernel_names.h"
 #include "attnprof/report/summary.h"
@@ -20,30 +21,31 @@ struct KnownGpu {
   const char* match;  // case-insensitive substring of the device name
   const char* name;
   double bf16, fp16, fp32;  // dense TFLOP/s; 0 = no tensor-core path for that dtype
+  double dram_gbps;         // memory bandwidth; 0 = not one figure for every model of that name
 };
 
 // NVIDIA datasheets, dense (the "with sparsity" figures halved), 16-bit with
-// fp32 accumulate. More specific names first: "H100 PCIe" before "H100",
-// "A100" and "A10G" before "A10", "L40S" and "L40" before "L4".
+// fp32 accumulate; memory bandwidth in GB/s. More specific names first:
+// "H100 PCIe" before "H100", "A100" and "A10G" before "A10", "L40S" and "L40" before "L4".
 constexpr std::array<KnownGpu, 18> kKnownGpus{{
-    {"B200", "B200", 2250, 2250, 75},
-    {"H200 NVL", "H200 NVL", 835, 835, 60},
-    {"H200", "H200 SXM", 989.4, 989.4, 66.9},
-    {"H100 PCIe", "H100 PCIe", 756.5, 756.5, 51.2},
-    {"H100 NVL", "H100 NVL", 835, 835, 60},
-    {"H100", "H100 SXM", 989.4, 989.4, 66.9},
-    {"H800", "H800 SXM", 989.4, 989.4, 66.9},
-    {"A100", "A100", 312, 312, 19.5},
-    {"A10G", "A10G", 70, 70, 31.2},
-    {"A30", "A30", 165, 165, 10.3},
-    {"A10", "A10", 125, 125, 31.2},
-    {"L40S", "L40S", 362, 362, 91.6},
-    {"L40", "L40", 181, 181, 90.5},
-    {"L4", "L4", 121, 121, 30.3},
-    {"RTX 6000 Ada", "RTX 6000 Ada", 364, 364, 91.1},
-    {"RTX 4090", "RTX 4090", 165.2, 165.2, 82.6},
-    {"V100", "V100", 0, 125, 15.7},
-    {"T4", "T4", 0, 65, 8.1},
+    {"B200", "B200", 2250, 2250, 75, 8000},
+    {"H200 NVL", "H200 NVL", 835, 835, 60, 4800},
+    {"H200", "H200 SXM", 989.4, 989.4, 66.9, 4800},
+    {"H100 PCIe", "H100 PCIe", 756.5, 756.5, 51.2, 2000},
+    {"H100 NVL", "H100 NVL", 835, 835, 60, 3900},
+    {"H100", "H100 SXM", 989.4, 989.4, 66.9, 3350},
+    {"H800", "H800 SXM", 989.4, 989.4, 66.9, 3350},
+    {"A100", "A100", 312, 312, 19.5, 0},
+    {"A10G", "A10G", 70, 70, 31.2, 600},
+    {"A30", "A30", 165, 165, 10.3, 933},
+    {"A10", "A10", 125, 125, 31.2, 600},
+    {"L40S", "L40S", 362, 362, 91.6, 864},
+    {"L40", "L40", 181, 181, 90.5, 864},
+    {"L4", "L4", 121, 121, 30.3, 300},
+    {"RTX 6000 Ada", "RTX 6000 Ada", 364, 364, 91.1, 960},
+    {"RTX 4090", "RTX 4090", 165.2, 165.2, 82.6, 1008},
+    {"V100", "V100", 0, 125, 15.7, 900},
+    {"T4", "T4", 0, 65, 8.1, 320},
 }};
 
 bool contains_nocase(const std::string& hay, const std::string& needle) {
@@ -122,6 +124,24 @@ const char* per_word(const std::vector<RunRecord>& records) {
   return records.empty() || records.front().problem.pass == Pass::fwd ? "fwd" : "step";
 }
 
+// The measured GEMM ceiling of the run's dtype, from its counter pass's calibration.
+std::optional<double> measured_peak(const RunRecord& r) {
+  if (!r.counters || !r.counters->ceilings) return std::nullopt;
+  return gemm_ceiling_tflops(*r.counters->ceilings, dtype_name(r.problem.dtype));
+}
+
+// What "% of peak" divides by: --peak-tflops, else the measured ceiling, else the datasheet.
+std::optional<double> peak_for(const RunRecord& r, const AtAGlanceOptions& opt) {
+  if (opt.peak_tflops) return opt.peak_tflops;
+  if (const auto m = measured_peak(r)) return m;
+  if (auto p = lookup_peak_tflops(r.env.device_name, r.problem.dtype)) return p->tflops;
+  return std::nullopt;
+}
+
+bool any_counters(const std::vector<RunRecord>& records) {
+  return std::any_of(records.begin(), records.end(), [](const RunRecord& r) { return r.counters.has_value(); });
+}
+
 }  // namespace
 
 std::optional<DevicePeak> lookup_peak_tflops(const std::string& device_name, DType dtype) {
@@ -133,6 +153,12 @@ std::optional<DevicePeak> lookup_peak_tflops(const std::string& device_name, DTy
                                                    : fmt::format("{} tensor cores, dense", dtype_name(dtype));
     return DevicePeak{g.name, v, basis};
   }
+  return std::nullopt;
+}
+
+std::optional<double> lookup_spec_dram_gbps(const std::string& device_name) {
+  for (const KnownGpu& g : kKnownGpus)
+    if (contains_nocase(device_name, g.match)) return g.dram_gbps > 0 ? std::optional<double>(g.dram_gbps) : std::nullopt;
   return std::nullopt;
 }
 
@@ -157,6 +183,8 @@ std::string at_a_glance_note(const RunRecord& r) {
   if (r.problem.on_cuda() && r.kernels_per_step() == 1.0) notes.emplace_back("single fused kernel");
   if (const KernelStats* k = dominant_kernel(kernels)) {
     const KernelLaunch* l = launch_of(r, k->name);
+    // CUPTI's estimate only: the formula would flag every persistent one-block-per-SM
+    // kernel (cuDNN's, ours: 19% by design), which the counters judge better.
     if (l && l->est_occupancy_pct && *l->est_occupancy_pct < 25.0)
       notes.push_back(fmt::format("low occupancy ({:.0f}%)", *l->est_occupancy_pct));
   }
@@ -185,8 +213,16 @@ Table at_a_glance_table(const std::vector<RunRecord>& records, const AtAGlanceOp
                number_column("peak memory", "peak_memory_bytes", {S::bytes, 0}),
                text_column("math path", "math_path"),
                text_column("fused kernel", "fused_kernel"),
-               text_column("launch API", "launch_api"),
-               text_column("note", "note")};
+               text_column("launch API", "launch_api")};
+  // With --counters: the dominant (longest counted) kernel's figures and verdict.
+  const bool counters = any_counters(records);
+  if (counters)
+    for (Column c : {number_column("DRAM %", "dram_pct", {S::percent, 0}),
+                     number_column("tensor pipe %", "tensor_pipe_pct", {S::percent, 0}),
+                     number_column("occupancy", "achieved_occupancy_pct", {S::percent, 0}),
+                     text_column("verdict", "verdict")})
+      t.columns.push_back(std::move(c));
+  t.columns.push_back(text_column("note", "note"));
 
   // Speedup by the time that is the run's cost: GPU time on CUDA, CPU time on CPU.
   std::optional<double> baseline;
@@ -196,20 +232,17 @@ Table at_a_glance_table(const std::vector<RunRecord>& records, const AtAGlanceOp
   const Cell na;
   for (const RunRecord& r : records) {
     if (!r.ok()) {
-      t.rows.push_back({r.variant, status_name(r.status), na, na, na, na, na, na, na, na, na, na, na,
-                        at_a_glance_note(r)});
+      std::vector<Cell> row(t.columns.size(), na);
+      row[0] = r.variant, row[1] = status_name(r.status), row.back() = at_a_glance_note(r);
+      t.rows.push_back(std::move(row));
       continue;
     }
     const bool cuda = r.problem.on_cuda();
     std::optional<double> speedup;
     if (baseline && r.cost_us() > 0) speedup = *baseline / r.cost_us();
     std::optional<double> pct;
-    if (cuda && r.tflops) {
-      std::optional<double> peak = opt.peak_tflops;
-      if (!peak)
-        if (auto p = lookup_peak_tflops(r.env.device_name, r.problem.dtype)) peak = p->tflops;
-      if (peak && *peak > 0) pct = 100.0 * *r.tflops / *peak;
-    }
+    if (cuda && r.tflops)
+      if (const auto peak = peak_for(r, opt); peak && *peak > 0) pct = 100.0 * *r.tflops / *peak;
     Cell fused = na, api = na;
     const std::vector<KernelStats> kernels = r.kernels();
     if (const KernelStats* k = dominant_kernel(kernels)) {
@@ -218,20 +251,31 @@ Table at_a_glance_table(const std::vector<RunRecord>& records, const AtAGlanceOp
         fused = fmt::format("{} ({:.0f}%)", short_kernel_name(k->name), 100.0 * k->time_avg_us / total);
       if (const KernelLaunch* l = launch_of(r, k->name); l && !l->launch_api.empty()) api = l->launch_api;
     }
-    t.rows.push_back({r.variant,
-                      status_name(r.status),
-                      cuda ? number_cell(r.kernels_per_step()) : na,
-                      cuda ? number_cell(r.device_time_us()) : na,
-                      cuda && r.timing ? number_cell(r.timing->median_us) : na,
-                      number_cell(r.cpu_time_us()),
-                      number_cell(speedup),
-                      number_cell(r.tflops),
-                      number_cell(pct),
-                      number_cell(r.peak_memory_bytes),
-                      cuda ? Cell(math_path(r)) : na,
-                      fused,
-                      api,
-                      at_a_glance_note(r)});
+    std::vector<Cell> row = {r.variant,
+                             status_name(r.status),
+                             cuda ? number_cell(r.kernels_per_step()) : na,
+                             cuda ? number_cell(r.device_time_us()) : na,
+                             cuda && r.timing ? number_cell(r.timing->median_us) : na,
+                             number_cell(r.cpu_time_us()),
+                             number_cell(speedup),
+                             number_cell(r.tflops),
+                             number_cell(pct),
+                             number_cell(r.peak_memory_bytes),
+                             cuda ? Cell(math_path(r)) : na,
+                             fused,
+                             api};
+    if (counters) {
+      const KernelCounters* k = r.counters ? dominant_counted_kernel(*r.counters) : nullptr;
+      if (k) {
+        const KernelFigures f = kernel_figures(*k, r.counters->ceilings);
+        row.insert(row.end(), {number_cell(f.dram_pct), number_cell(k->values.tensor_active_pct),
+                               number_cell(k->values.achieved_occupancy_pct), Cell(f.verdict.text)});
+      } else {
+        row.insert(row.end(), {na, na, na, r.counters ? Cell(counter_state_name(r.counters->state)) : na});
+      }
+    }
+    row.push_back(at_a_glance_note(r));
+    t.rows.push_back(std::move(row));
   }
   return t;
 }
@@ -243,9 +287,16 @@ std::string at_a_glance_header(const std::vector<RunRecord>& records, const AtAG
   for (const RunRecord& x : records)
     if (!x.env.device_name.empty()) device_name = x.env.device_name;
   std::string peak;
+  std::optional<double> measured;
+  for (const RunRecord& x : records)
+    if (!measured) measured = measured_peak(x);
   if (r.problem.on_cuda()) {
+    const auto spec = lookup_peak_tflops(device_name, r.problem.dtype);
     if (opt.peak_tflops) peak = fmt::format("; peak {:g} TFLOP/s (--peak-tflops)", *opt.peak_tflops);
-    else if (auto p = lookup_peak_tflops(device_name, r.problem.dtype))
+    else if (measured)
+      peak = fmt::format("; peak {:.0f} TFLOP/s measured ({} GEMM on this GPU{})", *measured, dtype_name(r.problem.dtype),
+                         spec ? fmt::format("; datasheet {:g}", spec->tflops) : "");
+    else if (auto p = spec)
       peak = fmt::format("; peak {:g} TFLOP/s, {} {}", p->tflops, p->gpu, p->basis);
     else peak = "; peak unknown (use --peak-tflops)";
   }

@@ -60,6 +60,19 @@ void read_dim3(const json& args, const char* key, int out[3]) {
       if (const auto v = number_in_range<int>((*it)[i])) out[i] = *v;
 }
 
+// The formula's occupancy and what limits it; where the grid cannot fill the
+// SMs at that occupancy, also what it does fill (CUPTI's estimate's model).
+// CUPTI's own figure only where the formula had no device limits.
+std::string occupancy_cell(const KernelLaunch& k) {
+  if (k.theoretical_occupancy_pct) {
+    std::string s = fmt::format("{:.0f}% ({})", *k.theoretical_occupancy_pct, k.occupancy_limiter);
+    if (k.grid_occupancy_pct && *k.grid_occupancy_pct + 0.5 < *k.theoretical_occupancy_pct)
+      s += fmt::format(", grid {:.0f}%", *k.grid_occupancy_pct);
+    return s;
+  }
+  return k.est_occupancy_pct ? fmt::format("{:.0f}%", *k.est_occupancy_pct) : std::string("not measured");
+}
+
 }  // namespace
 
 std::vector<KernelLaunch> launch_facts(const json& trace, const std::vector<ScopeStats::Launch>& work) {
@@ -123,8 +136,7 @@ std::string format_launch_table(const std::vector<KernelLaunch>& launches) {
         is_kernel ? fmt::format("{}x{}x{}", k.block[0], k.block[1], k.block[2]) : "-",
         is_kernel ? std::to_string(k.registers_per_thread) : std::string("-"),
         is_kernel ? fmt::format("{} B", k.shared_memory_bytes) : std::string("-"),
-        !is_kernel ? std::string("-")
-                   : k.est_occupancy_pct ? fmt::format("{:.0f}%", *k.est_occupancy_pct) : std::string("not measured"),
+        is_kernel ? occupancy_cell(k) : std::string("-"),
     });
   }
   return to_text(t);

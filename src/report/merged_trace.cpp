@@ -10,6 +10,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include "report/summary_schema.h"
+
 // What a run contributes, and what it does not:
 //   kept     the complete slices ("X") of the profiled steps on the host (CPU
 //            ops, user scopes, runtime/driver calls), the device work and GPU
@@ -55,6 +57,7 @@ struct FlowEnd {
 
 struct PreparedRun {
   const RunTrace* run = nullptr;
+  std::unordered_map<size_t, std::string> counter_args;  // kernel slice -> "attnprof_counters" object text
   size_t position = 0;  // in the caller's list
   int64_t anchor_ns = 0;
   int64_t lead_ns = 0;  // first forward start - earliest kept event
@@ -187,6 +190,57 @@ std::optional<size_t> holding_slice(const KinetoTrace& t, const Track& track, in
   return std::nullopt;
 }
 
+// The counted figures of one kernel, as Perfetto shows args: raw counters,
+// then what they mean against the ceilings.
+std::string counter_args_text(const KernelCounters& k, const std::optional<DeviceCeilings>& ceilings) {
+  using nlohmann::json;
+  json a = json::object();
+  auto put = [&](const char* key, const std::optional<double>& v) {
+    if (v) a[key] = *v;
+  };
+  const CounterValues& v = k.values;
+  put("duration_us (counter pass)", v.duration_ns ? std::optional<double>(*v.duration_ns / 1000.0) : std::nullopt);
+  put("sm_clock_mhz", v.sm_clock_hz ? std::optional<double>(*v.sm_clock_hz / 1e6) : std::nullopt);
+  put("dram_read_bytes", v.dram_read_bytes);
+  put("dram_write_bytes", v.dram_write_bytes);
+  put("tensor_pipe_active_pct", v.tensor_active_pct);
+  put("sm_throughput_pct", v.sm_throughput_pct);
+  put("achieved_occupancy_pct", v.achieved_occupancy_pct);
+  put("theoretical_occupancy_pct", k.theoretical_occupancy_pct);
+  put("l2_hit_rate_pct", v.l2_hit_rate_pct);
+  const json figures = schema::kernel_figures_json(kernel_figures(k, ceilings));
+  for (const auto& [key, value] : figures.items())
+    if (!value.is_null() && !(value.is_string() && value.get<std::string>().empty())) a[key] = value;
+  return a.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Each kernel slice of every call of a counted scope, paired with the counted
+// kernel of the same scope and name at the same place in launch order.
+std::unordered_map<size_t, std::string> counter_args(const KinetoTrace& t, const CounterPass& c) {
+  std::unordered_map<size_t, std::string> out;
+  std::map<std::string, std::vector<const KernelCounters*>> by_scope;
+  for (const KernelCounters& k : c.kernels) by_scope[k.scope].push_back(&k);
+  for (auto& [scope, kernels] : by_scope) {
+    std::stable_sort(kernels.begin(), kernels.end(),
+                     [](const KernelCounters* a, const KernelCounters* b) { return a->index < b->index; });
+    std::vector<std::string> text;
+    for (const KernelCounters* k : kernels) text.push_back(counter_args_text(*k, c.ceilings));
+    for (const Forward& f : find_forwards(t, scope)) {
+      size_t next = 0;  // counted kernels are matched in order, each slice at most once
+      for (size_t i : f.device_work) {
+        if (t.slices[i].kind != SliceKind::kernel) continue;
+        for (size_t j = next; j < kernels.size(); ++j)
+          if (kernels[j]->kernel == t.name_of(t.slices[i])) {
+            out.emplace(i, text[j]);
+            next = j + 1;
+            break;
+          }
+      }
+    }
+  }
+  return out;
+}
+
 std::optional<PreparedRun> prepare(const RunTrace& run, size_t position, const MergeOptions& options, uint64_t& next_flow_id,
                                    std::vector<std::string>& notes) {
   const KinetoTrace& t = *run.trace;
@@ -204,6 +258,7 @@ std::optional<PreparedRun> prepare(const RunTrace& run, size_t position, const M
 
   PreparedRun p;
   p.run = &run;
+  if (run.counters && run.counters->state == CounterPass::State::collected) p.counter_args = counter_args(t, *run.counters);
   p.position = position;
   p.anchor_ns = a.ts_ns;
   p.steps_kept = w.kept;
@@ -321,9 +376,22 @@ class Writer {
         append_us(out_, s.ts_ns + shift_ns);
         out_ += ",\"dur\":";
         append_us(out_, track.dur_ns[pos]);
-        if (s.args != kNoArgs) {
+        const auto counted = p.counter_args.find(track.slices[pos]);
+        if (s.args != kNoArgs && counted != p.counter_args.end()) {
+          // Kineto's args object with one more member before its closing brace.
+          const std::string& a = t.args[s.args];
+          const size_t close = a.rfind('}');
+          const bool empty = a.find_first_not_of(" \t\r\n", a.find('{') + 1) == close;
+          out_ += ",\"args\":";
+          out_ += a.substr(0, close);
+          out_ += empty ? "\"attnprof_counters\":" : ",\"attnprof_counters\":";
+          out_ += counted->second;
+          out_ += a.substr(close);
+        } else if (s.args != kNoArgs) {
           out_ += ",\"args\":";
           out_ += t.args[s.args];
+        } else if (counted != p.counter_args.end()) {
+          out_ += ",\"args\":{\"attnprof_counters\":" + counted->second + "}";
         }
         out_ += '}';
         // Right after the slice it binds to, as Kineto writes them: at equal

@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include "attnprof/io/files.h"
+#include "attnprof/report/roofline_svg.h"
 #include "attnprof/report/summary.h"
 #include "attnprof/report/table_data.h"
 
@@ -102,6 +103,7 @@ void write_run_files(RunRecord& r, const std::string& trace_json, const RunFileO
   r.trace_file = trace_file_of(r, opt.gzip, opt.stem_suffix);
   r.table_file = io::join_path(r.variant, stem + ".txt");
   r.summary_file = io::join_path(r.variant, stem + ".summary.json");
+  r.roofline_file = has_counted_kernels(r) ? io::join_path(r.variant, stem + ".roofline.svg") : "";
   const std::string trace_path = io::join_path(opt.out_dir, r.trace_file);
   if (trace_json.empty())
     throw io::FileError("cannot write '" + trace_path + "': the profiler could not save its trace (" +
@@ -112,11 +114,12 @@ void write_run_files(RunRecord& r, const std::string& trace_json, const RunFileO
   files.add(trace_path, opt.gzip ? io::gzip_compress(trace) : trace);
   files.add(io::join_path(opt.out_dir, r.table_file), run_table_text(r, opt.table));
   files.add(io::join_path(opt.out_dir, r.summary_file), summary_json(r).dump(2) + "\n");
+  if (!r.roofline_file.empty()) stage_roofline(files, {r}, io::join_path(opt.out_dir, r.roofline_file));
   files.publish();
 }
 
 std::string write_interrupted_summary(RunRecord& r, const RunFileOptions& opt) {
-  r.trace_file.clear(), r.table_file.clear();
+  r.trace_file.clear(), r.table_file.clear(), r.roofline_file.clear();
   r.summary_file = io::join_path(r.variant, r.problem.file_stem() + opt.stem_suffix + ".summary.json");
   const std::string path = io::join_path(opt.out_dir, r.summary_file);
   if (io::path_exists(path)) {

@@ -15,6 +15,7 @@ json to_json_value(int v) { return v; }
 json to_json_value(const char* v) { return v; }
 json to_json_value(const std::string& v) { return v; }
 json to_json_value(const std::optional<double>& v) { return v ? number_or_null(*v) : json(nullptr); }
+json to_json_value(json v) { return v; }
 
 // The writing visitor of summary_schema.h: builds the JSON object field by
 // field. Objects are built in place (nlohmann's objects are std::maps, so the
@@ -87,6 +88,13 @@ json summary_json(const RunRecord& r) {
   json out = json::object();
   Writer w(out);
   schema::summary_fields(w, r);
+  return out;
+}
+
+json ceilings_json(const DeviceCeilings& c) {
+  json out = json::object();
+  Writer w(out);
+  schema::ceilings_fields(w, c);
   return out;
 }
 

@@ -251,9 +251,38 @@ json upgrade_from_schema_1(json j) {
   return j;
 }
 
+// Schema 2 (before the counter pass): no counters, device limits or
+// theoretical occupancy. Filled with what a run without --counters writes.
+json upgrade_from_schema_2(json j) {
+  for (const char* key : {"device_limits", "counters"})
+    if (!j.contains(key)) j[key] = nullptr;
+  if (j.contains("launches") && j["launches"].is_array()) {
+    for (json& l : j["launches"]) {
+      if (!l.is_object()) continue;
+      for (const char* key : {"theoretical_occupancy_pct", "grid_occupancy_pct"})
+        if (!l.contains(key)) l[key] = nullptr;
+      if (!l.contains("occupancy_limiter")) l["occupancy_limiter"] = "";
+    }
+  }
+  if (j.contains("files") && j["files"].is_object() && !j["files"].contains("roofline")) j["files"]["roofline"] = "";
+  return j;
+}
+
+// Bounded inflate: a small .gz cannot expand past kMaxSummaryBytes.
+std::string gunzip_bounded(const std::string& bytes, const std::string& source) {
+  try {
+    return io::gzip_decompress(bytes, kMaxSummaryBytes);
+  } catch (const io::FileError& e) {
+    throw SummaryError(source + ": " + e.what());
+  }
+}
+
+
+}  // namespace
+
 // Nesting depth outside strings, so absurdly deep input is refused before the
 // parser (and the recursive destructor of nested values) ever sees it.
-int max_depth(const std::string& text) {
+int json_nesting_depth(std::string_view text) {
   int depth = 0, max = 0;
   bool in_string = false, escaped = false;
   for (char c : text) {
@@ -270,18 +299,6 @@ int max_depth(const std::string& text) {
   return max;
 }
 
-// Bounded inflate: a small .gz cannot expand past kMaxSummaryBytes.
-std::string gunzip_bounded(const std::string& bytes, const std::string& source) {
-  try {
-    return io::gzip_decompress(bytes, kMaxSummaryBytes);
-  } catch (const io::FileError& e) {
-    throw SummaryError(source + ": " + e.what());
-  }
-}
-
-
-}  // namespace
-
 RunRecord read_summary(const json& j, const std::string& source) {
   Reader top(j, source);
   if (!j.is_object()) top.fail("(top level)", fmt::format("expected an object, got {}", type_name(j)));
@@ -291,8 +308,10 @@ RunRecord read_summary(const json& j, const std::string& source) {
     top.fail("schema_version", fmt::format("{} is newer than this attnprof reads ({})", version, kSummarySchemaVersion));
   if (const auto tool = j.find("tool"); tool != j.end() && *tool != "attnprof")
     top.fail("tool", fmt::format("expected \"attnprof\", got {}", clip(tool->dump())));
-  const json upgraded = version == 1 ? upgrade_from_schema_1(j) : json();
-  Reader rd(version == 1 ? upgraded : j, source);
+  const json upgraded = version == 1 ? upgrade_from_schema_2(upgrade_from_schema_1(j))
+                        : version == 2 ? upgrade_from_schema_2(j)
+                                       : json();
+  Reader rd(version < kSummarySchemaVersion ? upgraded : j, source);
   RunRecord r;
   schema::summary_fields(rd, r);
   if (r.variant.empty()) rd.fail("variant", "empty");
@@ -303,11 +322,19 @@ RunRecord read_summary(const json& j, const std::string& source) {
   return r;
 }
 
+DeviceCeilings read_ceilings(const json& j, const std::string& source) {
+  Reader rd(j, source);
+  if (!j.is_object()) rd.fail("(top level)", fmt::format("expected an object, got {}", type_name(j)));
+  DeviceCeilings c;
+  schema::ceilings_fields(rd, c);
+  return c;
+}
+
 RunRecord read_summary_text(const std::string& text, const std::string& source) {
   if (text.size() > kMaxSummaryBytes)
     throw SummaryError(fmt::format("{}: {} bytes is larger than a summary ({} MiB at most)", source, text.size(),
                                    kMaxSummaryBytes >> 20));
-  if (max_depth(text) > kMaxSummaryDepth)
+  if (json_nesting_depth(text) > kMaxSummaryDepth)
     throw SummaryError(fmt::format("{}: nested deeper than {} levels; not a summary", source, kMaxSummaryDepth));
   json j;
   try {

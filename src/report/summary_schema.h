@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "attnprof/report/counters.h"
 #include "attnprof/report/summary.h"
 #include "attnprof/run_record.h"
 
@@ -75,6 +76,113 @@ void launch_fields(V& v, L& k) {
   v.integer("shared_memory_bytes", k.shared_memory_bytes, int64_t{0}, int64_t(1) << 40);
   v.optional_number("est_occupancy_pct", k.est_occupancy_pct, 0.0, 100.0);
   v.number("time_us", k.time_us, 0.0, kMaxUs);
+  v.optional_number("theoretical_occupancy_pct", k.theoretical_occupancy_pct, 0.0, 100.0);
+  v.string("occupancy_limiter", k.occupancy_limiter);
+  v.optional_number("grid_occupancy_pct", k.grid_occupancy_pct, 0.0, 100.0);
+}
+
+constexpr double kMaxBytes = 1e18;
+constexpr double kMaxPct = 1000.0;  // measured shares can pass 100 a little (sampling); garbage far more
+
+template <class V, class L>
+void device_limits_fields(V& v, L& l) {
+  v.string("name", l.name);
+  v.integer("compute_major", l.compute_major, 0, 1000);
+  v.integer("compute_minor", l.compute_minor, 0, 1000);
+  v.integer("sm_count", l.sm_count, 0, 1 << 20);
+  v.integer("warp_size", l.warp_size, 1, 1024);
+  v.integer("max_threads_per_block", l.max_threads_per_block, 0, kMaxInt);
+  v.integer("max_threads_per_sm", l.max_threads_per_sm, 0, kMaxInt);
+  v.integer("max_blocks_per_sm", l.max_blocks_per_sm, 0, kMaxInt);
+  v.integer("regs_per_sm", l.regs_per_sm, 0, kMaxInt);
+  v.integer("regs_per_block", l.regs_per_block, 0, kMaxInt);
+  v.integer("max_regs_per_thread", l.max_regs_per_thread, 0, kMaxInt);
+  v.integer("reg_alloc_unit", l.reg_alloc_unit, 1, kMaxInt);
+  v.integer("sub_partitions", l.sub_partitions, 1, 1024);
+  v.integer("smem_per_sm", l.smem_per_sm, int64_t{0}, int64_t(1) << 40);
+  v.integer("smem_per_block_optin", l.smem_per_block_optin, int64_t{0}, int64_t(1) << 40);
+  v.integer("smem_reserved_per_block", l.smem_reserved_per_block, int64_t{0}, int64_t(1) << 40);
+  v.integer("smem_alloc_unit", l.smem_alloc_unit, 1, kMaxInt);
+}
+
+// Also the calibration cache's field list (report/ceilings_cache.h).
+template <class V, class C>
+void ceilings_fields(V& v, C& c) {
+  v.string("device", c.device);
+  v.string("driver", c.driver);
+  v.number("sm_clock_mhz", c.sm_clock_mhz, 0.0, 1e6);
+  v.number("mem_clock_mhz", c.mem_clock_mhz, 0.0, 1e6);
+  v.number("gemm_bf16_tflops", c.gemm_bf16_tflops, 0.0, 1e6);
+  v.number("gemm_fp16_tflops", c.gemm_fp16_tflops, 0.0, 1e6);
+  v.number("gemm_fp32_tflops", c.gemm_fp32_tflops, 0.0, 1e6);
+  v.number("copy_gbps", c.copy_gbps, 0.0, 1e8);
+  v.optional_number("spec_bf16_tflops", c.spec_bf16_tflops, 0.0, 1e6);
+  v.optional_number("spec_dram_gbps", c.spec_dram_gbps, 0.0, 1e8);
+  v.string("measured_at", c.measured_at);
+  v.integer("gemm_n", c.gemm_n, int64_t{0}, int64_t(1) << 20);
+  v.number("copy_bytes", c.copy_bytes, 0.0, kMaxBytes);
+}
+
+template <class V, class X>
+void counter_value_fields(V& v, X& x) {
+  v.optional_number("duration_ns", x.duration_ns, 0.0, kMaxBytes);
+  v.optional_number("sm_clock_hz", x.sm_clock_hz, 0.0, 1e12);
+  v.optional_number("dram_read_bytes", x.dram_read_bytes, 0.0, kMaxBytes);
+  v.optional_number("dram_write_bytes", x.dram_write_bytes, 0.0, kMaxBytes);
+  v.optional_number("dram_throughput_pct", x.dram_throughput_pct, 0.0, kMaxPct);
+  v.optional_number("sm_throughput_pct", x.sm_throughput_pct, 0.0, kMaxPct);
+  v.optional_number("tensor_active_pct", x.tensor_active_pct, 0.0, kMaxPct);
+  v.optional_number("gmma_inst", x.gmma_inst, 0.0, 1e21);
+  v.optional_number("hmma_inst", x.hmma_inst, 0.0, 1e21);
+  v.optional_number("tensor_flops", x.tensor_flops, 0.0, 1e24);
+  v.optional_number("cuda_core_flops", x.cuda_core_flops, 0.0, 1e24);
+  v.optional_number("achieved_occupancy_pct", x.achieved_occupancy_pct, 0.0, kMaxPct);
+  v.optional_number("l2_hit_rate_pct", x.l2_hit_rate_pct, 0.0, kMaxPct);
+}
+
+// The figures derived from a kernel's counters and the ceilings: written for
+// people and scripts, recomputed (not read) when the summary is read back.
+inline nlohmann::json kernel_figures_json(const KernelFigures& f) {
+  auto num = [](const std::optional<double>& x) { return x ? nlohmann::json(*x) : nlohmann::json(nullptr); };
+  return {{"dram_bytes", num(f.dram_bytes)},
+          {"dram_gbps", num(f.dram_gbps)},
+          {"dram_pct", num(f.dram_pct)},
+          {"dram_pct_of", f.dram_pct ? (f.dram_pct_of_measured_ceiling ? "measured copy ceiling" : "hardware peak")
+                                     : ""},
+          {"flops", num(f.flops)},
+          {"flops_basis", f.flops ? (f.flops_analytic ? "analytic" : "counted") : ""},
+          {"tflops", num(f.tflops)},
+          {"flop_per_byte", num(f.flop_per_byte)},
+          {"tensor_family", f.tensor_family ? nlohmann::json(tensor_family_name(*f.tensor_family)) : nlohmann::json()},
+          {"bound", bound_name(f.verdict.bound)},
+          {"verdict", f.verdict.text}};
+}
+
+template <class V, class K, class C>
+void counter_kernel_fields(V& v, K& k, const C& ceilings) {
+  v.string("scope", k.scope);
+  v.string("kernel", k.kernel);
+  v.integer("index", k.index, 0, kMaxInt);
+  v.object("values", [&] { counter_value_fields(v, k.values); });
+  v.int_triple("grid", k.grid, 0, kMaxInt);
+  v.int_triple("block", k.block, 0, kMaxInt);
+  v.integer("registers_per_thread", k.registers_per_thread, 0, 1 << 20);
+  v.integer("shared_memory_bytes", k.shared_memory_bytes, int64_t{0}, int64_t(1) << 40);
+  v.optional_number("theoretical_occupancy_pct", k.theoretical_occupancy_pct, 0.0, 100.0);
+  v.string("occupancy_limiter", k.occupancy_limiter);
+  v.optional_number("analytic_flops", k.analytic_flops, 0.0, 1e24);
+  v.derived("derived", [&] { return kernel_figures_json(kernel_figures(k, ceilings)); });
+}
+
+template <class V, class P>
+void counters_fields(V& v, P& c) {
+  v.enumeration("state", c.state, counter_state_name, parse_counter_state,
+                "collected, unavailable, failed or interrupted");
+  v.string("route", c.route);
+  v.string("reason", c.reason);
+  v.number("wall_s", c.wall_s, 0.0, 1e9);
+  v.optional_object("ceilings", c.ceilings, [&](auto& x) { ceilings_fields(v, x); });
+  v.array("kernels", c.kernels, [&](auto& k) { counter_kernel_fields(v, k, c.ceilings); });
 }
 
 template <class V, class T>
@@ -154,6 +262,8 @@ void summary_fields(V& v, R& r) {
   });
   v.optional_object("timing", r.timing, [&](auto& t) { timing_fields(v, t); });
   v.array("launches", r.launches, [&](auto& k) { launch_fields(v, k); });
+  v.optional_object("device_limits", r.device_limits, [&](auto& l) { device_limits_fields(v, l); });
+  v.optional_object("counters", r.counters, [&](auto& c) { counters_fields(v, c); });
   v.array("phases_ms", r.phases_ms, [&](auto& ph) {
     v.string("phase", ph.first);
     v.number("ms", ph.second, 0.0, 1e15);
@@ -162,6 +272,7 @@ void summary_fields(V& v, R& r) {
     v.string("trace", r.trace_file);
     v.string("table", r.table_file);
     v.string("summary", r.summary_file);
+    v.string("roofline", r.roofline_file);
   });
   v.array("ops", r.rows, [&](auto& s) { op_fields(v, s); });
 }

@@ -14,12 +14,9 @@ namespace {
 
 using svg::nice_step;
 using svg::px;
+using svg::series_colour;
 using svg::xml_escape;
 
-// Okabe-Ito: distinguishable under the common colour-vision deficiencies.
-// Yellow is last because it is faint on white.
-constexpr std::array<std::string_view, 8> kPalette{"#0072B2", "#E69F00", "#009E73", "#D55E00",
-                                                    "#CC79A7", "#56B4E9", "#000000", "#F0E442"};
 constexpr int kMarkerShapes = 4;  // with 8 colours, 32 series stay distinct
 
 struct Tick {
@@ -92,18 +89,8 @@ std::vector<Tick> power_of_two_ticks(double lo, double hi) {
 // Decades, with 2x and 5x added when fewer than three decades are in view;
 // linear ticks when even those give fewer than two.
 std::vector<Tick> decimal_log_ticks(double lo, double hi) {
-  const int first = static_cast<int>(std::floor(std::log10(lo)));
-  const int last = static_cast<int>(std::ceil(std::log10(hi)));
-  const bool add_2_and_5 = last - first < 3;
   std::vector<Tick> ticks;
-  for (int e = first; e <= last; ++e) {
-    for (double m : {1.0, 2.0, 5.0}) {
-      if (m != 1.0 && !add_2_and_5) continue;
-      const double v = m * std::pow(10.0, e);
-      if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9))
-        ticks.push_back({v, format_tick_label(v, false)});
-    }
-  }
+  for (double v : svg::log_tick_values(lo, hi)) ticks.push_back({v, format_tick_label(v, false)});
   return ticks.size() >= 2 ? ticks : linear_ticks(lo, hi, false);
 }
 
@@ -220,8 +207,6 @@ std::string render_marker(int shape, double cx, double cy, std::string_view colo
                          px(cx - r - 1), px(cy), colour);
   }
 }
-
-std::string_view series_colour(size_t index) { return kPalette[index % kPalette.size()]; }
 
 // One <path>, restarted with "M" after each point that cannot be drawn.
 std::string render_series(const LinePlot& plot, size_t index, const Axis& x, const Axis& y,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace attnprof::report::svg {
@@ -45,6 +46,27 @@ double text_width_px(std::string_view text, double font_px) {
 double fitting_font_px(std::string_view text, double room_px, double min_px, double max_px) {
   const double width_at_1px = std::max(text_width_px(text, 1.0), 0.6);
   return std::clamp(room_px / width_at_1px, min_px, max_px);
+}
+
+std::vector<double> log_tick_values(double lo, double hi) {
+  const int first = static_cast<int>(std::floor(std::log10(lo)));
+  const int last = static_cast<int>(std::ceil(std::log10(hi)));
+  const bool add_2_and_5 = last - first < 3;
+  std::vector<double> ticks;
+  for (int e = first; e <= last; ++e) {
+    for (double m : {1.0, 2.0, 5.0}) {
+      if (m != 1.0 && !add_2_and_5) continue;
+      const double v = m * std::pow(10.0, e);
+      if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) ticks.push_back(v);
+    }
+  }
+  return ticks;
+}
+
+std::string_view series_colour(size_t index) {
+  static constexpr std::array<std::string_view, 8> kPalette{"#0072B2", "#E69F00", "#009E73", "#D55E00",
+                                                             "#CC79A7", "#56B4E9", "#000000", "#F0E442"};
+  return kPalette[index % kPalette.size()];
 }
 
 }  // namespace attnprof::report::svg

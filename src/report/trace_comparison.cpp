@@ -27,10 +27,10 @@ ComparisonFiles stage_trace_comparison(io::StagedFiles& staged, const std::vecto
   Timeline timeline;
   timeline.title = title;
   for (const RunTraceFile& f : files) {
-    const RunTrace probe{f.variant, f.run, f.headline, nullptr, f.scope};
+    const RunTrace probe{f.variant, f.run, f.headline, nullptr, f.scope, nullptr};
     try {
       auto trace = std::make_unique<KinetoTrace>(read_kineto_trace_file(f.path));
-      const RunTrace run{f.variant, f.run, f.headline, trace.get(), f.scope};
+      const RunTrace run{f.variant, f.run, f.headline, trace.get(), f.scope, f.counters};
       timeline.rows.push_back(timeline_row(run));  // throws when the trace has no forward
       runs.push_back(run);
       traces.push_back(std::move(trace));

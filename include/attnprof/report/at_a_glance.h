@@ -27,6 +27,9 @@ struct DevicePeak {
 
 // nullopt when the device name matches no known GPU (and always for "CPU").
 std::optional<DevicePeak> lookup_peak_tflops(const std::string& device_name, DType dtype);
+// The datasheet's DRAM (HBM/GDDR) bandwidth in GB/s, 4800 for an H200;
+// nullopt when unknown (A100s differ by memory size and are not told apart).
+std::optional<double> lookup_spec_dram_gbps(const std::string& device_name);
 
 struct AtAGlanceOptions {
   std::optional<double> peak_tflops;  // --peak-tflops: replaces the table's peak
@@ -36,7 +39,11 @@ struct AtAGlanceOptions {
 // Columns: variant, status, kernels/fwd (kernels/step for a backward pass),
 // GPU time profiled (us), GPU time event median (us), CPU time (us), speedup
 // vs the baseline, TFLOP/s, % of peak, peak memory, math path, fused kernel,
-// launch API, note. Missing values show as "n/a" (null in JSON, empty in CSV);
+// launch API, note. When any run has a counter pass (--counters), before the
+// note: DRAM %, tensor pipe %, occupancy (achieved) and the verdict of the
+// run's dominant kernel (the longest in the counter pass). "% of peak"
+// divides by --peak-tflops, else the run's measured GEMM ceiling, else the
+// datasheet. Missing values show as "n/a" (null in JSON, empty in CSV);
 // skipped/failed rows carry their reason in the note.
 Table at_a_glance_table(const std::vector<RunRecord>& records, const AtAGlanceOptions& opt = {});
 

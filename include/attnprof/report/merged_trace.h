@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "attnprof/report/counters.h"
 #include "attnprof/report/kineto_trace.h"
 
 namespace attnprof::report {
@@ -20,6 +21,11 @@ struct RunTrace {
   // The user scope one measured call runs in: attn_fwd, or attn_bwd for a
   // backward-only pass. Runs are aligned on the first one; the picture shows one.
   std::string scope = std::string(kForwardScope);
+  // The run's counter pass (--counters), when it collected: each kernel slice
+  // of every profiled step gets the counted figures of the kernel at the same
+  // place in the step (same scope, same name, in launch order) as the args
+  // "attnprof_counters". Must outlive the call.
+  const CounterPass* counters = nullptr;
 };
 
 // "sdpa-flash", "sdpa-flash (A)": how processes and timeline rows name a run.

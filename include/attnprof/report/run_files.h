@@ -6,6 +6,7 @@
 //       plugin finds *.pt.trace.json[.gz] files, one run per folder
 //   <out>/<variant>/<stem>.txt                     the key-averages table
 //   <out>/<variant>/<stem>.summary.json            the summary
+//   <out>/<variant>/<stem>.roofline.svg            with --counters, when they were collected
 #pragma once
 
 #include <string>

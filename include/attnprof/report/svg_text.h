@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attnprof::report::svg {
 
@@ -25,5 +26,13 @@ double text_width_px(std::string_view text, double font_px);
 // The font size, within [min_px, max_px], at which `text` fits in `room_px`
 // (by text_width_px): titles shrink to the canvas instead of running off it.
 double fitting_font_px(std::string_view text, double room_px, double min_px, double max_px);
+
+// Tick values on a log axis from lo to hi (both > 0): each power of ten, with
+// the 2x and 5x steps added when fewer than three decades are in view.
+std::vector<double> log_tick_values(double lo, double hi);
+
+// The colour of series `index`: Okabe-Ito, distinguishable under the common
+// colour-vision deficiencies, yellow last (faint on white); repeats after 8.
+std::string_view series_colour(size_t index);
 
 }  // namespace attnprof::report::svg

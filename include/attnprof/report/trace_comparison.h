@@ -20,6 +20,7 @@ struct RunTraceFile {
   std::string headline;  // "96 µs/forward", formatted by the caller; may be empty
   std::string path;      // DIR/<variant>/<stem>/<stem>.pt.trace.json.gz (RunRecord::trace_file)
   std::string scope = std::string(kForwardScope);  // attn_bwd for a backward-only pass
+  const CounterPass* counters = nullptr;  // RunTrace::counters; outlives the call
 };
 
 struct ComparisonFiles {
