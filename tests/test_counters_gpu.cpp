@@ -82,11 +82,12 @@ void dump(const CounterPass& pass) {
   for (const auto& [phase, ms] : pass.phases_ms) std::printf("  phase %s: %.0f ms\n", phase.c_str(), ms);
   for (const KernelCounters& k : pass.kernels)
     std::printf("  %s #%d: %.1f us @ %.0f MHz, DRAM %.3g+%.3g B (%.1f%%), SM %.1f%%, tensor %.1f%%, gmma %.3g, hmma %.3g, "
-                "tensor FLOP %.4g, occupancy %.1f%%, L2 hit %.1f%%\n",
+                "tensor FLOP %.4g, CUDA-core FLOP %.4g, occupancy %.1f%%, L2 hit %.1f%%\n",
                 k.scope.c_str(), k.index, f(k.values.duration_ns) / 1e3, f(k.values.sm_clock_hz) / 1e6,
                 f(k.values.dram_read_bytes), f(k.values.dram_write_bytes), f(k.values.dram_throughput_pct),
                 f(k.values.sm_throughput_pct), f(k.values.tensor_active_pct), f(k.values.gmma_inst),
-                f(k.values.hmma_inst), f(k.values.tensor_flops), f(k.values.achieved_occupancy_pct),
+                f(k.values.hmma_inst), f(k.values.tensor_flops), f(k.values.cuda_core_flops),
+                f(k.values.achieved_occupancy_pct),
                 f(k.values.l2_hit_rate_pct));
 }
 
@@ -147,14 +148,21 @@ TEST(CounterPassGpu, SdpaMathRunsNoTensorMath) {
   p.dtype = attnprof::DType::BF16;
   COUNT_OR_SKIP(pass, *v, p);
   int long_kernels = 0;
+  double cuda_core_flops = 0;
+  bool counted_cuda_core = false;
   for (const KernelCounters& k : pass.kernels) {
     EXPECT_EQ(k.values.gmma_inst.value_or(-1), 0.0) << "kernel " << k.index;
     ASSERT_TRUE(k.values.tensor_flops.has_value()) << "no tensor-op counter on this chip";
     EXPECT_EQ(*k.values.tensor_flops, 0.0) << "kernel " << k.index;
     EXPECT_LT(k.values.tensor_active_pct.value_or(100), 5.0) << "kernel " << k.index;
     long_kernels += k.values.duration_ns.value_or(0) > 40e3;  // the two GEMMs and the longest elementwise ones
+    cuda_core_flops += k.values.cuda_core_flops.value_or(0);
+    counted_cuda_core = counted_cuda_core || k.values.cuda_core_flops.has_value();
   }
   EXPECT_GE(long_kernels, 2);
+  // Its GEMMs' FLOPs are FP32 FMAs: at least the problem's (the unmasked square, causal or not).
+  if (counted_cuda_core) EXPECT_GE(cuda_core_flops, p.forward_flops());
+  else std::printf("note: no CUDA-core FLOP counters here (SASS metrics refused)\n");
 }
 
 TEST(CounterPassGpu, OurKernelsUseTheirTensorInstructions) {

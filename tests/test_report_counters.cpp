@@ -217,13 +217,22 @@ TEST(KernelFigures, DerivedFromCountersAndCeilings) {
   f = kernel_figures(k, c);
   EXPECT_FALSE(f.flops_analytic);
   EXPECT_DOUBLE_EQ(*f.flops, 1e9);
-  // Tensor families.
+  // Tensor families: HMMA-pipe instructions without tensor FLOPs are
+  // conversions (a cast kernel on the H200), not mma.sync.
   k.values.gmma_inst = 0, k.values.hmma_inst = 5;
+  EXPECT_EQ(kernel_figures(k, c).tensor_family, TensorFamily::none);
+  k.values.tensor_flops = 2e9;
+  EXPECT_EQ(kernel_figures(k, c).tensor_family, TensorFamily::mma_sync);
+  k.values.gmma_inst = 7;  // wgmma runs show HMMA-pipe instructions and FLOPs too
+  EXPECT_EQ(kernel_figures(k, c).tensor_family, TensorFamily::wgmma);
+  // Without a FLOP counter the HMMA count decides.
+  k.values.tensor_flops.reset(), k.values.gmma_inst = 0;
   EXPECT_EQ(kernel_figures(k, c).tensor_family, TensorFamily::mma_sync);
   k.values.hmma_inst = 0;
   EXPECT_EQ(kernel_figures(k, c).tensor_family, TensorFamily::none);
   k.values.gmma_inst.reset(), k.values.hmma_inst.reset();
   EXPECT_FALSE(kernel_figures(k, c).tensor_family);
+  k.values.tensor_flops = 0;
   // No duration: no rates.
   k.values.duration_ns.reset();
   f = kernel_figures(k, c);

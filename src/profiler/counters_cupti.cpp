@@ -77,14 +77,27 @@ const MetricSlot kMetrics[] = {
     {"sm__warps_active.avg.pct_of_peak_sustained_active", &report::CounterValues::achieved_occupancy_pct},
     {"lts__t_sector_hit_rate.pct", &report::CounterValues::l2_hit_rate_pct},
 };
+// Sums of counters with weights, by what they add up to.
+struct WeightedMetric {
+  const char* name;
+  double weight;
+};
 // Tensor operations executed, by source and destination type, for wgmma
-// (hgmma) and mma.sync (hmma). A bf16 cuBLAS 8192^3 GEMM counts 65/64 of its
-// analytic 2·M·N·K: what the hardware executes, padding included.
-const char* const kTensorOpMetrics[] = {
-    "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum", "sm__ops_path_tensor_op_hgmma_src_fp16_dst_fp32.sum",
-    "sm__ops_path_tensor_op_hgmma_src_fp16_dst_fp16.sum", "sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32.sum",
-    "sm__ops_path_tensor_op_hmma_src_bf16_dst_fp32.sum",  "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32.sum",
-    "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp16.sum",  "sm__ops_path_tensor_op_hmma_src_tf32_dst_fp32.sum",
+// (hgmma) and mma.sync (hmma). A bf16 cuBLAS 8192^3 GEMM counts 1.016x its
+// analytic 2·M·N·K on the H200: what the hardware executes, padding included.
+const WeightedMetric kTensorOpMetrics[] = {
+    {"sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum", 1}, {"sm__ops_path_tensor_op_hgmma_src_fp16_dst_fp32.sum", 1},
+    {"sm__ops_path_tensor_op_hgmma_src_fp16_dst_fp16.sum", 1}, {"sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32.sum", 1},
+    {"sm__ops_path_tensor_op_hmma_src_bf16_dst_fp32.sum", 1},  {"sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32.sum", 1},
+    {"sm__ops_path_tensor_op_hmma_src_fp16_dst_fp16.sum", 1},  {"sm__ops_path_tensor_op_hmma_src_tf32_dst_fp32.sum", 1},
+};
+// FP32 and FP16 CUDA-core FLOPs: a fused multiply-add is two. These are SASS
+// metrics (instruction-level); where the range profiler cannot collect them
+// the pass runs without (collect() retries once) and cuda_core_flops stays empty.
+const WeightedMetric kCudaCoreMetrics[] = {
+    {"sm__sass_thread_inst_executed_op_ffma_pred_on.sum", 2}, {"sm__sass_thread_inst_executed_op_fadd_pred_on.sum", 1},
+    {"sm__sass_thread_inst_executed_op_fmul_pred_on.sum", 1}, {"sm__sass_thread_inst_executed_op_hfma_pred_on.sum", 2},
+    {"sm__sass_thread_inst_executed_op_hadd_pred_on.sum", 1}, {"sm__sass_thread_inst_executed_op_hmul_pred_on.sum", 1},
 };
 
 // The entry points this file calls, looked up in the process's libcupti.
@@ -226,7 +239,7 @@ std::string device_unsupported(int device) {
 // the device's chip, and the metrics it knows.
 class MetricHost {
  public:
-  explicit MetricHost(int device, CUcontext ctx) {
+  MetricHost(int device, CUcontext ctx, bool with_sass) {
     const Cupti& c = cupti();
     auto chip = ATTNPROF_PARAMS(CUpti_Device_GetChipName_Params);
     chip.deviceIndex = static_cast<size_t>(device);
@@ -246,8 +259,11 @@ class MetricHost {
     host_ = init.pHostObject;
     for (const MetricSlot& m : kMetrics)
       if (known(m.name)) names_.push_back(m.name);
-    for (const char* m : kTensorOpMetrics)
-      if (known(m)) names_.push_back(m);
+    for (const WeightedMetric& m : kTensorOpMetrics)
+      if (known(m.name)) names_.push_back(m.name);
+    if (with_sass)
+      for (const WeightedMetric& m : kCudaCoreMetrics)
+        if (known(m.name)) names_.push_back(m.name), has_sass_ = true;
     if (names_.empty()) throw CuptiError("CUPTI knows none of attnprof's metrics on chip " + chip_, false);
     auto add = ATTNPROF_PARAMS(CUpti_Profiler_Host_ConfigAddMetrics_Params);
     add.pHostObject = host_;
@@ -274,6 +290,7 @@ class MetricHost {
   MetricHost& operator=(const MetricHost&) = delete;
 
   const std::vector<const char*>& names() const { return names_; }
+  bool has_sass() const { return has_sass_; }
   std::vector<uint8_t>& config() { return config_; }
 
   std::vector<double> evaluate(const std::vector<uint8_t>& counter_data, size_t range) const {
@@ -302,6 +319,7 @@ class MetricHost {
   std::vector<uint8_t> availability_;
   CUpti_Profiler_Host_Object* host_ = nullptr;
   std::vector<const char*> names_;
+  bool has_sass_ = false;
   std::vector<uint8_t> config_;
 };
 
@@ -432,38 +450,82 @@ class ScopeProfiler {
 
 report::CounterValues to_values(const std::vector<const char*>& names, const std::vector<double>& raw) {
   report::CounterValues v;
+  const auto add = [](std::optional<double>& sum, double x) { sum = sum.value_or(0.0) + x; };
   for (size_t i = 0; i < names.size() && i < raw.size(); ++i) {
     const std::string name = names[i];
-    bool slot = false;
     for (const MetricSlot& m : kMetrics)
-      if (name == m.name) {
-        v.*(m.field) = raw[i];
-        slot = true;
-      }
-    if (!slot) v.tensor_flops = v.tensor_flops.value_or(0.0) + raw[i];
+      if (name == m.name) v.*(m.field) = raw[i];
+    for (const WeightedMetric& m : kTensorOpMetrics)
+      if (name == m.name) add(v.tensor_flops, m.weight * raw[i]);
+    for (const WeightedMetric& m : kCudaCoreMetrics)
+      if (name == m.name) add(v.cuda_core_flops, m.weight * raw[i]);
   }
   return v;
 }
 
 // The host object of a device, made once per process: it costs a config image
 // build, and every counter pass of the device needs the same one. Never
-// freed: at exit CUPTI may be gone before static destructors run.
-MetricHost& metric_host(int device, CUcontext ctx) {
+// freed: at exit CUPTI may be gone before static destructors run. Without the
+// SASS metrics once a pass with them has failed (sass_failed).
+MetricHost& metric_host(int device, CUcontext ctx, bool sass_failed) {
   static std::mutex mutex;
-  static auto* hosts = new std::map<int, MetricHost*>();
+  static auto* hosts = new std::map<std::pair<int, bool>, MetricHost*>();
   const std::lock_guard<std::mutex> lock(mutex);
-  auto it = hosts->find(device);
-  if (it == hosts->end()) it = hosts->emplace(device, new MetricHost(device, ctx)).first;
+  const std::pair<int, bool> key{device, !sass_failed};
+  auto it = hosts->find(key);
+  if (it == hosts->end()) it = hosts->emplace(key, new MetricHost(device, ctx, !sass_failed)).first;
   return *it->second;
+}
+
+// Devices whose range profiler refused the SASS metrics.
+std::map<int, bool>& sass_refused() {
+  static auto* refused = new std::map<int, bool>();
+  return *refused;
+}
+
+using Phases = std::vector<std::pair<std::string, double>>;
+
+// Milliseconds since the last lap, appended to `phases` as `name`.
+class Laps {
+ public:
+  void lap(Phases& phases, std::string name) {
+    const auto now = std::chrono::steady_clock::now();
+    phases.emplace_back(std::move(name), std::chrono::duration<double, std::milli>(now - last_).count());
+    last_ = now;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+// One step of the pass with each measured scope counted into pass.kernels.
+void count_step(Variant& variant, const Problem& p, const Inputs& in, MetricHost& host, CUcontext ctx,
+                CounterPass& pass, Laps& laps) {
+  std::unique_ptr<ScopeProfiler> active;
+  ScopeHooks hooks;
+  hooks.enter = [&](const char* scope) {
+    laps.lap(pass.phases_ms, "step up to " + std::string(scope));
+    active = std::make_unique<ScopeProfiler>(host, ctx);
+    active->start();
+  };
+  hooks.leave = [&](const char* scope) {
+    std::vector<std::vector<double>> ranges = active->finish();
+    active.reset();
+    laps.lap(pass.phases_ms, std::string(scope) + ": " + std::to_string(ranges.size()) + " kernels replayed, counted");
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      report::KernelCounters k;
+      k.scope = scope;
+      k.index = static_cast<int>(i);
+      k.values = to_values(host.names(), ranges[i]);
+      pass.kernels.push_back(std::move(k));
+    }
+  };
+  run_pass_step(variant, p, in, /*scoped=*/true, &hooks);
 }
 
 CounterPass collect(Variant& variant, const Problem& p, const Inputs& in) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto lap = [last = t0](std::vector<std::pair<std::string, double>>& phases, std::string name) mutable {
-    const auto now = std::chrono::steady_clock::now();
-    phases.emplace_back(std::move(name), std::chrono::duration<double, std::milli>(now - last).count());
-    last = now;
-  };
+  Laps laps;
   const Cupti& c = cupti();
   if (!c.missing.empty()) return not_collected(State::unavailable, c.missing);
   const int device = at::Device(p.device).index();
@@ -477,28 +539,21 @@ CounterPass collect(Variant& variant, const Problem& p, const Inputs& in) {
     if (std::string why = device_unsupported(device); !why.empty()) return not_collected(State::unavailable, why);
     if (cudaDeviceSynchronize() != cudaSuccess) throw CuptiError("the device failed before the counter pass", false);
     const CUcontext ctx = current_context();
-    MetricHost& host = metric_host(device, ctx);
-    lap(pass.phases_ms, "CUPTI set-up (metrics for " + std::to_string(host.names().size()) + " counters)");
-    std::unique_ptr<ScopeProfiler> active;
-    ScopeHooks hooks;
-    hooks.enter = [&](const char* scope) {
-      lap(pass.phases_ms, "step up to " + std::string(scope));
-      active = std::make_unique<ScopeProfiler>(host, ctx);
-      active->start();
-    };
-    hooks.leave = [&](const char* scope) {
-      std::vector<std::vector<double>> ranges = active->finish();
-      active.reset();
-      lap(pass.phases_ms, std::string(scope) + ": " + std::to_string(ranges.size()) + " kernels replayed, counted");
-      for (size_t i = 0; i < ranges.size(); ++i) {
-        report::KernelCounters k;
-        k.scope = scope;
-        k.index = static_cast<int>(i);
-        k.values = to_values(host.names(), ranges[i]);
-        pass.kernels.push_back(std::move(k));
-      }
-    };
-    run_pass_step(variant, p, in, /*scoped=*/true, &hooks);
+    bool& refused = sass_refused()[device];
+    MetricHost* host = nullptr;
+    try {
+      host = &metric_host(device, ctx, refused);
+      laps.lap(pass.phases_ms, "CUPTI set-up (" + std::to_string(host->names().size()) + " counters)");
+      count_step(variant, p, in, *host, ctx, pass, laps);
+    } catch (const CuptiError& e) {
+      // Once more without the SASS metrics, if they may be what failed.
+      if (e.permission || refused || (host && !host->has_sass())) throw;
+      refused = true;
+      pass.kernels.clear();
+      laps.lap(pass.phases_ms, std::string("with the SASS metrics: ") + e.what());
+      host = &metric_host(device, ctx, refused);
+      count_step(variant, p, in, *host, ctx, pass, laps);
+    }
     pass.state = State::collected;
   } catch (const Interrupted&) {
     throw;

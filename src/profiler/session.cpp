@@ -250,6 +250,7 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
   }
   r.device_limits = device_limits(p);
   if (r.device_limits) report::fill_launch_occupancy(r.launches, *r.device_limits);
+  if (r.counters) name_counted_kernels(*r.counters, r.scopes);
   if (r.counters && r.counters->state == report::CounterPass::State::collected) report::complete_counters(*r.counters, r);
   clock.lap("aggregate events, read trace", r.phases_ms);
   if (counters_interrupted) {

@@ -118,11 +118,16 @@ std::optional<Occupancy> occupancy(const DeviceLimits& l, int64_t block_threads,
   return o;
 }
 
+// wgmma has its own counter. The HMMA-pipe instruction count is no sign of
+// mma.sync: on the H200 it includes every wgmma and also conversions (bf16 <->
+// fp32 cast kernels count tens of thousands with no tensor FLOP), so mma.sync
+// is tensor math (the ops_path FLOP counters) without wgmma; the HMMA count
+// decides only where no FLOP counter exists.
 std::optional<TensorFamily> tensor_family_of(const CounterValues& v) {
-  if (!v.gmma_inst && !v.hmma_inst) return std::nullopt;
   if (v.gmma_inst.value_or(0.0) > 0.0) return TensorFamily::wgmma;
-  if (v.hmma_inst.value_or(0.0) > 0.0) return TensorFamily::mma_sync;
-  return TensorFamily::none;
+  if (v.tensor_flops) return *v.tensor_flops > 0.0 ? TensorFamily::mma_sync : TensorFamily::none;
+  if (!v.gmma_inst && !v.hmma_inst) return std::nullopt;
+  return v.hmma_inst.value_or(0.0) > 0.0 ? TensorFamily::mma_sync : TensorFamily::none;
 }
 
 const char* bound_name(Bound b) {

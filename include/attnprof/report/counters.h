@@ -13,9 +13,9 @@
 
 namespace attnprof::report {
 
-// The tensor instructions a kernel executed, from the counters
-// (sm__inst_executed_pipe_tensor_op_gmma / _hmma): Hopper's wgmma, the
-// warp-level mma.sync family, or neither.
+// The tensor instructions a kernel executed, from the counters: Hopper's
+// wgmma (sm__inst_executed_pipe_tensor_op_gmma), the warp-level mma.sync
+// family (tensor FLOPs without wgmma), or neither (tensor_family_of).
 enum class TensorFamily { none, mma_sync, wgmma };
 const char* tensor_family_name(TensorFamily f);  // "none", "mma.sync", "wgmma"
 
@@ -30,8 +30,12 @@ struct CounterValues {
   std::optional<double> sm_throughput_pct;    // sm__throughput.avg.pct_of_peak_sustained_elapsed
   std::optional<double> tensor_active_pct;    // sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active
   std::optional<double> gmma_inst;            // sm__inst_executed_pipe_tensor_op_gmma.sum
-  std::optional<double> hmma_inst;            // sm__inst_executed_pipe_tensor_op_hmma.sum
-  std::optional<double> tensor_flops;         // executed tensor FLOPs (sum of the ops_path counters x2)
+  // sm__inst_executed_pipe_tensor_op_hmma.sum: HMMA-pipe instructions, wgmma
+  // and conversions included (H200), so not a sign of mma.sync by itself.
+  std::optional<double> hmma_inst;
+  // Executed tensor FLOPs: the sum of the sm__ops_path_tensor_op_{hgmma,hmma}_src_*_dst_*
+  // counters (a bf16 8192^3 cuBLAS GEMM counted 1.016x its 2·M·N·K on the H200).
+  std::optional<double> tensor_flops;
   std::optional<double> achieved_occupancy_pct;  // sm__warps_active.avg.pct_of_peak_sustained_active
   std::optional<double> l2_hit_rate_pct;      // lts__t_sector_hit_rate.pct
   // Executed FP32/FP16 CUDA-core FLOPs (sm__sass_thread_inst_executed_op_{ffma x2, fadd, fmul,
