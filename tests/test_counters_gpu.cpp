@@ -132,14 +132,17 @@ TEST(CounterPassGpu, CopyMovesItsBytesNearTheDramPeak) {
   OneOp copy(OneOp::Kind::copy);
   const Problem p = small_problem();
   COUNT_OR_SKIP(pass, copy, p);
-  const KernelCounters& k = longest(pass);
+  // Past 2^31 elements PyTorch splits the copy into launches (two on the H200).
+  double read = 0, written = 0;
+  for (const KernelCounters& k : pass.kernels) {
+    ASSERT_TRUE(k.values.dram_read_bytes && k.values.dram_write_bytes && k.values.dram_throughput_pct);
+    read += *k.values.dram_read_bytes, written += *k.values.dram_write_bytes;
+    EXPECT_GE(*k.values.dram_throughput_pct, 85.0) << "kernel " << k.index;
+    EXPECT_EQ(k.values.tensor_flops.value_or(0), 0.0);
+  }
   const double bytes = 4.0 * OneOp::kCopyElems;  // read once and written once
-  ASSERT_TRUE(k.values.dram_read_bytes && k.values.dram_write_bytes);
-  EXPECT_NEAR(*k.values.dram_read_bytes / bytes, 1.0, 0.05);
-  EXPECT_NEAR(*k.values.dram_write_bytes / bytes, 1.0, 0.05);
-  ASSERT_TRUE(k.values.dram_throughput_pct.has_value());
-  EXPECT_GE(*k.values.dram_throughput_pct, 85.0);
-  EXPECT_EQ(k.values.tensor_flops.value_or(0), 0.0);
+  EXPECT_NEAR(read / bytes, 1.0, 0.05);
+  EXPECT_NEAR(written / bytes, 1.0, 0.05);
 }
 
 TEST(CounterPassGpu, SdpaMathRunsNoTensorMath) {

@@ -1,8 +1,8 @@
-// The counter pass (--counters): one more step of the problem's pass, run
-// after the profiled steps and the timing, on its own, in which each kernel of
-// each measured scope is replayed under the CUPTI Range Profiler (kernel
-// replay, one auto range per launch) to read its hardware counters. Nothing
-// here prints; the record carries the results (report/counters.h).
+// The counter pass (--counters): more steps of the problem's pass, run after
+// the profiled steps and the timing, on their own, in which the CUPTI Range
+// Profiler reads each kernel's hardware counters (one auto range per launch;
+// the step repeated once per hardware pass). Nothing here prints; the record
+// carries the results (report/counters.h).
 #pragma once
 
 #include "attnprof/problem.h"

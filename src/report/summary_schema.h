@@ -181,6 +181,10 @@ void counters_fields(V& v, P& c) {
   v.string("route", c.route);
   v.string("reason", c.reason);
   v.number("wall_s", c.wall_s, 0.0, 1e9);
+  v.array("phases_ms", c.phases_ms, [&](auto& ph) {
+    v.string("phase", ph.first);
+    v.number("ms", ph.second, 0.0, 1e15);
+  });
   v.optional_object("ceilings", c.ceilings, [&](auto& x) { ceilings_fields(v, x); });
   v.array("kernels", c.kernels, [&](auto& k) { counter_kernel_fields(v, k, c.ceilings); });
 }
