@@ -138,24 +138,37 @@ python_ops() {
 }
 if has test || has pyops; then python_ops; fi
 if has counters; then
-  timeout 300 ctest --test-dir build -R 'CounterPassGpu' --output-on-failure -V > "$W/counters_ctest.log" 2>&1
+  timeout 300 ctest --test-dir build -R 'CounterPassGpu|CountersCli|DeviceCeilings|Session\.(Occupancy|Stop)' \
+    --output-on-failure -V > "$W/counters_ctest.log" 2>&1
   summary+=("counters ctest rc=$?: $(grep -E 'tests passed' "$W/counters_ctest.log")")
+  record ctest --name "counter pass GPU tests" --log "$W/counters_ctest.log" \
+    --command "ctest --test-dir build -R 'CounterPassGpu|CountersCli|DeviceCeilings|Session\.(Occupancy|Stop)'"
   while read -r l; do summary+=("  $l"); done < <(grep -E "Skipped|Failure|Expected|Which is|\(Failed\)" "$W/counters_ctest.log" | head -8)
-  for pass in fwd bwd; do
-    PYTHONUNBUFFERED=1 timeout 300 python3 scripts/counters_crosscheck.py --attnprof build/attnprof --pass $pass \
-      --report "$W/counters_crosscheck_$pass.md" > "$W/counters_crosscheck_$pass.log" 2>&1
-    summary+=("counters_crosscheck $pass rc=$?")
+  for pass in ${COUNTERS_PASSES:-fwd bwd}; do
+    xc_cmd=(python3 scripts/counters_crosscheck.py --attnprof build/attnprof --pass $pass ${COUNTERS_XC_ARGS:-})
+    PYTHONUNBUFFERED=1 timeout 300 "${xc_cmd[@]}" --report "$W/counters_crosscheck_$pass.md" > "$W/counters_crosscheck_$pass.log" 2>&1
+    rc=$?
+    summary+=("counters_crosscheck $pass rc=$rc")
+    record check --name "counter pass against ncu, $pass (DRAM bytes, tensor-pipe %, duration within 5%)" --command "${xc_cmd[*]}" \
+      --result "exit $rc: $(grep -c '| agree |' "$W/counters_crosscheck_$pass.log") variants agree, $(grep -c 'DISAGREE\|ERROR' "$W/counters_crosscheck_$pass.log") disagree"
     while read -r l; do summary+=("  $l"); done < <(grep -E '^\| [a-z]' "$W/counters_crosscheck_$pass.log" | head -8)
   done
-  # What the pass adds to a whole run: the same run without and with it.
-  for shape in "--batch 8 --seq 1024 --head-dim 64" "--batch 4 --seq 4096 --head-dim 128"; do
+  # What the pass adds to a whole run: the same run without and with it
+  # (the ceilings calibrated, and cached, first).
+  ./build/attnprof --variant naive --counters --quiet --out "$W/counters_out" > /dev/null 2>&1
+  IFS=';' read -r -a shapes <<< "${COUNTERS_SHAPES:---batch 8 --seq 1024 --head-dim 64;--batch 4 --seq 4096 --head-dim 128}"
+  for shape in "${shapes[@]}"; do
     tag=$(echo "$shape" | tr -d ' -')
+    ms=()
     for c in "" "--counters"; do
       t0=$(date +%s%N)
       ./build/attnprof --variant all $shape $c --out "$W/counters_out" > "$W/all_${tag}${c:+_counters}.log" 2>&1
       rc=$?
-      summary+=("all $shape $c: rc=$rc, $(( ($(date +%s%N) - t0) / 1000000 )) ms")
+      ms+=($(( ($(date +%s%N) - t0) / 1000000 )))
+      summary+=("all $shape $c: rc=$rc, ${ms[-1]} ms")
     done
+    record check --name "time --counters adds to --variant all $shape" --command "build/attnprof --variant all $shape --counters" \
+      --result "$(( (ms[1] - ms[0]) / 1000 )) s ($(( ms[0] / 1000 )) s without, $(( ms[1] / 1000 )) s with; ceilings cached)"
   done
 fi
 if has hta; then
