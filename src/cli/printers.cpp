@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "attnprof/io/text.h"
 #include "attnprof/report/headline.h"
 #include "attnprof/report/launch_facts.h"
 #include "attnprof/report/run_files.h"
@@ -11,7 +12,9 @@ namespace attnprof::cli {
 std::string run_text(const RunRecord& r, const TableOptions& table, bool kernels, const std::string& out_dir) {
   std::string out = "\n" + report::run_table_text(r, table) + "\n" + report::headline_text(r);
   if (kernels && !r.launches.empty()) out += "\n" + report::format_launch_table(r.launches);
-  out += fmt::format("  files: {}/{{{}, {}, {}}}\n", out_dir, r.trace_file, r.table_file, r.summary_file);
+  // Paths with every control shown (\x0a too): one file list is one line.
+  out += fmt::format("  files: {}/{{{}, {}, {}}}\n", io::visible(out_dir), io::visible(r.trace_file),
+                     io::visible(r.table_file), io::visible(r.summary_file));
   return out;
 }
 
