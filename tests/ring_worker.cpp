@@ -76,7 +76,9 @@ int main(int argc, char** argv) {
   }
   const std::string device = device_kind == "cuda" ? "cuda:" + std::to_string(env->local_rank) : "cpu";
   try {
-    ring::set_current_group(ring::ProcessGroup::join(*env, device, std::chrono::minutes(5), std::chrono::minutes(5)));
+    ring::JoinOptions join;
+    join.op_timeout = join.rendezvous_timeout = std::chrono::minutes(5);
+    ring::set_current_group(ring::ProcessGroup::join(*env, device, join));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ring_worker: %s\n", e.what());
     return 1;

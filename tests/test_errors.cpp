@@ -208,6 +208,16 @@ const std::vector<Group>& groups() {
       {"SweepPastGivenLimit", "sweep --device cpu --variant naive --seq 16,32 --max-points 1 --out {D}/out", 2,
        {"2 configurations", "exceed --max-points 1"}},
       {"SweepMaxPointsZero", "sweep --device cpu --max-points 0 --out {D}/out", 2, {"--max-points", "out of range"}},
+      // Each value of a sweep axis is checked as the single-run flag is.
+      {"SweepSeqZeroAmongOthers", "sweep --device cpu --seq 0,64 --out {D}/out", 2,
+       {"--seq must be a positive integer, got 0"}},
+      {"SweepHeadDimPastLimitAmongOthers", "sweep --device cpu --head-dim 64,4097 --out {D}/out", 2,
+       {"--head-dim 4097 is too large (at most 4096)"}},
+      {"SweepKvHeadsZero", "sweep --device cpu --kv-heads 0 --out {D}/out", 2, {"--kv-heads must be a positive integer"}},
+      {"SweepSeqQNegative", "sweep --device cpu --seq-q -1 --seq-kv 64 --out {D}/out", 2, {"--seq-q", "-1"}},
+      {"SweepSeqEmptyItem", "sweep --device cpu --seq 32,,64 --out {D}/out", 2, {"--seq '32,,64'", "empty item"}},
+      {"SweepSeqTrailingComma", "sweep --device cpu --seq 32, --out {D}/out", 2, {"--seq '32,'", "empty item"}},
+      {"SweepBatchLeadingComma", "sweep --device cpu --batch ,2 --out {D}/out", 2, {"--batch ',2'", "empty item"}},
        }},
       {"Outputs",  // outputs that cannot be written
        {
@@ -247,6 +257,32 @@ const std::vector<Group>& groups() {
       {"Unsupported",  // the one requested variant cannot run here
        {
       {"CudaOnlyVariantOnCpu", profile("--variant sdpa-cudnn"), 3, {"sdpa-cudnn cannot run here"}},
+      // Several, none of which can run: the same, decided before anything runs.
+      {"NoneOfSeveralVariantsOnCpu", profile("--variant sdpa-cudnn,sdpa-efficient"), 3,
+       {"none of the 2 variants can run here", "sdpa-cudnn: ", "sdpa-efficient: "}, {}, true},
+      {"NoneOfSeveralVariantsInASweep", "sweep --device cpu --variant sdpa-cudnn,sdpa-efficient --seq 16 --head-dim 16 --out {D}/out", 3,
+       {"none of the 2 points can run here", "sdpa-cudnn: ", "sdpa-efficient: "}, {}, true},
+       }},
+      {"RingBaseline",  // --ring-baseline FILE: read and checked before any rank starts
+       {
+      {"RingBaselineMissing", profile("--variant ring-sdpa-flash --nproc 2 --seq 64 --ring-baseline {D}/nope.json"), 4,
+       {"--ring-baseline '{D}/nope.json'", "No such file or directory"}},
+      {"RingBaselineDirectory", profile("--variant ring-sdpa-flash --nproc 2 --seq 64 --ring-baseline {D}/dir"), 4,
+       {"--ring-baseline '{D}/dir'", "it is a directory"}, {{"dir/.keep", [] { return std::string(); }}}},
+      {"RingBaselineFifo", profile("--variant ring-sdpa-flash --nproc 2 --seq 64 --ring-baseline {D}/in.fifo"), 4,
+       {"--ring-baseline '{D}/in.fifo'", "it is a FIFO"}, {fifo("in.fifo")}},
+      {"RingBaselineGarbage", profile("--variant ring-sdpa-flash --nproc 2 --seq 64 --ring-baseline {D}/garbage.bin"), 4,
+       {"--ring-baseline '{D}/garbage.bin'", "not valid JSON"},
+       {{"garbage.bin", [] { return std::string("\x7f" "ELF\x02\xff\xfe\x80\x81", 9); }}}, false,
+       {"json.exception"}},
+      {"RingBaselineOfAnotherProblem", profile("--variant ring-sdpa-flash --nproc 2 --seq 64 --ring-baseline {D}/good.summary.json"), 4,
+       {"--ring-baseline '{D}/good.summary.json'", "another problem (1x2x33x32 bf16 causal)", "1x2x64x32"}, {good()}},
+      {"RingBaselineIsAnOutput", profile("--variant ring-sdpa-flash --nproc 2 --seq 64 --ring-baseline "
+                                         "{D}/out/ring-sdpa-flash/1_2_64_32_bf16_causal.rank1.summary.json"), 2,
+       {"is one of this run's own outputs"}},
+      {"RendezvousTimeoutZero", profile("--rendezvous-timeout 0"), 2, {"--rendezvous-timeout", "positive number, got 0"}},
+      {"RendezvousTimeoutNotANumber", profile("--rendezvous-timeout soon"), 2, {"--rendezvous-timeout", "soon"}},
+      {"RendezvousTimeoutPastAWeek", profile("--rendezvous-timeout 1e9"), 2, {"--rendezvous-timeout", "too long"}},
        }},
       {"Compare",  // compare: missing, malformed, truncated, wrongly typed, hostile inputs
        {
@@ -291,6 +327,21 @@ const std::vector<Group>& groups() {
       {"CompareOneArgument", "compare {D}/good.summary.json", 2, {"B is required"}, {good()}},
       {"CompareCsvUnderDevFull", compare("good.summary.json", "good.summary.json", "--csv /dev/full/diff.csv"), 4,
        {"/dev/full/diff.csv"}, {good()}},
+      // An output naming one of compare's inputs, or two outputs naming one path.
+      {"CompareOutIsTheInputDirectory", "compare {D}/a {D}/b --out {D}/a", 2,
+       {"--out '{D}/a'", "output directory of a compared run"},
+       {{"a/naive/1_2_33_32_bf16_causal.summary.json", [] { return good_summary_text(); }},
+        {"b/naive/1_2_33_32_bf16_causal.summary.json", [] { return good_summary_text(); }}}},
+      {"CompareOutIsASummarysRunDirectory", compare("a/naive/1_2_33_32_bf16_causal.summary.json",
+                                                    "good.summary.json", "--out {D}/a"), 2,
+       {"--out '{D}/a'", "output directory of a compared run"},
+       {good(), {"a/naive/1_2_33_32_bf16_causal.summary.json", [] { return good_summary_text(); }}}},
+      {"CompareCsvIsAnInput", compare("good.summary.json", "b.summary.json", "--csv {D}/b.summary.json"), 2,
+       {"--csv '{D}/b.summary.json' names an input"}, {good(), good("b.summary.json")}},
+      {"CompareMdIsAnInputThroughALink", compare("good.summary.json", "good.summary.json", "--md {D}/link.md"), 2,
+       {"--md '{D}/link.md' names an input"}, {good(), {"link.md", nullptr, "good.summary.json"}}},
+      {"CompareCsvAndMdOneFile", compare("good.summary.json", "good.summary.json", "--csv {D}/d.csv --md {D}/./d.csv"), 2,
+       {"--csv and --md name one file"}, {good()}},
       {"CompareMarkdownUnderAFile",
        compare("good.summary.json", "good.summary.json", "--md {D}/good.summary.json/diff.md"), 4,
        {"{D}/good.summary.json/diff.md"}, {good()}},

@@ -8,11 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "attnprof/device.h"
 #include "attnprof/io/files.h"
 #include "test_util.h"
 
@@ -158,17 +160,51 @@ TEST(Files, AFailedRunKeepsTheOldSetAndALaterRunClearsDeadTemps) {
   const pid_t dead = ::fork();
   if (dead == 0) _exit(0);
   ::waitpid(dead, nullptr, 0);
-  const std::string stale = ".x.summary.json.tmp." + std::to_string(dead) + ".3";
-  const std::string live = ".x.summary.json.tmp." + std::to_string(::getpid()) + ".3";
-  for (const std::string& dir : {d, d + "/naive", d + "/naive/" + kStem})
-    for (const std::string& n : {stale, stale + ".tmp", live}) io::write_file_atomic(dir + "/" + n, "x");
+  const std::string tail = ".tmp." + std::to_string(dead) + ".3";
+  const std::string live_tail = ".tmp." + std::to_string(::getpid()) + ".3";
+  // attnprof's own names, per folder: the profiler's scratch trace, a table, a trace.
+  const std::vector<std::pair<std::string, std::string>> own = {
+      {d, ".naive_" + kStem + ".json"}, {d + "/naive", "." + kStem + ".summary.json"},
+      {d + "/naive/" + kStem, "." + kStem + ".pt.trace.json.gz"}};
+  for (const auto& [dir, name] : own)
+    for (const std::string& n : {name + tail, name + tail + ".tmp", name + live_tail}) io::write_file_atomic(dir + "/" + n, "x");
   ::rmdir((d + "/naive/" + kStem + ".txt").c_str());
-  EXPECT_EQ(run_cli(kTiny + "--variant naive --out " + d).rc, 0);
-  for (const std::string& dir : {d, d + "/naive", d + "/naive/" + kStem}) {
-    EXPECT_FALSE(path_exists(dir + "/" + stale)) << dir;
-    EXPECT_FALSE(path_exists(dir + "/" + stale + ".tmp")) << dir;
-    EXPECT_TRUE(path_exists(dir + "/" + live)) << dir;
+  EXPECT_EQ(run_cli(kTiny + "--variant inplace --out " + d).rc, 0) << "another variant's run clears them too";
+  for (const auto& [dir, name] : own) {
+    EXPECT_FALSE(path_exists(dir + "/" + name + tail)) << dir;
+    EXPECT_FALSE(path_exists(dir + "/" + name + tail + ".tmp")) << dir;
+    EXPECT_TRUE(path_exists(dir + "/" + name + live_tail)) << dir;
   }
+  remove_tree(d);
+}
+
+// attnprof deletes only what it wrote: a file named like a dead temp but not
+// for one of attnprof's own file names, or in a folder it never writes, stays
+// (it deleted a user's file: anything named .*.tmp.<dead pid>.<n> under --out).
+TEST(Files, DeadTempCleanupNeverTouchesAUsersFiles) {
+  const std::string d = make_temp_dir("usertemps");
+  ASSERT_EQ(run_cli(kTiny + "--variant naive --out " + d).rc, 0);
+  const pid_t dead = ::fork();
+  if (dead == 0) _exit(0);
+  ::waitpid(dead, nullptr, 0);
+  const std::string tail = ".tmp." + std::to_string(dead) + ".1";
+  std::vector<std::string> users;
+  for (const std::string& dir : {d, d + "/naive", d + "/naive/" + kStem, d + "/mydata", d + "/mydata/naive",
+                                 d + "/naive/" + kStem + "/deeper"}) {
+    io::ensure_writable_dir(dir);
+    for (const std::string& name : {std::string(".notes.txt"), std::string(".draft.summary.json"), "." + kStem + ".bak"}) {
+      users.push_back(dir + "/" + name + tail);
+      io::write_file_atomic(users.back(), "the user's");
+    }
+  }
+  // attnprof's own name, but in a folder it never writes.
+  users.push_back(d + "/mydata/." + kStem + ".summary.json" + tail);
+  io::write_file_atomic(users.back(), "the user's");
+  ASSERT_EQ(run_cli(kTiny + "--variant naive,inplace --out " + d).rc, 0);
+  ASSERT_EQ(run_cli("compare " + d + "/naive/" + kStem + ".summary.json " + d + "/naive/" + kStem +
+                    ".summary.json --csv " + d + "/mydata/diff.csv --out " + d + "/cmp").rc,
+            0);
+  for (const std::string& u : users) EXPECT_EQ(io::read_file(u), "the user's") << u;
   remove_tree(d);
 }
 
@@ -246,5 +282,195 @@ TEST(Traces, LayoutAndFieldsForHtaAndTensorBoard) {
   // compare finds the summaries by name, not the traces.
   const CliResult c = run_cli("compare " + d + " " + d + " --out " + d + "/cmp");
   EXPECT_EQ(c.rc, 0) << c.err;
+  remove_tree(d);
+}
+
+// Line breaks and backslashes in --out work end to end (Kineto deletes line
+// breaks from its file name and turns backslashes into slashes: the run used
+// to fail at Kineto's rename, after all of its work).
+TEST(Files, LineBreaksAndBackslashesInOutWorkEndToEnd) {
+  const std::string d = make_temp_dir("ctrl_nl");
+  for (const std::string& name : {std::string("a\nb"), std::string("c\\d"), std::string("e\n\\f")}) {
+    SCOPED_TRACE(name);
+    const std::string out = d + "/" + name;
+    const CliResult r = run_cli(kTiny + "--variant naive,inplace --out \"" + out + "\"");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const std::string trace = out + "/naive/" + kStem + "/" + kStem + ".pt.trace.json.gz";
+    const json t = json::parse(io::gzip_decompress(io::read_file(trace)));
+    EXPECT_EQ(t["traceName"], trace);
+    EXPECT_EQ(read_json(out + "/naive/" + kStem + ".summary.json")["status"], "ok");
+    EXPECT_TRUE(path_exists(out + "/compare/" + kStem + ".trace.json.gz"));
+    for (const std::string& line : split_lines(r.out))
+      if (line.find("files: ") != std::string::npos) EXPECT_NE(line.find(d + "/"), std::string::npos) << "one line per list: " << line;
+    EXPECT_TRUE(no_temps_or_lock(out));
+  }
+  remove_tree(d);
+}
+
+// Multi-variant runs into one --out: compare/ holds one run's set, every time.
+TEST(Files, CompareFolderNeverMixesRuns) {
+  if (attnprof::cuda_available()) GTEST_SKIP() << "needs variants that cannot run here (a machine without CUDA)";
+  const std::string d = make_temp_dir("compare_set");
+  const std::string c = d + "/compare/" + kStem;
+  ASSERT_EQ(run_cli(kTiny + "--variant naive,inplace --out " + d).rc, 0);
+  // Only one variant of two runs here: the merged trace and the picture are
+  // this run's (one process, one row), not the first run's beside new tables.
+  const CliResult one = run_cli(kTiny + "--variant sdpa-math,sdpa-cudnn --out " + d);
+  ASSERT_EQ(one.rc, 0) << one.err;
+  const json glance = read_json(c + ".json");
+  ASSERT_EQ(glance.size(), 2u);
+  std::set<std::string> processes;
+  const json merged = json::parse(io::gzip_decompress(io::read_file(c + ".trace.json.gz")));
+  for (const json& e : merged["traceEvents"])
+    if (e.value("name", "") == "process_name") processes.insert(e["args"]["name"].get<std::string>());
+  ASSERT_EQ(processes.size(), 1u);
+  EXPECT_EQ(processes.begin()->rfind("sdpa-math", 0), 0u) << *processes.begin();
+  const std::string svg = io::read_file(c + ".timeline.svg");
+  EXPECT_NE(svg.find("sdpa-math"), std::string::npos);
+  EXPECT_EQ(svg.find("inplace"), std::string::npos) << "the first run's picture stayed";
+  // A run in which nothing can run replaces nothing.
+  const std::string before = io::read_file(c + ".json") + io::read_file(c + ".trace.json.gz");
+  const CliResult none = run_cli(kTiny + "--variant sdpa-cudnn,sdpa-efficient --out " + d);
+  EXPECT_EQ(none.rc, 3) << none.err;
+  EXPECT_EQ(count_lines(none.err), 1) << none.err;
+  EXPECT_EQ(io::read_file(c + ".json") + io::read_file(c + ".trace.json.gz"), before);
+  EXPECT_TRUE(no_temps_or_lock(d));
+  remove_tree(d);
+}
+
+// A --no-gzip run after a gzip run (and back) leaves one trace in the folder:
+// HTA reads every .json/.gz there as a rank.
+TEST(Traces, SwitchingCompressionLeavesOneTrace) {
+  const std::string d = make_temp_dir("gzip_switch");
+  const std::string folder = d + "/naive/" + kStem;
+  for (const bool gzip : {true, false, true}) {
+    ASSERT_EQ(run_cli(kTiny + "--variant naive --out " + d + (gzip ? "" : " --no-gzip")).rc, 0);
+    std::vector<std::string> in_folder;
+    for (const std::string& p : list_tree(folder))
+      if (p != folder) in_folder.push_back(p.substr(folder.size() + 1));
+    EXPECT_EQ(in_folder, std::vector<std::string>{kStem + (gzip ? ".pt.trace.json.gz" : ".pt.trace.json")});
+    EXPECT_EQ(read_json(d + "/naive/" + kStem + ".summary.json")["files"]["trace"],
+              "naive/" + kStem + "/" + kStem + (gzip ? ".pt.trace.json.gz" : ".pt.trace.json"));
+  }
+  remove_tree(d);
+}
+
+// An output that names one of the command's inputs is refused before any
+// work, and the input is as it was (compare A B --out A replaced A's own
+// merged trace and timeline).
+TEST(Files, OutputsNamingInputsAreRefusedBeforeAnyWork) {
+  const std::string d = make_temp_dir("clash");
+  ASSERT_EQ(run_cli(kTiny + "--variant naive,inplace --out " + d + "/a").rc, 0);
+  ASSERT_EQ(run_cli(kTiny + "--variant naive,inplace --out " + d + "/b").rc, 0);
+  const std::vector<std::string> before = list_tree(d);
+  std::string bytes;
+  for (const std::string& p : before)
+    if (p.find(".trace.json.gz") != std::string::npos || p.find(".svg") != std::string::npos) bytes += io::read_file(p);
+  const std::string sa = d + "/a/naive/" + kStem + ".summary.json", sb = d + "/b/naive/" + kStem + ".summary.json";
+  for (const std::string& args : {"compare " + d + "/a " + d + "/b --out " + d + "/a",
+                                  "compare " + d + "/a " + d + "/b --out " + d + "/b/",
+                                  "compare " + sa + " " + sb + " --out " + d + "/a",
+                                  "compare " + sa + " " + sb + " --csv " + sb,
+                                  "compare " + d + "/a " + d + "/b --md " + d + "/b/naive/" + kStem + "/" + kStem +
+                                      ".pt.trace.json.gz --out " + d + "/c",
+                                  "compare " + sa + " " + sb + " --csv " + d + "/x.csv --md " + d + "/x.csv --out " +
+                                      d + "/c"}) {
+    SCOPED_TRACE(args);
+    const CliResult r = run_cli(args);
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+    EXPECT_EQ(r.out, "") << "refused before anything is printed";
+  }
+  std::string after;
+  for (const std::string& p : list_tree(d))
+    if (p.find(".trace.json.gz") != std::string::npos || p.find(".svg") != std::string::npos) after += io::read_file(p);
+  EXPECT_EQ(list_tree(d), before);
+  EXPECT_EQ(after, bytes);
+  remove_tree(d);
+}
+
+// compare on folders walks only their own trees: a link to / inside one used
+// to walk into /proc; a link to a summary outside is not read either.
+TEST(Files, CompareWalksDoNotFollowLinksOutOfTheTree) {
+  const std::string d = make_temp_dir("walk");
+  ASSERT_EQ(run_cli(kTiny + "--variant naive --out " + d + "/a").rc, 0);
+  ASSERT_EQ(run_cli(kTiny + "--variant inplace --out " + d + "/outside").rc, 0);
+  ASSERT_EQ(::symlink("/", (d + "/a/root").c_str()), 0);
+  ASSERT_EQ(::symlink((d + "/outside/inplace").c_str(), (d + "/a/inplace").c_str()), 0);
+  ASSERT_EQ(::symlink((d + "/outside/inplace/" + kStem + ".summary.json").c_str(),
+                      (d + "/a/naive/elsewhere.summary.json").c_str()),
+            0);
+  const auto t0 = std::chrono::steady_clock::now();
+  const CliResult r = run_cli("compare " + d + "/a " + d + "/a --out " + d + "/cmp", 120);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60));
+  EXPECT_NE(r.out.find("naive/" + kStem + ".summary.json"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("inplace"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("elsewhere"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("root/"), std::string::npos) << r.out;
+  remove_tree(d);
+}
+
+// "the files were written" only where files were: not after --help,
+// --version, --list-variants, or a compare that writes none.
+TEST(Streams, AFullStdoutSaysFilesWereWrittenOnlyWhenTheyWere) {
+  const std::string d = make_temp_dir("full_nofiles");
+  ASSERT_EQ(run_cli(kTiny + "--variant naive --out " + d + "/run").rc, 0);
+  // A copied summary: the trace it names is not beside it, so compare writes nothing.
+  const std::string s = d + "/loose.summary.json";
+  io::write_file_atomic(s, io::read_file(d + "/run/naive/" + kStem + ".summary.json"));
+  for (const std::string& args : {std::string("--help"), std::string("--version"), std::string("--list-variants --device cpu"),
+                                  "compare " + s + " " + s + " --out " + d + "/cmp"}) {
+    SCOPED_TRACE(args);
+    const int rc = shell_rc(kExe + " " + args + " >/dev/full 2>" + d + "/err");
+    const std::string err = io::read_file(d + "/err");
+    EXPECT_EQ(rc, 5) << err;
+    EXPECT_NE(err.find("standard output could not be written"), std::string::npos) << err;
+    EXPECT_EQ(err.find("files were written"), std::string::npos) << err;
+  }
+  EXPECT_FALSE(path_exists(d + "/cmp"));
+  EXPECT_EQ(shell_rc(kExe + kTiny + "--variant naive --out " + d + "/run >/dev/full 2>" + d + "/err"), 5);
+  EXPECT_NE(io::read_file(d + "/err").find("; the files were written"), std::string::npos);
+  remove_tree(d);
+}
+
+// --profile-memory: the table has Python's memory columns, and LibTorch's
+// raw allocator warnings ("[W... CPUAllocator.cpp:245] Memory block of
+// unknown size") stay off stderr; the summary keeps them as warnings.
+TEST(Traces, ProfileMemoryTableAsPythonsAndNoRawWarnings) {
+  const std::string d = make_temp_dir("profile_memory");
+  const CliResult r = run_cli(kTiny + "--variant naive --pass bwd --profile-memory --quiet --out " + d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err, "") << "nothing raw on stderr";
+  const std::string table = io::read_file(d + "/naive/" + kStem + "_bwd.txt");
+  EXPECT_NE(table.find("       CPU Mem  Self CPU Mem    # of Calls  \n"), std::string::npos) << table;
+  EXPECT_NE(r.out.find("Self CPU Mem"), std::string::npos) << "the printed table too";
+  const json s = read_json(d + "/naive/" + kStem + "_bwd.summary.json");
+  bool allocated = false;
+  for (const json& op : s["ops"]) {
+    ASSERT_TRUE(op.contains("self_cpu_memory_usage_bytes")) << op.dump();
+    allocated = allocated || op["self_cpu_memory_usage_bytes"].get<int64_t>() > 0;
+  }
+  EXPECT_TRUE(allocated) << "some op allocated its own memory";
+  // The summary reads back (compare) with the memory fields.
+  EXPECT_EQ(run_cli("compare " + d + "/naive/" + kStem + "_bwd.summary.json " + d + "/naive/" + kStem +
+                    "_bwd.summary.json --out " + d + "/cmp").rc,
+            0);
+  remove_tree(d);
+}
+
+// The start-up figure counts from this process's own start of code, never
+// the time its parent spent before exec (`bash -c 'sleep 15; exec attnprof'`
+// recorded 15 s of "loading LibTorch").
+TEST(Traces, StartUpExcludesTimeBeforeExec) {
+  const std::string d = make_temp_dir("startup");
+  ASSERT_EQ(shell_rc("exec bash -c \"sleep 6; exec " + kExe + kTiny + "--variant naive --quiet --out " + d +
+                     " >/dev/null\""),
+            0);
+  const json s = read_json(d + "/naive/" + kStem + ".summary.json");
+  ASSERT_FALSE(s["phases_ms"].empty());
+  EXPECT_EQ(s["phases_ms"][0]["phase"], "program start to main (loading LibTorch)");
+  EXPECT_LT(s["phases_ms"][0]["ms"].get<double>(), 5000.0) << "the 6 s before exec were counted";
+  EXPECT_GT(s["phases_ms"][0]["ms"].get<double>(), 0.0);
   remove_tree(d);
 }

@@ -5,9 +5,11 @@
 #include <nlohmann/json.hpp>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -70,6 +72,14 @@ std::pair<std::string, int> finish(const Child& c) {
 
 void wait_for_handlers(pid_t pid) {
   for (int i = 0; i < 600 && !handles_sigint(pid); ++i) usleep(10000);
+}
+
+// Once the handlers are in, `ms` later, `sig`; then (stderr, wait status).
+std::pair<std::string, int> stop_after(const Child& c, int ms, int sig) {
+  wait_for_handlers(c.pid);
+  usleep(ms * 1000);
+  kill(c.pid, sig);
+  return finish(c);
 }
 
 // Starts attnprof, waits until stderr announces variant `at` ("[3/3] ..."), sends `sig`.
@@ -152,10 +162,7 @@ TEST(InterruptDuringKinetoWarmup, IsAnInterruptionInARunAndInASweep) {
   std::vector<std::string> run = {"--variant", "naive", "--seq", "256"};
   run.insert(run.end(), tiny.begin(), tiny.end());
   Child c = start(run);
-  wait_for_handlers(c.pid);
-  usleep(500 * 1000);
-  kill(c.pid, SIGINT);
-  auto [err, status] = finish(c);
+  auto [err, status] = stop_after(c, 500, SIGINT);
   ASSERT_TRUE(WIFEXITED(status)) << err;
   EXPECT_EQ(WEXITSTATUS(status), 130) << err;
   EXPECT_EQ(count_lines(err), 1) << err;
@@ -210,6 +217,98 @@ TEST(SecondSignal, EndsAtOnceAndLeavesNothingHidden) {
   for (const std::string& p : list_tree(dir)) {
     EXPECT_EQ(p.find(".tmp."), std::string::npos) << p;
     EXPECT_EQ(p.find(".attnprof.lock"), std::string::npos) << p;
+  }
+  remove_tree(dir);
+}
+
+// A tiny naive run of 10000 profiler warm-up steps (~0.3 ms each): a signal
+// sent once the handlers are in lands among them.
+std::vector<std::string> long_tiny_run(const std::string& dir) {
+  return {"--quiet", "--device", "cpu", "--batch", "1", "--heads", "2", "--seq", "16", "--head-dim", "16",
+          "--variant", "naive", "--warmup", "10000", "--active", "1", "--timing-iters", "0", "--out", dir};
+}
+
+// Every signal whose default action would end the process (and leave the
+// lock file) stops a run as SIGTERM does: at a step boundary, 128 + n, one
+// line naming it, nothing hidden left.
+TEST(OtherStopSignals, EndARunLikeSigtermAndLeaveNothingHidden) {
+  for (const auto& [sig, name] : std::vector<std::pair<int, std::string>>{
+           {SIGQUIT, "SIGQUIT"}, {SIGUSR1, "SIGUSR1"}, {SIGUSR2, "SIGUSR2"}, {SIGALRM, "SIGALRM"},
+           {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"}, {SIGXCPU, "SIGXCPU"}, {SIGPWR, "SIGPWR"}}) {
+    SCOPED_TRACE(name);
+    const std::string dir = make_temp_dir("other_signal");
+    auto [err, status] = stop_after(start(long_tiny_run(dir)), 300, sig);
+    ASSERT_TRUE(WIFEXITED(status)) << "ended by the signal's default action: " << WTERMSIG(status) << "\n" << err;
+    EXPECT_EQ(WEXITSTATUS(status), 128 + sig) << err;
+    EXPECT_EQ(count_lines(err), 1) << err;
+    EXPECT_NE(err.find("attnprof: interrupted by " + name + " during naive"), std::string::npos) << err;
+    for (const std::string& p : list_tree(dir)) {
+      EXPECT_EQ(p.find(".tmp."), std::string::npos) << p;
+      EXPECT_EQ(p.find(".attnprof.lock"), std::string::npos) << p;
+    }
+    remove_tree(dir);
+  }
+}
+
+// A signal that came before a failure to write still decides the exit code
+// (the README's order: a signal, then 4), and the one line says both.
+TEST(SignalFirst, AWriteFailureAfterASignalIsStill128PlusTheSignal) {
+  const std::string dir = make_temp_dir("signal_first");
+  const std::string stem = "1_2_16_16_bf16_causal";
+  attnprof::io::ensure_writable_dir(dir + "/naive/" + stem + ".summary.json/in_the_way");
+  auto [err, status] = stop_after(start(long_tiny_run(dir)), 300, SIGINT);
+  ASSERT_TRUE(WIFEXITED(status)) << err;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << err;
+  EXPECT_EQ(count_lines(err), 1) << err;
+  EXPECT_NE(err.find("attnprof: interrupted by SIGINT during naive"), std::string::npos) << err;
+  EXPECT_NE(err.find("could not be written"), std::string::npos) << err;
+  EXPECT_NE(err.find("is a directory"), std::string::npos) << err;
+  remove_tree(dir);
+}
+
+// compare reading a FIFO whose writer is slow: a signal ends the wait at
+// once; a writer that sends nothing is named as such (not "no writer").
+TEST(CompareFifo, ASlowWriterDoesNotHoldOffASignalAndAnEmptyOneIsNamed) {
+  const std::string dir = make_temp_dir("compare_fifo");
+  const std::string fifo = dir + "/in.fifo", good = dir + "/good.summary.json";
+  {
+    const CliResult r = run_cli("--quiet --device cpu --batch 1 --heads 2 --seq 16 --head-dim 16 --variant naive "
+                                "--timing-iters 0 --out " + dir + "/run");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    attnprof::io::write_file_atomic(good, attnprof::io::read_file(dir + "/run/naive/1_2_16_16_bf16_causal.summary.json"));
+  }
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  for (const bool sends_nothing : {false, true}) {
+    SCOPED_TRACE(sends_nothing ? "a writer that sends nothing" : "a slow writer");
+    const pid_t writer = fork();
+    if (writer == 0) {
+      const int fd = ::open(fifo.c_str(), O_WRONLY);  // waits for the reader
+      usleep(sends_nothing ? 200 * 1000 : 20 * 1000 * 1000);
+      _exit(fd >= 0 ? 0 : 1);
+    }
+    Child c = start({"compare", fifo, good});
+    wait_for_handlers(c.pid);
+    if (!sends_nothing) {
+      usleep(800 * 1000);
+      kill(c.pid, SIGINT);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    auto [err, status] = finish(c);
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    kill(writer, SIGKILL);
+    waitpid(writer, nullptr, 0);
+    ASSERT_TRUE(WIFEXITED(status)) << err;
+    EXPECT_EQ(count_lines(err), 1) << err;
+    if (sends_nothing) {
+      EXPECT_EQ(WEXITSTATUS(status), 4) << err;
+      EXPECT_NE(err.find("in.fifo: cannot read: its writer closed the FIFO without sending anything"), std::string::npos)
+          << err;
+    } else {
+      EXPECT_EQ(WEXITSTATUS(status), 130) << err;
+      EXPECT_NE(err.find("attnprof: interrupted by SIGINT while reading the inputs; nothing written"), std::string::npos)
+          << err;
+      EXPECT_LT(waited, 5.0) << "the signal, not the writer, ended the wait";
+    }
   }
   remove_tree(dir);
 }

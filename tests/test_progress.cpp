@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "attnprof/io/files.h"
+#include "cli/progress_display.h"
 #include "test_util.h"
 
 using namespace attnprof::testing;
@@ -240,4 +241,38 @@ TEST(Progress, OnATerminalASingleVariantErrorIsStillOneLine) {
   const std::vector<std::string> shown = screen(r.err);
   ASSERT_EQ(shown.size(), 1u) << r.err;
   EXPECT_EQ(shown[0].rfind("attnprof: sdpa-cudnn cannot run here: ", 0), 0u) << shown[0];
+}
+
+// The early estimate takes its pace from the second step: with a long --wait
+// the first forward of a CPU run took 30x the others, and an estimate from it
+// said "about 4 min" for a 7 s run.
+TEST(ProgressEstimate, ComesFromTheSecondStepNotAnOutlierFirst) {
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  attnprof::cli::ProgressSettings settings;
+  settings.estimate_threshold_s = 0.0;
+  {
+    attnprof::cli::ProgressDisplay display(settings, 1, 0.0, out);
+    attnprof::Problem p;
+    p.device = "cpu";
+    display.begin(0, {"naive", "naive (1x2x33x32)", "in all", p, {}, false});
+    const attnprof::ProgressCallback report = display.callback();
+    attnprof::RunProgress first{attnprof::RunPhase::warmup, 1, 0, 2.4};
+    first.steps_done = 1, first.steps_left = 100, first.step_seconds = 2.4;
+    report(first);
+    std::fflush(out);
+    EXPECT_EQ(std::ftell(out), 0L) << "no estimate from the first step alone";
+    attnprof::RunProgress second{attnprof::RunPhase::profiling, 1, 100, 0.08};
+    second.steps_done = 2, second.steps_left = 99, second.step_seconds = 0.08;
+    report(second);
+    display.end();
+  }
+  std::rewind(out);
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, out)) > 0;) text.append(buf, n);
+  std::fclose(out);
+  EXPECT_NE(text.find("naive on cpu: 80 ms per forward, 99 more forwards, about"), std::string::npos) << text;
+  EXPECT_NE(text.find("(estimate from the second forward)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("min"), std::string::npos) << "99 x 80 ms is seconds, not minutes: " << text;
 }

@@ -7,12 +7,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <random>
 #include <thread>
 
+#include <csignal>
+
+#include "attnprof/interrupt.h"
 #include "attnprof/io/files.h"
+#include "attnprof/report/run_files.h"
 
 namespace fs = std::filesystem;
 using namespace attnprof::io;
@@ -186,6 +191,54 @@ TEST(StagedFiles, AFifoIsWrittenIntoWhenReadAndRefusedWithoutAReader) {
   fs::remove_all(d);
 }
 
+// A writer that opens the FIFO and closes it without a byte is not "no
+// writer"; one that is slow may take its time, and its wait ends at a stop signal.
+TEST(ReadFile, AFifoWhoseWriterSendsNothingOrIsSlow) {
+  const fs::path d = fresh_dir();
+  const std::string fifo = (d / "in.json").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  auto message = [&] {
+    try {
+      read_file(fifo);
+    } catch (const FileError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::thread silent([&] {
+    const int fd = ::open(fifo.c_str(), O_WRONLY);  // waits for the reader
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ::close(fd);
+  });
+  const std::string said = message();
+  EXPECT_NE(said.find("its writer closed the FIFO without sending anything"), std::string::npos) << said;
+  silent.join();
+  std::thread slow([&] {
+    const int fd = ::open(fifo.c_str(), O_WRONLY);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // longer than the 2 s a missing writer gets
+    (void)!::write(fd, "late", 4);
+    ::close(fd);
+  });
+  EXPECT_EQ(read_file(fifo), "late");
+  slow.join();
+  std::thread held([&] {
+    const int fd = ::open(fifo.c_str(), O_WRONLY);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    ::close(fd);
+  });
+  std::thread stop([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    attnprof::request_interrupt(SIGINT);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(read_file(fifo), attnprof::Interrupted);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1200)) << "the signal ended the wait";
+  stop.join();
+  held.join();
+  attnprof::request_interrupt(0);
+  fs::remove_all(d);
+}
+
 TEST(ReadFile, NeverBlocksAndNamesWhatIsNotAFile) {
   const fs::path d = fresh_dir();
   const std::string fifo = (d / "in.json").string();
@@ -231,19 +284,140 @@ TEST(StaleTemps, TempNamesCarryTheirOwnersPid) {
     EXPECT_EQ(temp_owner_pid(not_temp), -1) << not_temp;
 }
 
-TEST(StaleTemps, RemovesThoseOfDeadProcessesOnly) {
-  const fs::path d = fresh_dir();
+namespace {
+pid_t dead_pid() {
   const pid_t dead = ::fork();
   if (dead == 0) _exit(0);
   ::waitpid(dead, nullptr, 0);  // a pid that no longer exists (reuse within the test is unlikely)
-  const std::string stale = "." + std::string("t.json.tmp.") + std::to_string(dead) + ".0";
-  const std::string live = "." + std::string("t.json.tmp.") + std::to_string(::getppid()) + ".0";
-  for (const std::string& n : {stale, stale + ".tmp", live, std::string("keep.json")})
+  return dead;
+}
+}  // namespace
+
+TEST(StaleTemps, RemovesThoseOfDeadProcessesForTheNamesItIsGivenOnly) {
+  const fs::path d = fresh_dir();
+  const pid_t dead = dead_pid();
+  const std::string stale = ".t.json.tmp." + std::to_string(dead) + ".0";
+  const std::string live = ".t.json.tmp." + std::to_string(::getppid()) + ".0";
+  const std::string users = ".notes.txt.tmp." + std::to_string(dead) + ".1";  // same shape, another name
+  for (const std::string& n : {stale, stale + ".tmp", live, users, std::string("keep.json")})
     write_file_atomic((d / n).string(), "x");
-  EXPECT_EQ(remove_stale_temps(d.string()), 2);
+  EXPECT_EQ(temp_target_name(stale), "t.json");
+  EXPECT_EQ(temp_target_name(stale + ".tmp"), "t.json");
+  EXPECT_EQ(remove_stale_temps(d.string(), [](const std::string& t) { return t == "t.json"; }), 2);
   EXPECT_FALSE(fs::exists(d / stale));
   EXPECT_TRUE(fs::exists(d / live)) << "a running process's temp stays";
+  EXPECT_TRUE(fs::exists(d / users)) << "a name it was not given stays";
   EXPECT_TRUE(fs::exists(d / "keep.json"));
+  EXPECT_EQ(remove_stale_temps(d.string(), {}), 0) << "no names: nothing removed";
+  fs::remove_all(d);
+}
+
+// Writing a file clears the dead temps of that very file, and only those: a
+// --csv into a user's directory never touches the user's other hidden files.
+TEST(StaleTemps, WritingAFileClearsOnlyItsOwnDeadTemps) {
+  const fs::path d = fresh_dir();
+  const pid_t dead = dead_pid();
+  const std::string mine = ".diff.csv.tmp." + std::to_string(dead) + ".4";
+  const std::string other = ".other.csv.tmp." + std::to_string(dead) + ".4";
+  for (const std::string& n : {mine, mine + ".tmp", other}) write_file_atomic((d / n).string(), "x");
+  write_file_atomic((d / "diff.csv").string(), "a,b\n");
+  EXPECT_FALSE(fs::exists(d / mine));
+  EXPECT_FALSE(fs::exists(d / (mine + ".tmp")));
+  EXPECT_TRUE(fs::exists(d / other));
+  EXPECT_EQ(read_file((d / "diff.csv").string()), "a,b\n");
+  fs::remove_all(d);
+}
+
+// An output directory is cleared only in the folders attnprof writes, only
+// for the names its `own` predicate accepts, and never through a link.
+TEST(StaleTemps, OutputDirWalksItsOwnFoldersWithoutFollowingLinks) {
+  const fs::path d = fresh_dir(), outside = fresh_dir();
+  const std::string tail = ".tmp." + std::to_string(dead_pid()) + ".0";
+  fs::create_directories(d / "v" / "s");
+  for (const fs::path& dir : {d, d / "v", d / "v" / "s", outside})
+    for (const std::string& n : {"own.json", "user.txt"}) write_file_atomic((dir / ("." + n + tail)).string(), "x");
+  fs::create_symlink(outside, d / "link");
+  std::vector<std::string> asked;
+  {
+    OutputDir out(d.string(), [&asked](const std::string& rel, const std::string& name) {
+      asked.push_back(rel + "|" + name);
+      return name == "own.json";
+    });
+  }
+  for (const fs::path& dir : {d, d / "v", d / "v" / "s"}) {
+    EXPECT_FALSE(fs::exists(dir / (".own.json" + tail))) << dir;
+    EXPECT_TRUE(fs::exists(dir / (".user.txt" + tail))) << dir;
+  }
+  EXPECT_TRUE(fs::exists(outside / (".own.json" + tail))) << "a link out of the tree is not followed";
+  EXPECT_NE(std::find(asked.begin(), asked.end(), "v/s|own.json"), asked.end());
+  for (const std::string& a : asked) EXPECT_EQ(a.find("link"), std::string::npos) << a;
+  fs::remove_all(d);
+  fs::remove_all(outside);
+}
+
+// --- one set: removals and the same path twice --------------------------------------
+
+TEST(StagedFiles, AnEarlierFileLeftOutOfTheSetGoesWithItAndComesBackOnFailure) {
+  const fs::path d = fresh_dir();
+  const std::string gz = (d / "t.pt.trace.json.gz").string(), plain = (d / "t.pt.trace.json").string();
+  write_file_atomic(gz, "old gzip");
+  {
+    StagedFiles set;
+    set.add(plain, "new plain");
+    set.remove_at_publish(gz);
+    set.remove_at_publish((d / "never_there").string());  // nothing to remove: no error
+    set.publish();
+  }
+  EXPECT_EQ(read_file(plain), "new plain");
+  EXPECT_FALSE(fs::exists(gz));
+  // A set that fails after the removal puts the removed file back.
+  write_file_atomic(gz, "old gzip");
+  {
+    StagedFiles set;
+    set.remove_at_publish(gz);
+    set.add((d / "later.txt").string(), "x");
+    for (const auto& e : fs::directory_iterator(d))  // its temp gone: its rename fails, after the removal
+      if (e.path().filename().string().rfind(".later.txt.tmp.", 0) == 0) fs::remove(e.path());
+    EXPECT_THROW(set.publish(), FileError);
+  }
+  EXPECT_FALSE(fs::exists(d / "later.txt"));
+  EXPECT_EQ(read_file(gz), "old gzip");
+  EXPECT_EQ(read_file(plain), "new plain");
+  fs::remove_all(d);
+}
+
+TEST(StagedFiles, TwoOutputsOfOneSetNamingOnePathAreRefused) {
+  const fs::path d = fresh_dir();
+  fs::create_directories(d / "sub");
+  StagedFiles set;
+  set.add((d / "a.csv").string(), "1");
+  EXPECT_THROW(set.add((d / "a.csv").string(), "2"), FileError);
+  EXPECT_THROW(set.add((d / "sub" / ".." / "a.csv").string(), "2"), FileError);
+  set.publish();
+  EXPECT_EQ(read_file((d / "a.csv").string()), "1");
+  // A stream takes both: nothing is replaced there.
+  StagedFiles streams;
+  streams.add("/dev/null", "1");
+  EXPECT_NO_THROW(streams.add("/dev/null", "2"));
+  streams.publish();
+  fs::remove_all(d);
+}
+
+TEST(Paths, SameFileAndWithinSeeThroughLinksDotsAndPathsNotYetThere) {
+  const fs::path d = fresh_dir();
+  fs::create_directories(d / "a" / "b");
+  write_file_atomic((d / "a" / "f").string(), "x");
+  fs::create_symlink(d / "a", d / "link");
+  EXPECT_TRUE(same_file((d / "a" / "f").string(), (d / "link" / "f").string()));
+  EXPECT_TRUE(same_file((d / "a").string(), (d / "a" / "b" / "..").string()));
+  EXPECT_TRUE(same_file((d / "a" / "new.csv").string(), (d / "link" / "b" / ".." / "new.csv").string()));
+  EXPECT_FALSE(same_file((d / "a" / "f").string(), (d / "a" / "g").string()));
+  EXPECT_FALSE(same_file((d / "a").string(), (d / "a" / "b").string()));
+  EXPECT_TRUE(path_within((d / "link" / "b" / "x" / "y").string(), (d / "a").string()));
+  EXPECT_TRUE(path_within((d / "a").string(), (d / "a").string()));
+  EXPECT_FALSE(path_within((d / "ab").string(), (d / "a").string())) << "a prefix of the name is not a parent";
+  EXPECT_FALSE(path_within((d / "a" / ".." / "x").string(), (d / "a").string()));
+  EXPECT_EQ(canonical_path((d / "link" / "nope" / ".." / "q").string()), canonical_path((d / "a").string()) + "/q");
   fs::remove_all(d);
 }
 
@@ -296,4 +470,29 @@ TEST(EnsureWritableDir, RefusesTooLongPathsBeforeMakingAnything) {
   EXPECT_THROW(ensure_writable_dir((d / std::string(300, 'n')).string()), FileError);
   EXPECT_EQ(entries(d), 0u);
   fs::remove_all(d);
+}
+
+// What an output directory's cleaning may remove: temps of attnprof's own
+// file names in the folders it writes, nothing else.
+TEST(OwnOutputs, NamesAttnprofWritesAndNoOthers) {
+  using attnprof::report::is_own_output;
+  const std::string stem = "8_16_1024_64_bf16_causal", gqa = "8_32_1_128_bf16_causal_hkv8_kv8192_bwd";
+  EXPECT_TRUE(is_own_output("", "naive_" + stem + ".json"));
+  EXPECT_TRUE(is_own_output("", "ring-sdpa-flash_" + gqa + ".json"));
+  EXPECT_TRUE(is_own_output("naive", stem + ".txt"));
+  EXPECT_TRUE(is_own_output("naive", stem + ".summary.json"));
+  EXPECT_TRUE(is_own_output("ring-sdpa-flash", gqa + ".rank3.summary.json"));
+  EXPECT_TRUE(is_own_output("ring-sdpa-flash", stem + ".ring.csv"));
+  EXPECT_TRUE(is_own_output("naive/" + stem, stem + ".pt.trace.json.gz"));
+  EXPECT_TRUE(is_own_output("naive/" + stem, stem + ".rank1.pt.trace.json"));
+  EXPECT_TRUE(is_own_output("compare", stem + ".timeline.svg"));
+  EXPECT_TRUE(is_own_output("compare", stem + ".md"));
+  EXPECT_TRUE(is_own_output("sweep", "sweep.csv"));
+  EXPECT_TRUE(is_own_output("sweep/partial", "tflops_d64.svg"));
+  for (const auto& [rel, name] : std::vector<std::pair<std::string, std::string>>{
+           {"", "notes.txt"}, {"", stem + ".json"}, {"", "x_notes.json"}, {"naive", "notes.txt"},
+           {"naive", stem + ".pt.trace.json.gz"}, {"mydata", "report.csv"}, {"naive", stem + ".txt.bak"},
+           {"naive/" + stem, "8_16_1024_64_bf16_full.pt.trace.json.gz"}, {"naive/other", stem + ".pt.trace.json"},
+           {"compare", "notes.md"}, {"sweep", "notes.txt"}, {"naive/" + stem + "/deeper", stem + ".txt"}})
+    EXPECT_FALSE(is_own_output(rel, name)) << rel << " | " << name;
 }

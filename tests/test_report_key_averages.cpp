@@ -381,3 +381,83 @@ TEST(ScopeStats, KernelTimesAreMeanMinMaxOverCalls) {
   EXPECT_EQ(b.kernels[0].name, "k_bwd");
   EXPECT_EQ(scope_stats(fes, "no_such_scope").calls, 0);
 }
+
+// --profile-memory, as Python's _parse_kineto_results and _build_table: a
+// record counts towards every CPU event whose [start, end] holds its time
+// (nested ones too, so self = own minus the children's); one inside no event
+// is a "[memory]" row of its own; device memory is a column of its own.
+namespace {
+TraceEvent memory(int64_t at_us, int64_t bytes, EventDevice dev = EventDevice::Cpu) {
+  TraceEvent e;
+  e.name = "[memory]";
+  e.device = dev;
+  e.start_ns = e.end_ns = at_us * 1000;
+  e.thread = kThread;
+  e.nbytes = bytes;
+  e.activity = "cpu_instant_event";
+  return e;
+}
+}  // namespace
+
+TEST(KeyAveragesMemory, RecordsCountTowardsEveryEnclosingOpAndTheRestAreMemoryRows) {
+  std::vector<TraceEvent> ev = {
+      cpu_op("ProfilerStep#2", 0, 1000, 1, true), cpu_op("aten::matmul", 100, 500, 2), cpu_op("aten::mm", 200, 400, 3),
+      memory(300, 4096),                             // inside mm (and matmul, and the step)
+      memory(450, 1024),                             // inside matmul only
+      memory(500, -1024),                            // at matmul's end: counted (the interval is closed)
+      memory(600, 2048, EventDevice::Cuda),          // device memory, in the step
+      memory(1500, 512), memory(1600, -512),         // inside no event: two [memory] events
+  };
+  EXPECT_THROW(row(key_averages(build_function_events(ev, true)), "[memory]"), std::runtime_error)
+      << "without --profile-memory the records are dropped";
+  const auto rows = key_averages(build_function_events(ev, true, /*profile_memory=*/true));
+  const OpStats& mm = row(rows, "aten::mm");
+  EXPECT_EQ(mm.cpu_memory_usage, 4096);
+  EXPECT_EQ(mm.self_cpu_memory_usage, 4096);
+  const OpStats& matmul = row(rows, "aten::matmul");
+  EXPECT_EQ(matmul.cpu_memory_usage, 4096 + 1024 - 1024);
+  EXPECT_EQ(matmul.self_cpu_memory_usage, 1024 - 1024);
+  const OpStats& step = row(rows, "ProfilerStep*");
+  EXPECT_EQ(step.cpu_memory_usage, 4096);
+  EXPECT_EQ(step.device_memory_usage, 2048);
+  EXPECT_EQ(step.self_cpu_memory_usage, 0);
+  EXPECT_EQ(step.self_device_memory_usage, 2048);
+  const OpStats& loose = row(rows, "[memory]");
+  EXPECT_EQ(loose.count, 2);
+  EXPECT_EQ(loose.cpu_memory_usage, 0);
+  EXPECT_EQ(loose.self_cpu_memory_usage, 0);
+  EXPECT_EQ(loose.cpu_time_total_ns, 0);
+}
+
+TEST(KeyAveragesMemory, TheTableGainsPythonsMemoryColumns) {
+  std::vector<TraceEvent> ev = {cpu_op("aten::empty", 0, 1000, 1), memory(500, 3 << 20), memory(2000, 100)};
+  TableOptions opt;
+  opt.sort_by = SortKey::CpuTimeTotal;
+  const auto rows = key_averages(build_function_events(ev, false, true));
+  EXPECT_EQ(format_key_averages_table(rows, opt).find("CPU Mem"), std::string::npos) << "only with --profile-memory";
+  opt.profile_memory = true;
+  const std::string table = format_key_averages_table(rows, opt);
+  EXPECT_NE(table.find("     CPU Mem  Self CPU Mem    # of Calls  \n"), std::string::npos) << table;
+  EXPECT_NE(table.find("     3.00 MB       3.00 MB             1  \n"), std::string::npos) << table;
+  EXPECT_NE(table.find("[memory]"), std::string::npos) << table;
+  EXPECT_NE(table.find("       100 B         100 B             1  \n"), std::string::npos) << table;
+  EXPECT_EQ(table.find("CUDA Mem"), std::string::npos) << "no device memory, no device columns";
+  ev.push_back(memory(600, 1 << 10, EventDevice::Cuda));
+  const std::string with_device =
+      format_key_averages_table(key_averages(build_function_events(ev, false, true)), opt);
+  EXPECT_NE(with_device.find("     CPU Mem  Self CPU Mem      CUDA Mem  Self CUDA Mem    # of Calls"), std::string::npos)
+      << with_device;
+  EXPECT_NE(with_device.find("     1.00 KB       1.00 KB"), std::string::npos) << with_device;
+}
+
+TEST(KeyAveragesMemory, FormatsAsPythonsFormatMemory) {
+  EXPECT_EQ(format_memory(0), "0 B");
+  EXPECT_EQ(format_memory(1023), "1023 B");
+  EXPECT_EQ(format_memory(-1023), "-1023 B");
+  EXPECT_EQ(format_memory(1024), "1.00 KB");
+  EXPECT_EQ(format_memory(-221163), "-215.98 KB");
+  EXPECT_EQ(format_memory(int64_t(3) << 20), "3.00 MB");
+  EXPECT_EQ(format_memory(int64_t(5) << 30), "5.00 GB");
+  EXPECT_EQ(parse_sort_key("self_cpu_memory_usage"), SortKey::SelfCpuMemoryUsage);
+  EXPECT_EQ(parse_sort_key("device_memory_usage"), SortKey::CudaMemoryUsage);
+}

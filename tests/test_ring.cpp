@@ -4,9 +4,16 @@
 // real loop across two processes (gloo on CPU; NCCL on two GPUs where there
 // are two), and the CLI end to end (two CPU ranks, refusals, usage errors).
 #include <ATen/ATen.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -457,6 +464,189 @@ TEST(RingCli, RefusalsAndUsageErrorsAreOneLine) {
     EXPECT_EQ(r.rc, 3) << r.err;
     EXPECT_NE(r.err.find("GPUs; this host has " + std::to_string(cuda_device_count())), std::string::npos) << r.err;
   }
+  tu::remove_tree(d);
+}
+
+
+// ---- the rendezvous: every way a launcher-started rank can wait ends --------
+
+// One rank, started as a launcher would (RANK, WORLD_SIZE, MASTER_*), stderr on a pipe.
+struct LoneRank {
+  pid_t pid = -1;
+  int err_fd = -1;
+  std::string out_dir;
+  std::string err;
+  int status = 0;
+  double seconds = 0;  // start to end
+};
+
+LoneRank start_rank(const std::vector<std::string>& env, const std::string& extra = "") {
+  int fds[2];
+  if (::pipe(fds) != 0) return {};
+  LoneRank r;
+  r.out_dir = tu::make_temp_dir("rendezvous");
+  r.pid = ::fork();
+  if (r.pid == 0) {
+    ::dup2(fds[1], STDERR_FILENO);
+    const int null = ::open("/dev/null", O_RDWR);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDIN_FILENO);
+    ::close(fds[0]);
+    for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));
+    const std::string cmd = std::string("exec '") + ATTNPROF_EXE +
+                            "' --device cpu --variant ring-sdpa-flash --batch 1 --heads 2 --seq 64 --head-dim 32 "
+                            "--warmup-iters 1 --timing-iters 1 --quiet --out '" + r.out_dir + "' " + extra;
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ::close(fds[1]);
+  r.err_fd = fds[0];
+  return r;
+}
+
+// Reads stderr until `needle` (or the end); true when it came.
+bool read_until(LoneRank& r, const std::string& needle) {
+  char buf[4096];
+  while (r.err.find(needle) == std::string::npos) {
+    const ssize_t n = ::read(r.err_fd, buf, sizeof buf);
+    if (n <= 0) return false;
+    r.err.append(buf, size_t(n));
+  }
+  return true;
+}
+
+// Reads stderr to the end and reaps the rank; nothing may be left in its --out.
+void finish_rank(LoneRank& r, std::chrono::steady_clock::time_point t0) {
+  char buf[4096];
+  for (ssize_t n; (n = ::read(r.err_fd, buf, sizeof buf)) > 0;) r.err.append(buf, size_t(n));
+  ::close(r.err_fd);
+  ::waitpid(r.pid, &r.status, 0);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(tu::list_tree(r.out_dir).size(), 1u) << "a rank that did not meet wrote nothing";
+  tu::remove_tree(r.out_dir);
+}
+
+std::vector<std::string> launcher_env(int rank, const std::string& addr, int port) {
+  return {"RANK=" + std::to_string(rank), "WORLD_SIZE=2", "LOCAL_RANK=" + std::to_string(rank), "MASTER_ADDR=" + addr,
+          "MASTER_PORT=" + std::to_string(port)};
+}
+
+// c10d's own retry warnings carry C++ stack traces; none may reach stderr.
+void expect_no_raw_c10d(const std::string& err) {
+  for (const char* raw : {"[W", "[c10d]", "Exception raised from", "frame #", "TCPStore"})
+    EXPECT_EQ(err.find(raw), std::string::npos) << raw << " in:\n" << err;
+}
+
+// No peer (rank 0 alone, rank 1 alone): the rank says once what it waits
+// for, and SIGTERM / SIGINT end it at once with 128 + n (before, it waited
+// in TCPStore for 60 minutes and ignored both).
+TEST(RingRendezvous, AWaitingRankSaysWhatItWaitsForAndStopsAtASignal) {
+  for (const auto& [rank, sig] : {std::pair{0, SIGTERM}, std::pair{1, SIGINT}}) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const int port = free_tcp_port();
+    const auto t0 = std::chrono::steady_clock::now();
+    LoneRank r = start_rank(launcher_env(rank, "127.0.0.1", port), "--rendezvous-timeout 8");
+    ASSERT_TRUE(read_until(r, "giving up after 8 s (--rendezvous-timeout)")) << r.err;
+    EXPECT_NE(r.err.find(rank == 0 ? "attnprof: rank 0 is waiting for 1 more of 2 ranks at 127.0.0.1:"
+                                   : "attnprof: rank 1 is waiting for rank 0 to serve the rendezvous at 127.0.0.1:"),
+              std::string::npos)
+        << r.err;
+    ::kill(r.pid, sig);
+    finish_rank(r, t0);
+    ASSERT_TRUE(WIFEXITED(r.status)) << r.err;
+    EXPECT_EQ(WEXITSTATUS(r.status), 128 + sig) << r.err;
+    EXPECT_LT(r.seconds, 8.0) << "the signal, not the timeout, ended it";
+    EXPECT_NE(r.err.find(std::string("interrupted by ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
+                         " during the rendezvous"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(tu::count_lines(r.err), 2) << r.err;
+    expect_no_raw_c10d(r.err);
+  }
+}
+
+// Each way the ranks cannot meet gives up after --rendezvous-timeout with one
+// line and exit 7: no rank 0, no peer for rank 0, an unresolvable host, a
+// port another process holds, something there that is not a store, a peer
+// that died before it joined.
+TEST(RingRendezvous, EveryWayOfNotMeetingEndsAfterTheTimeoutWithOneLine) {
+  // A listener that is not a rendezvous store (it accepts, and says nothing).
+  const int busy = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET, a.sin_addr.s_addr = htonl(INADDR_LOOPBACK), a.sin_port = 0;
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(busy, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(busy, 8), 0);
+  ASSERT_EQ(::getsockname(busy, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const int busy_port = ntohs(a.sin_port);
+  struct Way {
+    const char* what;
+    std::vector<std::string> env;
+    std::string says;
+  };
+  const std::vector<Way> ways = {
+      {"no rank 0", launcher_env(1, "127.0.0.1", free_tcp_port()),
+       "rank 1 gave up after 2 s (--rendezvous-timeout) waiting for rank 0 to serve the rendezvous at 127.0.0.1:"},
+      {"no peer", launcher_env(0, "127.0.0.1", free_tcp_port()),
+       "rank 0 gave up after 2 s (--rendezvous-timeout) waiting for 1 more of 2 ranks at 127.0.0.1:"},
+      {"unresolvable MASTER_ADDR", launcher_env(1, "no-such-host.invalid", 29500),
+       "rank 1: cannot resolve MASTER_ADDR 'no-such-host.invalid'"},
+      {"port in use", launcher_env(0, "127.0.0.1", busy_port),
+       "rank 0: cannot serve the rendezvous on port " + std::to_string(busy_port) + " (MASTER_PORT): the port is in use"},
+      {"not a store", launcher_env(1, "127.0.0.1", busy_port),
+       "which accepted the connection but does not answer as a rendezvous store"},
+  };
+  for (const Way& w : ways) {
+    SCOPED_TRACE(w.what);
+    const auto t0 = std::chrono::steady_clock::now();
+    LoneRank r = start_rank(w.env, "--rendezvous-timeout 2");
+    finish_rank(r, t0);
+    ASSERT_TRUE(WIFEXITED(r.status)) << r.err;
+    EXPECT_EQ(WEXITSTATUS(r.status), 7) << r.err;
+    const std::vector<std::string> lines = tu::split_lines(r.err);
+    ASSERT_FALSE(lines.empty());
+    EXPECT_NE(lines.back().find(w.says), std::string::npos) << r.err;
+    // At most the one "is waiting for" line (said at half the timeout) before it.
+    EXPECT_LE(lines.size(), 2u) << r.err;
+    EXPECT_LT(r.seconds, 30.0) << r.err;
+    expect_no_raw_c10d(r.err);
+  }
+  ::close(busy);
+
+  // A peer that dies before it joins: rank 0 gives up in time.
+  const int port = free_tcp_port();
+  const auto t0 = std::chrono::steady_clock::now();
+  LoneRank lead = start_rank(launcher_env(0, "127.0.0.1", port), "--rendezvous-timeout 3");
+  LoneRank peer = start_rank(launcher_env(1, "127.0.0.1", port), "--rendezvous-timeout 3");
+  ::kill(peer.pid, SIGKILL);
+  finish_rank(peer, t0);
+  finish_rank(lead, t0);
+  ASSERT_TRUE(WIFEXITED(lead.status)) << lead.err;
+  EXPECT_EQ(WEXITSTATUS(lead.status), 7) << lead.err;
+  EXPECT_NE(lead.err.find("rank 0 gave up after 3 s (--rendezvous-timeout)"), std::string::npos) << lead.err;
+  expect_no_raw_c10d(lead.err);
+}
+
+// A ring run of fewer ranks than the last one into the same folder removes
+// the extra ranks' files: HTA would read them as ranks of this run.
+TEST(RingCli, FewerRanksThanLastTimeLeaveNoExtraRankFiles) {
+  const std::string d = tu::make_temp_dir("ring_fewer");
+  const std::string run = "--variant ring-sdpa-flash --nproc 2 --device cpu --batch 1 --heads 2 --seq 64 --head-dim 32 "
+                          "--warmup-iters 1 --timing-iters 1 --quiet --out " + d;
+  ASSERT_EQ(tu::run_cli(run, 120).rc, 0);
+  const std::string stem = "1_2_64_32_bf16_causal", dir = d + "/ring-sdpa-flash/";
+  // What a 3-rank run would have left.
+  for (const std::string& f : {dir + stem + ".rank2.summary.json", dir + stem + ".rank2.txt",
+                               dir + stem + "/" + stem + ".rank2.pt.trace.json.gz"})
+    io::write_file_atomic(f, "an earlier run's");
+  io::write_file_atomic(dir + stem + ".rank2.notes", "the user's");
+  const auto r = tu::run_cli(run, 120);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_FALSE(tu::path_exists(dir + stem + ".rank2.summary.json"));
+  EXPECT_FALSE(tu::path_exists(dir + stem + ".rank2.txt"));
+  EXPECT_FALSE(tu::path_exists(dir + stem + "/" + stem + ".rank2.pt.trace.json.gz"));
+  EXPECT_TRUE(tu::path_exists(dir + stem + ".rank2.notes")) << "not attnprof's: kept";
+  EXPECT_TRUE(tu::path_exists(dir + stem + ".rank1.summary.json"));
   tu::remove_tree(d);
 }
 

@@ -29,6 +29,9 @@ struct TraceEvent {
   // Kineto's activity type name for device events ("kernel", "gpu_memcpy",
   // "gpu_memset", "gpu_user_annotation"), empty for CPU ops.
   std::string activity;
+  // "[memory]" and "[OutOfMemory]" events (--profile-memory): bytes allocated
+  // at start_ns, negative when freed; `device` is where the memory is.
+  int64_t nbytes = 0;
 };
 
 int64_t duration_ns(const TraceEvent& e);

@@ -81,6 +81,12 @@ std::vector<std::string> variant_names();
 std::vector<std::string> variants_tagged(VariantTag tag);
 // nullptr if unknown.
 const VariantEntry* find_variant(const std::string& name);
+
+// Whether attnprof writes a file `name` in `rel_dir` of an output directory:
+// the directory itself, a registered variant's folder (and its trace
+// folders), compare/ or sweep/, and one of attnprof's own file names there
+// (report::is_own_output). What io::OutputDir may clear dead temps for.
+bool is_own_output_path(const std::string& rel_dir, const std::string& name);
 std::unique_ptr<Variant> make_variant(const std::string& name);
 
 }  // namespace attnprof

@@ -19,6 +19,7 @@
 #include "attnprof/device.h"
 #include "attnprof/interrupt.h"
 #include "attnprof/io/files.h"
+#include "attnprof/io/text.h"
 #include "attnprof/report/ring_report.h"
 #include "attnprof/report/run_files.h"
 #include "attnprof/report/summary.h"
@@ -26,6 +27,7 @@
 #include "attnprof/variant.h"
 #include "cli/exit_codes.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "cli/printers.h"
 #include "distributed/inner.h"
 #include "distributed/launcher.h"
@@ -41,6 +43,7 @@ constexpr const char* kOutLockedVar = "ATTNPROF_OUT_LOCKED_BY";
 // Rank 0 may run the single-GPU baseline while the others wait on the store.
 constexpr std::chrono::minutes kStoreTimeout{60};
 constexpr std::chrono::minutes kOpTimeout{10};
+constexpr double kMaxRendezvousSeconds = 7 * 24 * 3600;
 // `auto` iteration counts in a ring run (run_rank says why they are fixed):
 // the GPU default of the single-process auto warm-up, and timing counts that
 // keep a 131072-token forward (~100 ms on two H200s) to about a second.
@@ -53,6 +56,21 @@ void check_device_flag(const CliOptions& o) {
     throw UsageError(fmt::format("--device {}: a multi-GPU run gives each rank its own GPU (cuda:LOCAL_RANK); "
                                  "use --device cuda, auto or cpu",
                                  o.device));
+}
+
+// --ring-baseline FILE, read and checked before any rank starts (the
+// launcher) or joins (rank 0 under torchrun): a bad file is exit 4, one that
+// this run would write is exit 2, never a reason inside the ring table.
+std::optional<RunRecord> file_baseline(const CliOptions& o, const Problem& p, const std::vector<std::string>& names,
+                                       int world) {
+  if (o.ring_baseline == "auto" || o.ring_baseline == "off") return std::nullopt;
+  for (const std::string& n : names)
+    for (const std::string& out : report::ring_run_outputs(o.out, n, p, world))
+      if (io::same_file(o.ring_baseline, out))
+        throw UsageError(fmt::format("--ring-baseline '{}' is one of this run's own outputs ({}); give a single-GPU "
+                                     ".summary.json from another run",
+                                     o.ring_baseline, out));
+  return report::load_ring_baseline(o.ring_baseline, p);  // FileError: exit 4
 }
 
 // The output directory exists and is writable; else one error line.
@@ -80,9 +98,10 @@ int launch(const CliOptions& o, const std::vector<std::string>& names) {
     fmt::print(stderr, "attnprof: {} cannot run here: {}\n", join(names), why);
     return exit_code::kUnsupported;
   }
+  (void)file_baseline(o, p, names, nproc);
   // The launcher holds --out for the ranks (DirLock: a second run into it
   // exits 6); the ranks are told so and take no lock of their own.
-  io::OutputDir out_dir(o.out);  // FileError: exit 4; DirBusy: exit 6
+  io::OutputDir out_dir(o.out, is_own_output_path);  // FileError: exit 4; DirBusy: exit 6
   ring::LaunchSpec spec;
   spec.exe = ring::self_exe();
   spec.argv = ring::self_argv();
@@ -112,22 +131,10 @@ struct Baseline {
   std::string source;  // where it came from, or why there is none
 };
 
-Baseline single_gpu_baseline(const CliOptions& o, const std::string& inner, const Problem& p, RunSettings s) {
+Baseline single_gpu_baseline(const CliOptions& o, const std::optional<RunRecord>& file, const std::string& inner,
+                             const Problem& p, RunSettings s) {
   if (o.ring_baseline == "off") return {std::nullopt, "--ring-baseline off"};
-  if (o.ring_baseline != "auto") {
-    try {
-      const RunRecord b = report::read_summary_file(o.ring_baseline);
-      const Problem& q = b.problem;
-      if (q.batch != p.batch || q.heads_q != p.heads_q || q.heads_kv != p.heads_kv || q.seq_q != p.seq_q ||
-          q.seq_kv != p.seq_kv || q.head_dim != p.head_dim || q.dtype != p.dtype || q.causal() != p.causal())
-        return {std::nullopt, o.ring_baseline + " is of another problem (" + q.shape_string() + " " +
-                                  q.config_string() + ")"};
-      if (!b.ok() || !b.timing) return {std::nullopt, o.ring_baseline + " has no unprofiled timing"};
-      return {b.timing->median_us, b.variant + ", " + o.ring_baseline};
-    } catch (const std::exception& e) {
-      return {std::nullopt, e.what()};
-    }
-  }
+  if (file) return {file->timing->median_us, file->variant + ", " + o.ring_baseline};
   s.files.stem_suffix.clear();
   s.measure.trace_metadata.clear();
   Measurement m = run_variant(inner, p, s.measure);
@@ -187,22 +194,37 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
   if (s.measure.schedule.warmup_iters == kAutoIters) s.measure.schedule.warmup_iters = kRingWarmupIters;
   if (s.measure.timing_iters == kAutoIters) s.measure.timing_iters = p.on_cuda() ? kRingTimingItersCuda : kRingTimingItersCpu;
   if (!cuda_available()) ::setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
+  // Rank 0 alone reads it (the others may not see rank 0's files); a bad one
+  // ends rank 0 before the rendezvous, and the others' rendezvous says so.
+  const std::optional<RunRecord> baseline = lead ? file_baseline(o, p, names, env.world_size) : std::nullopt;
   if (!output_dir_ready(s.files.out_dir)) return exit_code::kOutput;
   // Under torchrun or Slurm no launcher of ours holds --out: rank 0 does.
   std::unique_ptr<io::OutputDir> out_lock;
-  if (lead && !std::getenv(kOutLockedVar)) out_lock = std::make_unique<io::OutputDir>(s.files.out_dir);
+  if (lead && !std::getenv(kOutLockedVar)) out_lock = std::make_unique<io::OutputDir>(s.files.out_dir, is_own_output_path);
   install_interrupt_handlers();
+  ring::JoinOptions join;
+  join.rendezvous_timeout = std::chrono::milliseconds(int64_t(o.rendezvous_timeout_s.value_or(ring::kDefaultRendezvousSeconds) * 1000));
+  join.store_timeout = kStoreTimeout;
+  join.op_timeout = kOpTimeout;
+  join.on_waiting = [](const std::string& line) { note("attnprof: " + line); };
   try {
-    ring::set_current_group(
-        ring::ProcessGroup::join(env, p.device, std::chrono::milliseconds(kStoreTimeout), std::chrono::milliseconds(kOpTimeout)));
+    ring::set_current_group(ring::ProcessGroup::join(env, p.device, join));
+  } catch (const Interrupted&) {
+    notef("attnprof: rank {} interrupted by {} during the rendezvous at {}:{}; nothing written", env.rank,
+          signal_name(interrupt_signal()), env.master_addr, env.master_port);
+    return 128 + interrupt_signal();
+  } catch (const ring::RendezvousError& e) {
+    note(std::string("attnprof: ") + e.what());
+    return exit_code::kRendezvous;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "attnprof: {}\n", e.what());
+    note(std::string("attnprof: ") + e.what());
     return exit_code::kRunFailed;
   }
   ring::ProcessGroup& group = *ring::current_group();
   s.measure.trace_metadata.emplace_back("distributedInfo", group.distributed_info_json());
   const TableOptions table = s.table_for(p);
   int code = exit_code::kOk;
+  size_t refused = 0;
   for (size_t i = 0; i < names.size() && !interrupt_signal(); ++i) {
     const std::string& name = names[i];
     const std::string key = fmt::format("run{}/{}", i, name);
@@ -211,6 +233,7 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
     for (const std::string& why : group.all_gather_strings(key + "/supports", mine.ok ? "" : mine.reason))
       if (refusal.empty()) refusal = why;
     if (!refusal.empty()) {
+      ++refused;
       if (names.size() == 1) {
         if (lead) fmt::print(stderr, "attnprof: {} cannot run here: {}\n", name, refusal);
         code = exit_code::kUnsupported;
@@ -246,7 +269,8 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
       fmt::print(stderr, "attnprof: error: {}\n", e.what());
       return exit_code::kOutput;
     }
-    const auto all = group.all_gather_strings(key + "/figures", report::rank_figures_json(figures).dump());
+    const auto all = group.all_gather_strings(
+        key + "/figures", report::rank_figures_json(figures).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     if (!lead) continue;
     fmt::print("{}", run_text(r, table, o.kernels, s.files.out_dir));
     report::RingSummary sum;
@@ -265,13 +289,13 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
         sum.ranks.push_back(bad);
       }
     }
-    const Baseline base = single_gpu_baseline(o, sum.inner, p, s);
+    const Baseline base = single_gpu_baseline(o, baseline, sum.inner, p, s);
     sum.single_gpu_us = base.us;
     sum.single_gpu_source = base.source;
     try {
       const auto files = report::write_ring_report(sum, s.files.out_dir);
       fmt::print("\nRing, rank by rank: {}\n{}  files: {} (+ .csv, .md, .json, .summary.json)\n", report::ring_headline(sum),
-                 report::to_text(report::ring_table(sum)), files.front());
+                 report::to_text(report::ring_table(sum)), io::visible(files.front()));
     } catch (const io::FileError& e) {
       fmt::print(stderr, "attnprof: error: {}\n", e.what());
       return exit_code::kOutput;
@@ -279,8 +303,16 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
     std::fflush(stdout);
   }
   if (const int sig = interrupt_signal()) return 128 + sig;  // peers may have stopped at another step
-  group.leave();
+  try {
+    group.leave();
+  } catch (const Interrupted&) {
+    return 128 + interrupt_signal();
+  }
   ring::set_current_group(nullptr);
+  if (names.size() > 1 && refused == names.size()) {
+    if (lead) notef("attnprof: none of the {} variants can run here (reasons above)", names.size());
+    return exit_code::kUnsupported;
+  }
   return code;
 }
 
@@ -290,6 +322,18 @@ void add_distributed_options(CLI::App& app, CliOptions& o) {
   app.add_option("--nproc", o.nproc,
                  "Multi-GPU variants (ring-*): start N rank processes, one per GPU of this host (under torchrun "
                  "or Slurm the launcher's RANK/WORLD_SIZE are read instead)");
+  app.add_option("--rendezvous-timeout", o.rendezvous_timeout_s,
+                 fmt::format("Seconds a multi-GPU rank waits for the others to meet at MASTER_ADDR:MASTER_PORT before "
+                             "it gives up (exit 7; default {})",
+                             ring::kDefaultRendezvousSeconds))
+      ->check(positive_number())
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            return std::strtod(v.c_str(), nullptr) > kMaxRendezvousSeconds
+                       ? fmt::format("{} is too long (at most {:g} s, a week)", v, kMaxRendezvousSeconds)
+                       : std::string();
+          },
+          ""));
   app.add_option("--ring-baseline", o.ring_baseline,
                  "A ring variant's speed-up over one GPU: 'auto' (rank 0 runs the inner variant on the full "
                  "sequence), 'off', or a single-GPU .summary.json of the same problem")

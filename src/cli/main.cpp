@@ -3,13 +3,12 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,19 +19,25 @@
 #include "cli/output.h"
 
 namespace {
-// Milliseconds from process start to now (10 ms resolution): /proc gives the
-// start time in clock ticks since boot and the uptime in seconds.
-std::optional<double> ms_since_process_start() {
-  std::ifstream stat("/proc/self/stat"), uptime("/proc/uptime");
-  std::string line;
-  double up = 0.0;
-  if (!std::getline(stat, line) || !(uptime >> up)) return std::nullopt;
-  std::istringstream fields(line.substr(line.rfind(')') + 2));  // skip "pid (comm) "
-  std::string field;
-  for (int i = 3; i <= 22 && fields >> field; ++i) {
-    if (i == 22) return up * 1000.0 - std::stod(field) * 1000.0 / double(sysconf(_SC_CLK_TCK));
-  }
-  return std::nullopt;
+// The monotonic clock when the executable's first code ran: its preinit_array
+// runs after the dynamic loader has mapped the libraries and before any of
+// their initialisers (LibTorch's static registrations, the bulk of loading
+// it), and only after this process's exec. /proc/self/stat's start time is
+// the fork's instead: `bash -c 'sleep 15; exec attnprof'` counted the 15 s.
+int64_t g_first_code_ns = 0;
+
+int64_t monotonic_ns() noexcept {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+void mark_first_code(int, char**, char**) { g_first_code_ns = monotonic_ns(); }
+__attribute__((section(".preinit_array"), used)) void (*const kMarkFirstCode)(int, char**, char**) = mark_first_code;
+
+std::optional<double> ms_since_first_code() {
+  if (g_first_code_ns == 0) return std::nullopt;
+  return double(monotonic_ns() - g_first_code_ns) / 1e6;
 }
 
 // Options of the top-level command given before a subcommand would be silently
@@ -58,8 +63,23 @@ int finish(int rc) {
   using namespace attnprof::cli;
   const std::string lost = stdout_lost();
   if (lost.empty()) return rc;
-  error(fmt::format("standard output could not be written ({}); the files were written", lost));
+  // Only a command that wrote files says so (--help, --version,
+  // --list-variants and a compare without outputs write none).
+  error(fmt::format("standard output could not be written ({}){}", lost,
+                    attnprof::io::files_published() > 0 ? "; the files were written" : ""));
   return rc == attnprof::exit_code::kOk ? attnprof::exit_code::kStdout : rc;
+}
+
+// A stop signal came before the error: the signal decides the exit code
+// (README, "Errors and exit codes"), and the one line says both.
+std::optional<int> signal_first(const std::exception& e) {
+  const int sig = attnprof::interrupt_signal();
+  if (!sig) return std::nullopt;
+  const std::string what = e.what();
+  attnprof::cli::note(fmt::format("attnprof: interrupted by {}{}", attnprof::signal_name(sig),
+                                  dynamic_cast<const attnprof::Interrupted*>(&e) ? std::string()
+                                                                                 : "; then: " + what));
+  return 128 + sig;
 }
 
 }  // namespace
@@ -90,7 +110,7 @@ int run(int argc, char** argv) {
   // check it between units of work and say what finished).
   install_interrupt_handlers();
   CliOptions o;
-  o.startup_ms = ms_since_process_start();
+  o.startup_ms = ms_since_first_code();
   CLI::App app{"attnprof: what really runs on the GPU when a model computes attention.\n"
                "Profiles one or more attention variants with the PyTorch (Kineto) profiler and writes\n"
                "a Chrome trace (open it in ui.perfetto.dev), a key-averages table and a summary JSON."};
@@ -133,15 +153,19 @@ int run(int argc, char** argv) {
     if (const auto rc = run_distributed(o)) return finish(*rc);
     return finish(run_profile(o));
   } catch (const UsageError& e) {
+    if (const auto rc = signal_first(e)) return finish(*rc);
     error(e.what());
     return exit_code::kUsage;
   } catch (const io::DirBusy& e) {
+    if (const auto rc = signal_first(e)) return finish(*rc);
     error(e.what());
     return finish(exit_code::kBusy);
   } catch (const io::FileError& e) {
+    if (const auto rc = signal_first(e)) return finish(*rc);
     error(e.what());
     return finish(exit_code::kOutput);
   } catch (const std::exception& e) {
+    if (const auto rc = signal_first(e)) return finish(*rc);
     error(e.what());
     return finish(exit_code::kRunFailed);
   }

@@ -26,17 +26,25 @@ bool looks_like_flag(const std::string& arg) {
   return arg.size() > 1 && arg[0] == '-' && !(arg[1] >= '0' && arg[1] <= '9');
 }
 
-// "a,,b" -> {"a", "b"}, each item checked not to be a flag.
-std::vector<std::string> split_list(const std::string& name, const std::vector<std::string>& args) {
+// "a,b" -> {"a", "b"}, each item checked not to be a flag. Empty items ("a,,b",
+// "a,") are dropped, or refused when `empty_is_error` (a number list: "32,,64"
+// is more likely a lost value than a stray comma).
+std::vector<std::string> split_list(const std::string& name, const std::vector<std::string>& args,
+                                    bool empty_is_error = false) {
   std::vector<std::string> items;
   for (const std::string& arg : args) {
+    bool empty = false;
     if (looks_like_flag(arg)) throw CLI::ValidationError(fmt::format("{} needs a value before '{}'", name, arg));
     size_t start = 0;
     while (start <= arg.size()) {
       const size_t comma = std::min(arg.find(',', start), arg.size());
       if (comma > start) items.push_back(arg.substr(start, comma - start));
+      else empty = true;
       start = comma + 1;
     }
+    if (empty && empty_is_error && !items.empty())
+      throw CLI::ValidationError(fmt::format("{} '{}' has an empty item (two commas in a row, or one at an end)", name,
+                                             io::visible(arg)));
   }
   if (items.empty())
     throw CLI::ValidationError(fmt::format("{} '{}' names no {}", name, io::visible(join(args, " ")),
@@ -89,7 +97,7 @@ void add_integer_list_option(CLI::App& app, const std::string& name, std::vector
          [&out, name, given](const std::vector<std::string>& args) {
            if (given) *given = true;
            out.clear();
-           for (const std::string& item : split_list(name, args)) {
+           for (const std::string& item : split_list(name, args, /*empty_is_error=*/true)) {
              const io::DecimalParse d = io::parse_decimal(item);
              if (!d.error.empty()) throw CLI::ValidationError(name + ": " + d.error);
              // A value given twice (--seq 512,512, or the flag repeated) is one point.

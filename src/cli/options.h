@@ -49,6 +49,7 @@ struct CliOptions {
   std::optional<double> peak_tflops;  // --peak-tflops, for the at-a-glance table
   std::optional<int> nproc;             // --nproc: rank processes of a multi-GPU run
   std::string ring_baseline = "auto";   // --ring-baseline
+  std::optional<double> rendezvous_timeout_s;  // --rendezvous-timeout (default: ring::kDefaultRendezvousSeconds)
 };
 
 // The problem, schedule and output flags (everything but --variant and the shape).

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "attnprof/io/text.h"
 #include "attnprof/report/counter_report.h"
 #include "attnprof/report/headline.h"
 #include "attnprof/report/launch_facts.h"
@@ -13,8 +14,10 @@ std::string run_text(const RunRecord& r, const TableOptions& table, bool kernels
   std::string out = "\n" + report::run_table_text(r, table) + "\n" + report::headline_text(r);
   if (kernels && !r.launches.empty()) out += "\n" + report::format_launch_table(r.launches);
   out += report::counters_text(r);
-  out += fmt::format("  files: {}/{{{}, {}, {}{}}}\n", out_dir, r.trace_file, r.table_file, r.summary_file,
-                     r.roofline_file.empty() ? "" : ", " + r.roofline_file);
+  // Paths with every control shown (\x0a too): one file list is one line.
+  out += fmt::format("  files: {}/{{{}, {}, {}{}}}\n", io::visible(out_dir), io::visible(r.trace_file),
+                     io::visible(r.table_file), io::visible(r.summary_file),
+                     r.roofline_file.empty() ? "" : ", " + io::visible(r.roofline_file));
   return out;
 }
 

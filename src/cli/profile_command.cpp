@@ -1,11 +1,14 @@
 // The default command: profile one or more variants and print their tables.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <optional>
 
 #include "attnprof/device.h"
 #include "attnprof/interrupt.h"
 #include "attnprof/io/files.h"
+#include "attnprof/io/text.h"
 #include "attnprof/report/at_a_glance.h"
 #include "attnprof/report/roofline_svg.h"
 #include "attnprof/report/run_files.h"
@@ -65,8 +68,10 @@ std::string interrupted_line(int sig, const std::vector<std::string>& names, con
 
 // Stages the merged Perfetto trace and the one-call-per-variant picture of a
 // multi-variant run (compare/<stem>.trace.json.gz, .timeline.svg) into the
-// compare/ set. Runs without a readable trace are left out with a note; none
-// left is a note too. Returns the lines to print.
+// compare/ set, from every run that finished (one is enough: its picture is
+// one row). Runs without a readable trace are left out with a note; when none
+// is left the earlier pair is removed with the set, so compare/ never mixes
+// runs. Returns the lines to print.
 std::string stage_comparison_trace(io::StagedFiles& compare_set, const std::vector<RunRecord>& records,
                                    const std::string& out_dir) {
   std::vector<report::RunTraceFile> runs;
@@ -74,17 +79,29 @@ std::string stage_comparison_trace(io::StagedFiles& compare_set, const std::vect
     if (r.ok() && !r.trace_file.empty())
       runs.push_back({r.variant, "", unit_headline(r), io::join_path(out_dir, r.trace_file), unit_scope(r.problem),
                       r.counters ? &*r.counters : nullptr});
-  if (runs.size() < 2) return "";
-  const RunRecord& first = records.front();
+  const std::string stem = records.front().problem.file_stem();
   try {
-    const auto files = report::stage_trace_comparison(compare_set, runs, out_dir, first.problem.file_stem(),
-                                                      comparison_title(records));
+    const auto files = report::stage_trace_comparison(compare_set, runs, out_dir, stem, comparison_title(records));
     std::string text;
     for (const std::string& n : files.notes) text += fmt::format("  note: {}\n", n);
-    return text + fmt::format("  merged trace: {}\n  timeline: {}\n", files.trace_path, files.timeline_path);
+    return text + fmt::format("  merged trace: {}\n  timeline: {}\n", io::visible(files.trace_path),
+                              io::visible(files.timeline_path));
   } catch (const report::TraceError& e) {
+    report::remove_trace_comparison_at_publish(compare_set, out_dir, stem);
     return fmt::format("  note: no merged trace: {}\n", e.what());
   }
+}
+
+// Every requested variant refused before anything runs: one line, exit 3.
+std::optional<std::string> nothing_can_run(const std::vector<std::string>& names, const Problem& p) {
+  std::vector<std::string> reasons;
+  for (const std::string& n : names) {
+    const Support s = make_variant(n)->supports(p);
+    if (s.ok) return std::nullopt;
+    reasons.push_back(n + ": " + s.reason);
+  }
+  if (names.size() == 1) return fmt::format("{} cannot run here: {}", names.front(), reasons.front().substr(names.front().size() + 2));
+  return fmt::format("none of the {} variants can run here ({})", names.size(), join(reasons, "; "));
 }
 
 }  // namespace
@@ -98,7 +115,11 @@ int run_profile(const CliOptions& o) {
   // the user chose a log level.
   if (!cuda_available()) ::setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
   if (o.device == "auto" && !p.on_cuda()) note("note: no CUDA device found; running on CPU (CUDA-only variants are skipped)");
-  io::OutputDir out_dir(s.files.out_dir);  // throws FileError (exit 4) or DirBusy (exit 6)
+  io::OutputDir out_dir(s.files.out_dir, is_own_output_path);  // throws FileError (exit 4) or DirBusy (exit 6)
+  if (const auto why = nothing_can_run(names, p)) {
+    note("attnprof: " + *why);
+    return exit_code::kUnsupported;
+  }
 
   const TableOptions table = s.table_for(p);
   int failed = 0, skipped = 0;
@@ -125,9 +146,12 @@ int run_profile(const CliOptions& o) {
         const std::string path = report::write_interrupted_summary(r, s.files);
         interrupted_marker = path.empty() ? "; its earlier complete summary is kept" : "; " + path + " marks it interrupted";
       }
-    } catch (const io::FileError&) {
+    } catch (const io::FileError& e) {
       progress.end();
-      throw;  // exit 4, one line (main)
+      if (!interrupt_signal()) throw;  // exit 4, one line (main)
+      // A signal came first: it decides the exit code, and the line says both.
+      r.status = Status::interrupted;
+      interrupted_marker = std::string("; its files could not be written: ") + e.what();
     }
     records.push_back(r);
     if (r.status == Status::interrupted) break;
@@ -149,35 +173,52 @@ int run_profile(const CliOptions& o) {
     out(run_text(r, table, o.kernels, s.files.out_dir));
     if (const std::string line = counter_notes.line_for(r); !line.empty()) note(line);
   }
-  const int sig = interrupt_signal();
+  int sig = interrupt_signal();
   const bool complete = !sig || (records.size() == names.size() && records.back().status != Status::interrupted);
+  const bool any_ok = std::any_of(records.begin(), records.end(), [](const RunRecord& r) { return r.ok(); });
   if (!skipped_lines.empty()) outf("\nSkipped ({}):\n{}\n", skipped, join(skipped_lines, "\n"));
+  std::string compare_error;  // compare/ could not be written after a signal
   if (records.size() > 1) {
     report::AtAGlanceOptions glance{o.peak_tflops, {}};
     if (const auto base = variants_tagged(VariantTag::baseline); !base.empty()) glance.baseline = base.front();
     std::vector<std::string> files;
     std::string comparison;
     // compare/ is one set: at-a-glance tables, merged trace and timeline. An
-    // interrupted run never replaces a complete earlier one.
-    if (complete) {
-      io::StagedFiles compare_set;
-      files = report::stage_at_a_glance(compare_set, records, s.files.out_dir, glance);
-      comparison = stage_comparison_trace(compare_set, records, s.files.out_dir);
-      const std::string roofline = io::join_path(io::join_path(s.files.out_dir, "compare"),
-                                                 records.front().problem.file_stem() + ".roofline.svg");
-      if (report::stage_roofline(compare_set, records, roofline)) comparison += "  roofline: " + roofline + "\n";
-      compare_set.publish();  // FileError: exit 4
+    // interrupted run, or one in which no variant ran, never replaces a
+    // complete earlier one.
+    if (complete && any_ok) {
+      try {
+        io::StagedFiles compare_set;
+        files = report::stage_at_a_glance(compare_set, records, s.files.out_dir, glance);
+        comparison = stage_comparison_trace(compare_set, records, s.files.out_dir);
+        const std::string roofline = io::join_path(io::join_path(s.files.out_dir, "compare"),
+                                                   records.front().problem.file_stem() + ".roofline.svg");
+        if (report::stage_roofline(compare_set, records, roofline)) comparison += "  roofline: " + io::visible(roofline) + "\n";
+        compare_set.publish();  // FileError: exit 4
+      } catch (const io::FileError& e) {
+        if (!interrupt_signal()) throw;
+        files.clear(), comparison.clear();
+        compare_error = std::string("; compare/ could not be written: ") + e.what();
+      }
     }
     outf("\nAt a glance: {}\n{}", report::at_a_glance_header(records, glance),
          report::to_text(report::at_a_glance_table(records, glance)));
-    if (!files.empty()) outf("  files: {} (+ .csv, .md, .json)\n", files.front());
+    if (!files.empty()) outf("  files: {} (+ .csv, .md, .json)\n", io::visible(files.front()));
+    if (complete && !any_ok) out("  compare/ not written: no variant ran\n");
     out(comparison);
   }
+  sig = interrupt_signal();
   if (sig) {
-    note("attnprof: " + interrupted_line(sig, names, records, interrupted_marker));
-    return 128 + sig;  // 130 SIGINT, 143 SIGTERM, 129 SIGHUP
+    note("attnprof: " + interrupted_line(sig, names, records, interrupted_marker) + compare_error);
+    return 128 + sig;
   }
-  return failed || counter_notes.failed ? exit_code::kRunFailed : exit_code::kOk;
+  if (failed || counter_notes.failed) return exit_code::kRunFailed;
+  // Every variant skipped once it was tried (predicted memory, out of memory).
+  if (!any_ok && skipped) {
+    notef("attnprof: none of the {} variants ran (each was skipped, reasons above)", names.size());
+    return exit_code::kUnsupported;
+  }
+  return exit_code::kOk;
 }
 
 }  // namespace attnprof::cli

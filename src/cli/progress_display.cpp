@@ -1,6 +1,7 @@
 #include "cli/progress_display.h"
 
 #include <fmt/format.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -41,10 +42,23 @@ ProgressSettings progress_settings(bool quiet) {
   return s;
 }
 
+namespace {
+std::FILE* private_stderr(std::FILE* out, ProgressMode mode) {
+  if (out != stderr || mode == ProgressMode::off) return nullptr;
+  std::fflush(stderr);
+  const int fd = ::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (fd < 0) return nullptr;
+  std::FILE* f = ::fdopen(fd, "w");
+  if (!f) ::close(fd);
+  return f;
+}
+}  // namespace
+
 ProgressDisplay::ProgressDisplay(ProgressSettings settings, size_t units, double elapsed_before_s, std::FILE* out)
     : settings_(settings),
       units_(units),
-      out_(out),
+      owned_(private_stderr(out, settings.mode)),
+      out_(owned_ ? owned_ : out),
       run_start_(Clock::now() - std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(std::max(0.0, elapsed_before_s)))) {
   last_output_ = run_start_;
@@ -58,7 +72,10 @@ ProgressDisplay::ProgressDisplay(ProgressSettings settings, size_t units, double
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
-ProgressDisplay::~ProgressDisplay() { finish(); }
+ProgressDisplay::~ProgressDisplay() {
+  finish();
+  if (owned_) std::fclose(owned_);
+}
 
 double ProgressDisplay::since(Clock::time_point t) const {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -127,15 +144,17 @@ void ProgressDisplay::finish() {
   if (timer_.joinable()) timer_.join();
 }
 
-// After the unit's first timed step, once: say how long the run will take
-// when that is long enough for the user to want a smaller problem.
+// After the unit's second timed step (its first when no other follows),
+// once: say how long the run will take when that is long enough for the user
+// to want a smaller problem.
 void ProgressDisplay::maybe_estimate() {
   if (estimated_ || !(last_.step_seconds > 0.0)) return;
-  // A first step under a second is mostly one-off costs: on the H200 the
-  // naive forward's first step takes 0.2 s (CUDA context, cuBLAS, kernel
-  // loading), the next ones 1 ms, so an estimate from it said 19 min for a
-  // 6 s run. Such steps are cheap to wait for; a slow CPU step is not.
-  if (timed_units_ < 2 && last_.step_seconds < 1.0) return;
+  // The first step carries one-off costs and is no pace to extrapolate: on
+  // the H200 the naive forward's first step takes 0.2 s (CUDA context,
+  // cuBLAS, kernel loading), the next ones 1 ms, so an estimate from it said
+  // 19 min for a 6 s run; on the CPU with --wait 100 a first forward 30x the
+  // rest said 4 min for a 7 s run. The second step's pace is the estimate's.
+  if (timed_units_ < 2 && last_.steps_left > 0) return;
   estimated_ = true;
   const double left = unit_left_s();
   const double total = (units_ == 1 ? since(run_start_) : since(unit_start_)) + left;
@@ -148,6 +167,7 @@ void ProgressDisplay::maybe_estimate() {
   e.steps_left = last_.steps_left;
   e.total_s = total;
   e.span = unit_.span;
+  e.basis = timed_units_ < 2 ? "first" : "second";
   if (unit_.suggest_smaller && total > report::kQuickLookSeconds)
     e.smaller = report::suggest_smaller(unit_.problem, unit_.plan, last_.step_seconds);
   print_line(report::estimate_text(e));

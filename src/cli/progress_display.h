@@ -49,7 +49,9 @@ struct ProgressUnit {
 class ProgressDisplay {
  public:
   // `units` of work; `elapsed_before_s` passed before the display existed
-  // (process start-up), counted in the run's elapsed time.
+  // (process start-up), counted in the run's elapsed time. Given stderr, it
+  // writes through its own copy of the descriptor, which keeps reaching the
+  // terminal while the profiler's window holds fd 2 (StderrCapture).
   ProgressDisplay(ProgressSettings settings, size_t units, double elapsed_before_s = 0.0, std::FILE* out = stderr);
   ~ProgressDisplay();
   ProgressDisplay(const ProgressDisplay&) = delete;
@@ -82,6 +84,7 @@ class ProgressDisplay {
 
   const ProgressSettings settings_;
   const size_t units_;
+  std::FILE* const owned_;  // the private copy of stderr, or nullptr
   std::FILE* const out_;
   const Clock::time_point run_start_;
 

@@ -3,6 +3,7 @@
 // and plots (report/sweep.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -10,10 +11,12 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <tuple>
 
 #include "attnprof/device.h"
 #include "attnprof/interrupt.h"
 #include "attnprof/io/files.h"
+#include "attnprof/io/text.h"
 #include "attnprof/report/progress_text.h"
 #include "attnprof/report/run_files.h"
 #include "attnprof/report/sweep.h"
@@ -65,6 +68,15 @@ int run_sweep(SweepOptions& o) {
   for (const auto& [flag, values] : {std::pair<const char*, const std::vector<int64_t>*>{"--seq", &o.seq},
                                      {"--head-dim", &o.head_dim}, {"--batch", &o.batch}, {"--heads", &o.heads}})
     if (values->empty()) throw UsageError(fmt::format("{} needs at least one value", flag));
+  // Each value on its own is checked as the single-run flag is (--seq 0 is a
+  // usage error in a sweep too); only combinations that are not a problem
+  // (--kv-heads not dividing --heads, more queries than keys under the causal
+  // mask) are skipped point by point.
+  for (const auto& [flag, values, max] :
+       {std::tuple<const char*, const std::vector<int64_t>*, int64_t>{"--seq", &o.seq, kMaxSeq},
+        {"--seq-q", &o.seq_q, kMaxSeq}, {"--seq-kv", &o.seq_kv, kMaxSeq}, {"--head-dim", &o.head_dim, kMaxHeadDim},
+        {"--batch", &o.batch, kMaxBatch}, {"--heads", &o.heads, kMaxHeads}, {"--kv-heads", &o.kv_heads, kMaxHeads}})
+    for (int64_t v : *values) check_positive(flag, v, max);
   for (const std::string& d : o.dtype)
     if (!parse_dtype(d)) throw UsageError(invalid_choice("--dtype", d, dtype_names()));
   for (const std::string& ps : o.pass)
@@ -136,7 +148,27 @@ int run_sweep(SweepOptions& o) {
   outf("sweep: {} configurations ({}) on {}{}\n", n, axes, device,
        invalid ? fmt::format("; {} are not valid problems and will be skipped", invalid) : "");
   if (!cuda_available()) ::setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
-  io::OutputDir out_dir(o.run.out);  // throws FileError (exit 4) or DirBusy (exit 6)
+  io::OutputDir out_dir(o.run.out, is_own_output_path);  // throws FileError (exit 4) or DirBusy (exit 6)
+  // No point can run here (every variant refuses every valid shape): one
+  // line, exit 3, before anything runs.
+  {
+    std::vector<std::string> reasons;
+    bool any = false;
+    for (const Point& pt : points) {
+      if (pt.record.status == Status::skipped) continue;
+      const Support sup = make_variant(pt.variant)->supports(pt.problem);
+      if (sup.ok) {
+        any = true;
+        break;
+      }
+      const std::string why = pt.variant + ": " + sup.reason;
+      if (std::find(reasons.begin(), reasons.end(), why) == reasons.end()) reasons.push_back(why);
+    }
+    if (!any) {
+      notef("attnprof: sweep: none of the {} points can run here ({})", n, join(reasons, "; "));
+      return exit_code::kUnsupported;
+    }
+  }
   const std::string sweep_dir = io::join_path(o.run.out, "sweep");
 
   const auto start = std::chrono::steady_clock::now();
@@ -148,6 +180,7 @@ int run_sweep(SweepOptions& o) {
   int ok = 0, skipped = 0, failed = 0;
   CounterNotes counter_notes;
   size_t attempted = 0;
+  std::string write_error;  // files that could not be written after a signal
   for (size_t i = 0; i < n && !interrupt_signal(); ++i, attempted = i) {
     Point& pt = points[i];
     const Problem& p = pt.problem;
@@ -174,9 +207,13 @@ int run_sweep(SweepOptions& o) {
         report::write_run_files(r, m.trace_json, settings.files);
       }
       progress.end();
-    } catch (const io::FileError&) {
+    } catch (const io::FileError& e) {
       progress.end();
-      throw;  // exit 4, one line (main)
+      if (!interrupt_signal()) throw;  // exit 4, one line (main)
+      // A signal came first: it decides the exit code; the point counts as interrupted.
+      r.status = Status::interrupted;
+      r.reason = std::string("its files could not be written: ") + e.what();
+      write_error = "; point " + std::to_string(i + 1) + "'s files could not be written: " + e.what();
     }
     if (r.status == Status::interrupted) {
       attempted = i + 1;
@@ -199,27 +236,43 @@ int run_sweep(SweepOptions& o) {
   // one: what it reached goes to sweep/partial/.
   const std::string dir = sig ? io::join_path(sweep_dir, "partial") : sweep_dir;
   std::vector<std::string> files;
-  if (!records.empty()) {
-    io::StagedFiles sweep_set;
-    sweep_set.make_dir(dir);
-    files = report::stage_table_files(sweep_set, table, io::join_path(dir, "sweep"));
-    for (const std::string& f : report::stage_sweep_plots(sweep_set, records, o.variant, dir)) files.push_back(f);
-    sweep_set.publish();  // FileError: exit 4
+  // A sweep in which no point ran never replaces a complete one either.
+  if (!records.empty() && (sig || ok > 0)) {
+    try {
+      io::StagedFiles sweep_set;
+      sweep_set.make_dir(dir);
+      files = report::stage_table_files(sweep_set, table, io::join_path(dir, "sweep"));
+      for (const std::string& f : report::stage_sweep_plots(sweep_set, records, o.variant, dir)) files.push_back(f);
+      sweep_set.publish();  // FileError: exit 4
+    } catch (const io::FileError& e) {
+      if (!interrupt_signal()) throw;
+      files.clear();
+      write_error += std::string("; ") + dir + "/ could not be written: " + e.what();
+    }
   }
   outf("\n{}\nsweep: {} ok, {} skipped, {} failed in {}\n", report::to_text(table), ok, skipped, failed,
        report::format_duration(elapsed()));
-  if (!files.empty()) outf("files: {}\n", join(files, ", "));
+  if (!files.empty()) outf("files: {}\n", io::visible(join(files, ", ")));
+  else if (!sig && ok == 0) out("sweep/ not written: no point ran\n");
   if (sig) {
     const size_t finished = attempted - (interrupted_point ? 1 : 0);
-    notef("attnprof: sweep interrupted by {} {} point {}/{}: {} finished (their files written), {}{} not run; {}",
+    notef("attnprof: sweep interrupted by {} {} point {}/{}: {} finished (their files written), {}{} not run; {}{}",
           signal_name(sig), interrupted_point ? "during" : "after", attempted, n, finished,
           interrupted_point ? "1 interrupted, " : "", n - attempted,
-          records.empty() ? std::string("nothing written")
-                          : "the points reached are in " + dir + "/ (" + sweep_dir + "/ keeps the last complete sweep)");
+          records.empty() || files.empty()
+              ? std::string("nothing written")
+              : "the points reached are in " + dir + "/ (" + sweep_dir + "/ keeps the last complete sweep)",
+          write_error);
     return 128 + sig;
   }
-  // Skips are expected (that is what the predictor is for); a failure is not.
-  return failed || counter_notes.failed ? exit_code::kRunFailed : exit_code::kOk;
+  // Skips are expected (that is what the predictor is for); a failure is not,
+  // and neither is a sweep of which nothing could run here.
+  if (failed || counter_notes.failed) return exit_code::kRunFailed;
+  if (ok == 0) {
+    notef("attnprof: sweep: none of the {} points could run here (each was skipped, reasons above)", n);
+    return exit_code::kUnsupported;
+  }
+  return exit_code::kOk;
 }
 
 }  // namespace

@@ -19,6 +19,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include "attnprof/interrupt.h"
+
 extern char** environ;
 
 namespace attnprof::ring {
@@ -47,10 +49,13 @@ class SignalRelay {
     sa.sa_handler = relay_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    for (size_t i = 0; i < std::size(kSignals); ++i) ::sigaction(kSignals[i], &sa, &saved_[i]);
+    const std::vector<int>& sigs = stop_signals();
+    saved_.resize(sigs.size());
+    for (size_t i = 0; i < sigs.size(); ++i) ::sigaction(sigs[i], &sa, &saved_[i]);
   }
   ~SignalRelay() {
-    for (size_t i = 0; i < std::size(kSignals); ++i) ::sigaction(kSignals[i], &saved_[i], nullptr);
+    const std::vector<int>& sigs = stop_signals();
+    for (size_t i = 0; i < sigs.size(); ++i) ::sigaction(sigs[i], &saved_[i], nullptr);
     g_relay_write_fd = -1;
     ::close(fds_[0]);
     ::close(fds_[1]);
@@ -67,9 +72,8 @@ class SignalRelay {
   }
 
  private:
-  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
   int fds_[2] = {-1, -1};
-  struct sigaction saved_[std::size(kSignals)] {};
+  std::vector<struct sigaction> saved_;
 };
 
 struct Child {

@@ -5,7 +5,7 @@
 // stops the others when one rank fails and they do not end on their own
 // within a grace period (SIGTERM, then SIGKILL after another: a rank stuck in
 // a collective with a dead peer never returns), and
-// forwards SIGINT/SIGTERM/SIGHUP once to every rank (the ranks run in their
+// forwards a stop signal (attnprof/interrupt.h) once to every rank (the ranks run in their
 // own process groups, so a terminal's Ctrl-C reaches them only through here;
 // a second signal kills them). Ranks die with the launcher (PR_SET_PDEATHSIG),
 // and every rank is reaped before launch_ranks returns: no orphans, no zombies.

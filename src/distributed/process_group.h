@@ -8,7 +8,9 @@
 #include <ATen/core/Tensor.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,19 +20,43 @@
 
 namespace attnprof::ring {
 
+// --rendezvous-timeout's default: c10d's own store timeout (Store::kDefaultTimeout).
+inline constexpr int kDefaultRendezvousSeconds = 300;
+
 // Multicast (NVLS) buys point-to-point rings nothing and can take a shared
 // host's GPUs out of service: off in every rank, launched or joined.
 void disable_nvlink_multicast();
 
+// How long a rank waits, and for what.
+struct JoinOptions {
+  // Every rank at MASTER_ADDR:MASTER_PORT and the backend formed (--rendezvous-timeout).
+  std::chrono::milliseconds rendezvous_timeout{kDefaultRendezvousSeconds * 1000};
+  // Each later wait on the store (rank 0 may run a single-GPU baseline meanwhile).
+  std::chrono::milliseconds store_timeout{std::chrono::minutes(60)};
+  // Each collective and point-to-point operation.
+  std::chrono::milliseconds op_timeout{std::chrono::minutes(10)};
+  // Called once, from the calling thread, when the rendezvous has waited
+  // `say_after` (or half the timeout, when sooner): what it waits for
+  // ("rank 1 is waiting for rank 0 to serve the rendezvous at ...").
+  std::function<void(const std::string&)> on_waiting;
+  std::chrono::milliseconds say_after{std::chrono::seconds(10)};
+};
+
+// The ranks could not meet: an unresolvable MASTER_ADDR, a port in use, no
+// rendezvous within the timeout, a peer that went away. One line.
+class RendezvousError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class ProcessGroup {
  public:
-  // `device`: "cuda:N" (NCCL) or "cpu" (gloo). `store_timeout` bounds every
-  // wait on the store (rank 0 may run a single-GPU baseline meanwhile);
-  // `op_timeout` every collective and point-to-point operation. Throws
-  // std::runtime_error with a one-line reason.
-  static std::unique_ptr<ProcessGroup> join(const RankEnv& env, const std::string& device,
-                                            std::chrono::milliseconds store_timeout,
-                                            std::chrono::milliseconds op_timeout);
+  // `device`: "cuda:N" (NCCL) or "cpu" (gloo). Every wait of the rendezvous
+  // checks for a stop signal (throws attnprof::Interrupted) and gives up after
+  // `opt.rendezvous_timeout` (throws RendezvousError); c10d's own retry
+  // warnings stay off stderr meanwhile. Throws std::runtime_error when the
+  // backend cannot be created.
+  static std::unique_ptr<ProcessGroup> join(const RankEnv& env, const std::string& device, const JoinOptions& opt);
   ~ProcessGroup();
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
@@ -47,7 +73,8 @@ class ProcessGroup {
   // deadlock; gloo's are asynchronous on their own.
   std::unique_ptr<Exchange> ring_exchange();
   // Every rank's `mine`, by rank, through the store. `key` must be the same on
-  // every rank and used once.
+  // every rank and used once. The wait for the others ends at a stop signal
+  // (attnprof::Interrupted) and after the store timeout (std::runtime_error).
   std::vector<std::string> all_gather_strings(const std::string& key, const std::string& mine);
   // Every rank's `t` (one shape on all ranks), by rank, through the backend.
   std::vector<at::Tensor> all_gather(const at::Tensor& t);
@@ -61,6 +88,8 @@ class ProcessGroup {
  private:
   struct Impl;
   explicit ProcessGroup(std::unique_ptr<Impl> impl);
+  // Until every key is in the store; `what` names the wait in the timeout's message.
+  void wait_for_keys(const std::vector<std::string>& keys, const std::string& what);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <dirent.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -15,8 +16,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
+#include <functional>
 #include <set>
+
+#include "attnprof/interrupt.h"
 
 namespace attnprof::io {
 
@@ -88,15 +91,62 @@ void unregister_temp(const std::string& path) noexcept {
   }
 }
 
-std::mutex g_cleaned_mutex;
-std::set<std::string> g_cleaned;  // directories already cleared of stale temps
+std::atomic<long> g_published{0};  // files moved into place (or written into a FIFO) by this process
 
-void remove_stale_temps_once(const std::string& dir) {
-  {
-    std::lock_guard<std::mutex> lock(g_cleaned_mutex);
-    if (!g_cleaned.insert(dir).second) return;
+// `name` parsed as temp_path_for makes it: ".<target>.tmp.<pid>.<n>", with a
+// writer's own ".tmp" possibly appended. False when it is not one.
+bool parse_temp_name(const std::string& name, std::string& target, long& pid) noexcept {
+  try {
+    if (name.size() < 2 || name[0] != '.') return false;
+    std::string s = name;
+    if (s.size() > 4 && s.compare(s.size() - 4, 4, ".tmp") == 0) s.resize(s.size() - 4);
+    auto digits_after_last_dot = [&s](std::string& out) {
+      const size_t dot = s.rfind('.');
+      if (dot == std::string::npos || dot + 1 == s.size() || s.size() - dot > 20) return false;
+      out = s.substr(dot + 1);
+      for (char c : out)
+        if (c < '0' || c > '9') return false;
+      s.resize(dot);
+      return true;
+    };
+    std::string counter, digits;
+    if (!digits_after_last_dot(counter) || !digits_after_last_dot(digits)) return false;
+    if (s.size() < 6 || s.compare(s.size() - 4, 4, ".tmp") != 0) return false;  // ".x.tmp" at least
+    pid = std::strtol(digits.c_str(), nullptr, 10);
+    if (pid <= 0) return false;
+    target = s.substr(1, s.size() - 5);
+    return true;
+  } catch (...) {
+    return false;
   }
-  remove_stale_temps(dir);
+}
+
+// Unlinks, in `dir` (not below), the temps of processes that no longer run
+// whose target name `own` accepts, and only regular files of this user.
+int remove_dead_temps(const std::string& dir, const std::function<bool(const std::string&)>& own) noexcept {
+  int removed = 0;
+  try {
+    DIR* d = ::opendir(dir.empty() ? "." : dir.c_str());
+    if (!d) return 0;
+    std::vector<std::string> stale;
+    while (const dirent* e = ::readdir(d)) {
+      std::string target;
+      long pid = -1;
+      if (!parse_temp_name(e->d_name, target, pid) || pid == ::getpid() || !own(target)) continue;
+      // ESRCH: no such process. EPERM means it exists (another user's).
+      if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.emplace_back(e->d_name);
+    }
+    ::closedir(d);
+    for (const std::string& n : stale) {
+      const std::string p = join_path(dir, n);
+      struct stat st {};
+      if (::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() && ::unlink(p.c_str()) == 0)
+        ++removed;
+    }
+  } catch (...) {
+    // Out of memory while listing: leave them for the next run.
+  }
+  return removed;
 }
 
 // Writes all of `bytes` to `fd`; false with errno set on failure.
@@ -120,7 +170,7 @@ class StopSignalsBlocked {
   StopSignalsBlocked() {
     sigset_t s;
     sigemptyset(&s);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&s, sig);
+    for (int sig : stop_signals()) sigaddset(&s, sig);
     pthread_sigmask(SIG_BLOCK, &s, &old_);
   }
   ~StopSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
@@ -203,47 +253,30 @@ std::string temp_path_for(const std::string& target) {
 }
 
 long temp_owner_pid(const std::string& name) noexcept {
-  if (name.size() < 2 || name[0] != '.') return -1;
-  std::string s = name;
-  if (s.size() > 4 && s.compare(s.size() - 4, 4, ".tmp") == 0) s.resize(s.size() - 4);
-  auto digits_after_last_dot = [&s](std::string& out) {
-    const size_t dot = s.rfind('.');
-    if (dot == std::string::npos || dot + 1 == s.size() || s.size() - dot > 20) return false;
-    out = s.substr(dot + 1);
-    for (char c : out)
-      if (c < '0' || c > '9') return false;
-    s.resize(dot);
-    return true;
-  };
-  std::string counter, pid;
-  if (!digits_after_last_dot(counter) || !digits_after_last_dot(pid)) return -1;
-  if (s.size() < 6 || s.compare(s.size() - 4, 4, ".tmp") != 0) return -1;  // ".x.tmp" at least
-  const long p = std::strtol(pid.c_str(), nullptr, 10);
-  return p > 0 ? p : -1;
+  std::string target;
+  long pid = -1;
+  return parse_temp_name(name, target, pid) ? pid : -1;
 }
 
-int remove_stale_temps(const std::string& dir) noexcept {
-  int removed = 0;
+std::string temp_target_name(const std::string& name) {
+  std::string target;
+  long pid = -1;
+  return parse_temp_name(name, target, pid) ? target : std::string();
+}
+
+int remove_stale_temps(const std::string& dir, const std::function<bool(const std::string&)>& own) noexcept {
+  if (!own) return 0;
+  return remove_dead_temps(dir, own);
+}
+
+int remove_stale_temps_of(const std::string& target) noexcept {
   try {
-    DIR* d = ::opendir(dir.c_str());
-    if (!d) return 0;
-    std::vector<std::string> stale;
-    while (const dirent* e = ::readdir(d)) {
-      const long pid = temp_owner_pid(e->d_name);
-      if (pid <= 0 || pid == ::getpid()) continue;
-      // ESRCH: no such process. EPERM means it exists (another user's).
-      if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.emplace_back(e->d_name);
-    }
-    ::closedir(d);
-    for (const std::string& n : stale) {
-      const std::string p = join_path(dir, n);
-      struct stat st {};
-      if (::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::unlink(p.c_str()) == 0) ++removed;
-    }
+    const size_t slash = target.rfind('/');
+    const std::string name = slash == std::string::npos ? target : target.substr(slash + 1);
+    return remove_dead_temps(parent_of(target), [&name](const std::string& t) { return t == name; });
   } catch (...) {
-    // Out of memory while listing: leave them for the next run.
+    return 0;
   }
-  return removed;
 }
 
 void remove_quietly(const std::string& path) noexcept { ::unlink(path.c_str()); }
@@ -290,6 +323,10 @@ void StagedFiles::discard() noexcept {
 void StagedFiles::add(const std::string& target, const std::string& bytes) {
   const std::string what = "cannot write '" + shown(target) + "'";
   check_path_length(target, "cannot write");
+  if (!is_stream(target))
+    for (const Entry& other : entries_)
+      if (other.target == target || same_file(other.target, target))
+        throw FileError(what + ": two outputs of one set name this path");
   Entry e;
   e.target = target;
   e.real = target;
@@ -327,8 +364,7 @@ void StagedFiles::add(const std::string& target, const std::string& bytes) {
       return;
     }
   }
-  const std::string dir = parent_of(e.real);
-  remove_stale_temps_once(dir);
+  remove_stale_temps_of(e.real);
   e.temp = temp_path_for(e.real);
   check_path_length(e.temp, "cannot write");
   const int fd = ::open(e.temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -369,10 +405,11 @@ void StagedFiles::publish() {
   // FIFOs and devices take the bytes as a stream: they cannot be restored, so
   // they go first, before any file is replaced.
   for (Entry& e : entries_) {
-    if (!e.temp.empty()) continue;
+    if (!e.temp.empty() || e.remove) continue;
     const std::string what = "cannot write '" + shown(e.target) + "'";
     if (e.fd >= 0) {
       if (!write_all(e.fd, e.bytes)) fail(what + ": " + os_reason());
+      ++g_published;
       continue;
     }
     const int fd = ::open(e.real.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
@@ -383,44 +420,132 @@ void StagedFiles::publish() {
     const int err = errno;
     ::close(fd);
     if (!ok) fail(what + ": " + os_reason(err));
+    ++g_published;
   }
-  // Renames, each atomic; the old file of each kept as a hard link until all
-  // have succeeded, so a failure part-way restores the old set.
+  // Renames and removals, each atomic; the old file of each kept as a hard
+  // link until all have succeeded, so a failure part-way restores the old set.
   std::vector<std::string> backups(entries_.size());
   for (size_t i = 0; i < entries_.size(); ++i) {
     Entry& e = entries_[i];
-    if (e.temp.empty()) continue;
+    if (e.temp.empty() && !e.remove) continue;
     struct stat st {};
-    if (::lstat(e.real.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    if (::lstat(e.real.c_str(), &st) == 0 && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
       const std::string b = temp_path_for(e.real);
       if (::link(e.real.c_str(), b.c_str()) == 0) {
         backups[i] = b;
         register_temp(b);
       }
     }
-    if (::rename(e.temp.c_str(), e.real.c_str()) != 0) {
-      const std::string message = "cannot move into place '" + shown(e.target) + "': " + os_reason();
+    const bool failed = e.remove ? (::unlink(e.real.c_str()) != 0 && errno != ENOENT)
+                                 : ::rename(e.temp.c_str(), e.real.c_str()) != 0;
+    if (failed) {
+      const std::string message = (e.remove ? "cannot remove the earlier '" : "cannot move into place '") +
+                                  shown(e.target) + "': " + os_reason();
       for (size_t j = 0; j < i; ++j) {
-        if (entries_[j].temp.empty()) continue;
+        if (entries_[j].temp.empty() && !entries_[j].remove) continue;
         if (!backups[j].empty()) ::rename(backups[j].c_str(), entries_[j].real.c_str());
-        else remove_quietly(entries_[j].real);
+        else if (!entries_[j].remove) remove_quietly(entries_[j].real);
         entries_[j].temp.clear();  // moved: nothing left at the temp name
       }
       for (const std::string& b : backups)
         if (!b.empty()) remove_quietly(b), unregister_temp(b);
       fail(message);
     }
-    unregister_temp(e.temp);
+    if (!e.remove) unregister_temp(e.temp), ++g_published;
   }
   for (const std::string& b : backups)
     if (!b.empty()) remove_quietly(b), unregister_temp(b);
   entries_.clear();
 }
 
+void StagedFiles::remove_at_publish(const std::string& target) {
+  check_path_length(target, "cannot remove");
+  struct stat st {};
+  if (::lstat(target.c_str(), &st) != 0 || !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) return;
+  for (const Entry& other : entries_)
+    if (other.target == target) return;  // written anew: nothing to remove
+  Entry e;
+  e.target = target;
+  e.real = target;
+  e.remove = true;
+  entries_.push_back(std::move(e));
+}
+
+long files_published() noexcept { return g_published.load(); }
+
 void write_file_atomic(const std::string& target, const std::string& bytes) {
   StagedFiles one;
   one.add(target, bytes);
   one.publish();
+}
+
+std::string canonical_path(const std::string& path) {
+  if (char* real = ::realpath(path.c_str(), nullptr)) {
+    std::string r = real;
+    std::free(real);
+    return r;
+  }
+  // Not there (yet): the nearest existing ancestor resolved, the rest as written
+  // with "." and ".." folded.
+  std::vector<std::string> rest;
+  std::string head = path.empty() ? "." : path;
+  std::string base;
+  for (;;) {
+    while (head.size() > 1 && head.back() == '/') head.pop_back();
+    const size_t slash = head.rfind('/');
+    rest.push_back(slash == std::string::npos ? head : head.substr(slash + 1));
+    head = slash == std::string::npos ? "." : slash == 0 ? "/" : head.substr(0, slash);
+    if (char* real = ::realpath(head.c_str(), nullptr)) {
+      base = real;
+      std::free(real);
+      break;
+    }
+    if (head == "/" || head == ".") return path;  // nothing resolves: compare as written
+  }
+  std::vector<std::string> parts;
+  for (size_t start = 1; start <= base.size();) {
+    const size_t end = std::min(base.find('/', start), base.size());
+    if (end > start) parts.push_back(base.substr(start, end - start));
+    start = end + 1;
+  }
+  for (auto it = rest.rbegin(); it != rest.rend(); ++it) {
+    if (*it == "." || it->empty()) continue;
+    if (*it == "..") {
+      if (!parts.empty()) parts.pop_back();
+      continue;
+    }
+    parts.push_back(*it);
+  }
+  std::string out;
+  for (const std::string& p : parts) out += "/" + p;
+  return out.empty() ? "/" : out;
+}
+
+bool same_file(const std::string& a, const std::string& b) noexcept {
+  try {
+    struct stat sa {}, sb {};
+    const bool ea = ::stat(a.c_str(), &sa) == 0, eb = ::stat(b.c_str(), &sb) == 0;
+    if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ea != eb) return false;
+    return canonical_path(a) == canonical_path(b);
+  } catch (...) {
+    return a == b;
+  }
+}
+
+bool is_stream(const std::string& path) noexcept {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISSOCK(st.st_mode));
+}
+
+bool path_within(const std::string& path, const std::string& dir) noexcept {
+  try {
+    const std::string p = canonical_path(path), d = canonical_path(dir);
+    if (d == "/") return true;
+    return p == d || (p.size() > d.size() && p.compare(0, d.size(), d) == 0 && p[d.size()] == '/');
+  } catch (...) {
+    return false;
+  }
 }
 
 bool path_exists(const std::string& path) noexcept {
@@ -429,7 +554,8 @@ bool path_exists(const std::string& path) noexcept {
 }
 
 std::string read_file(const std::string& path, size_t max_bytes) {
-  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+  // O_NONBLOCK, kept: opening a FIFO for reading would otherwise wait for a
+  // writer, and reading one whose writer is slow would not see a stop signal.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) throw FileError(path + ": cannot read: " + os_reason());
   struct stat st {};
@@ -438,35 +564,52 @@ std::string read_file(const std::string& path, size_t max_bytes) {
     ::close(fd);
     throw FileError(path + ": cannot read: it is " + kind + ", not a file");
   }
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  const bool fifo = S_ISFIFO(st.st_mode);
+  auto fail = [&](const std::string& why) {
+    ::close(fd);
+    throw FileError(path + ": " + why);
+  };
   std::string out;
   char buf[1 << 16];
-  // A FIFO reads as empty until its writer has opened it: a writer started
-  // just before us (`cat a > fifo &`) gets up to 2 s to do so; none is an error,
-  // never a hang.
-  int fifo_waits = S_ISFIFO(st.st_mode) ? 100 : 0;
+  // A FIFO reads as end-of-file until a writer has opened it and as EAGAIN
+  // while its writer sends nothing. A writer started just before us (`cat a >
+  // fifo &`) gets up to 2 s to open it; none is an error, never a hang. A
+  // writer that is there may take as long as it needs, but a stop signal ends
+  // the wait (Interrupted).
+  bool writer_seen = false;
+  int no_writer_waits = fifo ? 100 : 0;
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const std::string reason = os_reason();
-      ::close(fd);
-      throw FileError(path + ": cannot read: " + reason);
-    }
-    if (n == 0 && out.empty() && fifo_waits-- > 0) {
-      ::usleep(20 * 1000);
+    if (n > 0) {
+      writer_seen = true;
+      out.append(buf, static_cast<size_t>(n));
+      if (out.size() > max_bytes)
+        fail("larger than " + (max_bytes >= (1u << 20) ? std::to_string(max_bytes >> 20) + " MiB"
+                                                       : std::to_string(max_bytes) + " bytes"));
       continue;
     }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-    if (out.size() > max_bytes) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      writer_seen = true;
+      pollfd p{fd, POLLIN, 0};
+      (void)::poll(&p, 1, 100);
+      if (interrupt_signal()) {
+        ::close(fd);
+        throw Interrupted();
+      }
+      continue;
+    }
+    if (n < 0) fail("cannot read: " + os_reason());
+    if (!fifo || writer_seen) break;  // end of file
+    if (no_writer_waits-- <= 0) fail("cannot read: a FIFO with no writer");
+    ::usleep(20 * 1000);
+    if (interrupt_signal()) {
       ::close(fd);
-      throw FileError(path + ": larger than " + (max_bytes >= (1u << 20) ? std::to_string(max_bytes >> 20) + " MiB"
-                                                                           : std::to_string(max_bytes) + " bytes"));
+      throw Interrupted();
     }
   }
   ::close(fd);
-  if (out.empty() && S_ISFIFO(st.st_mode)) throw FileError(path + ": cannot read: a FIFO with no writer");
+  if (out.empty() && fifo) throw FileError(path + ": cannot read: its writer closed the FIFO without sending anything");
   return out;
 }
 
@@ -513,26 +656,30 @@ DirLock::~DirLock() {
   ::close(fd_);
 }
 
-OutputDir::OutputDir(const std::string& dir) {
+OutputDir::OutputDir(const std::string& dir, const OwnOutputs& own) {
   made_.make(dir);
   lock_ = std::make_unique<DirLock>(dir);
-  // <out>, <out>/<variant|compare|sweep>, <out>/<variant>/<stem> (trace folders).
-  remove_stale_temps(dir);
-  std::vector<std::string> level = {dir};
-  for (int depth = 0; depth < 2; ++depth) {
+  if (!own) return;
+  // <out>, <out>/<variant|compare|sweep>, <out>/<variant>/<stem> (trace
+  // folders), never through a symbolic link, and only temps of the names `own`
+  // says attnprof writes there.
+  std::vector<std::string> level = {""};
+  for (int depth = 0; depth <= 2; ++depth) {
     std::vector<std::string> next;
-    for (const std::string& d : level) {
+    for (const std::string& rel : level) {
+      const std::string d = rel.empty() ? dir : join_path(dir, rel);
+      remove_dead_temps(d, [&own, &rel](const std::string& target) { return own(rel, target); });
+      if (depth == 2) continue;
       DIR* h = ::opendir(d.c_str());
       if (!h) continue;
       while (const dirent* e = ::readdir(h)) {
         if (e->d_name[0] == '.') continue;
-        const std::string p = join_path(d, e->d_name);
+        const std::string sub = rel.empty() ? std::string(e->d_name) : rel + "/" + e->d_name;
         struct stat st {};
-        if (::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) next.push_back(p);
+        if (::lstat(join_path(dir, sub).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) next.push_back(sub);
       }
       ::closedir(h);
     }
-    for (const std::string& d : next) remove_stale_temps(d);
     level = std::move(next);
   }
 }

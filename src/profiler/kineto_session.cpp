@@ -73,6 +73,7 @@ TraceEvent to_trace_event(const kp::KinetoEvent& e) {
     default: t.activity = "other"; break;
   }
   t.is_user_annotation = t.activity == "user_annotation" || t.activity == "gpu_user_annotation";
+  if (t.name == "[memory]" || t.name == "[OutOfMemory]") t.nbytes = e.nBytes();
   return t;
 }
 }  // namespace

@@ -158,6 +158,7 @@ ProfiledRun profile_pass(Variant& variant, const Problem& p, const Inputs& in, c
   };
   steps_until(s.wait);
   clock.lap("schedule: wait steps", run.phases_ms);
+  StderrCapture libtorch_log;  // until the profiler stops (progress lines have their own descriptor)
   KinetoSession session(p.on_cuda(), opt.profiler, opt.trace_id);
   clock.lap("profiler prepare (CUPTI set-up)", run.phases_ms);
   steps_until(s.wait + s.warmup);
@@ -176,6 +177,7 @@ ProfiledRun profile_pass(Variant& variant, const Problem& p, const Inputs& in, c
     if (on) session.add_trace_metadata(key, "1");
   clock.lap("schedule: active steps", run.phases_ms);
   const auto result = session.stop();
+  run.profiling_messages = libtorch_log.finish();
   clock.lap("profiler disable (collect events)", run.phases_ms);
 
   run.events = KinetoSession::events_of(*result);

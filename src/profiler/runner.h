@@ -48,6 +48,10 @@ struct ProfiledRun {
   // What Kineto wrote to stderr while saving the trace (it reports a failed
   // write only there), held back so the caller decides what the user sees.
   std::string trace_save_messages;
+  // What LibTorch wrote to stderr while the profiler was on (the CPU
+  // allocator's "Memory block of unknown size" under --profile-memory): the
+  // run's warnings, not raw lines on the user's terminal.
+  std::string profiling_messages;
   std::vector<std::pair<std::string, double>> phases_ms;  // wall time of each stage
   int warmup_iters = 0;           // untraced steps run (the auto count once decided)
   // The fastest step timed without the profiler (a timed warm-up or a wait

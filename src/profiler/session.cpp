@@ -3,8 +3,12 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <random>
@@ -45,6 +49,47 @@ std::vector<std::string> split_nonempty_lines(const std::string& s) {
   return lines;
 }
 
+// "CPUAllocator.cpp:245: Memory block ..." from c10's log line
+// "[W1130 12:00:00.123456 4242 CPUAllocator.cpp:245] Memory block ...".
+std::string without_log_prefix(const std::string& line) {
+  if (line.size() < 4 || line[0] != '[' || std::string("WEIF").find(line[1]) == std::string::npos) return line;
+  const size_t close = line.find("] ");
+  if (close == std::string::npos) return line;
+  const std::string head = line.substr(1, close - 1);
+  const size_t space = head.rfind(' ');
+  return (space == std::string::npos ? head : head.substr(space + 1)) + ": " + line.substr(close + 2);
+}
+
+// The directory Kineto saves its trace in, under a name it keeps intact:
+// Kineto deletes line breaks from the file name and turns backslashes into
+// slashes before it renames its temp into place (output_json.cpp), so a
+// --out holding either is reached through /proc/self/fd instead.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& dir) {
+    if (dir.find_first_of("\n\\") == std::string::npos) return;
+    fd_ = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    struct stat st {};
+    if (fd_ < 0 || ::stat(("/proc/self/fd/" + std::to_string(fd_)).c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw io::FileError("cannot profile into '" + dir +
+                          "': the profiler cannot save a trace under a path with a line break or a backslash "
+                          "without /proc/self/fd; choose another --out");
+  }
+  ~ScratchDir() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  // `path` (in the directory) as Kineto is to be given it.
+  std::string path_for(const std::string& path) const {
+    if (fd_ < 0) return path;
+    return "/proc/self/fd/" + std::to_string(fd_) + "/" + path.substr(path.rfind('/') + 1);
+  }
+
+ private:
+  int fd_ = -1;
+};
+
 // "" when a step should fit, else why not ("needs ~4.4 GiB (predicted), 2 GiB free").
 std::string predicted_not_to_fit(const Variant& v, const Problem& p) {
   const std::optional<MemoryBudget> budget = available_memory(p.device);
@@ -75,7 +120,7 @@ std::string new_trace_id() {
 
 void finish_record(RunRecord& r, const ProfiledRun& run) {
   const Problem& p = r.problem;
-  const std::vector<FunctionEvent> fes = build_function_events(run.events, p.on_cuda());
+  const std::vector<FunctionEvent> fes = build_function_events(run.events, p.on_cuda(), r.profiler.profile_memory);
   r.rows = key_averages(fes);
   for (const std::string& scope : pass_scopes(p.pass)) r.scopes.push_back(scope_stats(fes, scope));
   r.peak_memory_bytes = run.peak_memory_bytes;
@@ -85,6 +130,17 @@ void finish_record(RunRecord& r, const ProfiledRun& run) {
                                                                   : "output or gradients contain NaN or Inf");
   for (const std::string& line : split_nonempty_lines(run.trace_save_messages))
     r.warnings.push_back("Kineto, while saving the trace: " + line);
+  // Each distinct message once, with its count: LibTorch repeats them per allocation.
+  std::vector<std::pair<std::string, int>> seen;
+  for (const std::string& line : split_nonempty_lines(run.profiling_messages)) {
+    const std::string m = without_log_prefix(line);
+    auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& e) { return e.first == m; });
+    if (it == seen.end()) seen.emplace_back(m, 1);
+    else ++it->second;
+  }
+  for (const auto& [m, n] : seen)
+    r.warnings.push_back("LibTorch, while profiling" + (n > 1 ? " (" + std::to_string(n) + " times)" : std::string()) +
+                         ": " + m);
 }
 
 // The counter pass and the ceilings it is judged against, on their own after
@@ -135,7 +191,7 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
   r.schedule = opt.schedule;
   if (r.schedule.warmup_iters == kAutoIters) r.schedule.warmup_iters = 0;  // none ran yet
   r.profiler = opt.profiler;
-  if (opt.startup_ms) r.phases_ms.emplace_back("process start to main (loading LibTorch)", *opt.startup_ms);
+  if (opt.startup_ms) r.phases_ms.emplace_back("program start to main (loading LibTorch)", *opt.startup_ms);
   PhaseClock clock;  // from here: the first CUDA call creates the context
   r.env = describe_environment(p);
 
@@ -157,7 +213,10 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
     return out;
   }
 
-  io::TempFile kineto_trace(io::temp_path_for(io::join_path(opt.scratch_dir, name + "_" + p.file_stem() + ".json")));
+  const std::string scratch = io::join_path(opt.scratch_dir, name + "_" + p.file_stem() + ".json");
+  io::remove_stale_temps_of(scratch);
+  const ScratchDir kineto_dir(opt.scratch_dir);  // FileError: before any work
+  io::TempFile kineto_trace(kineto_dir.path_for(io::temp_path_for(scratch)));
   ProfiledRun run;
   report::PlanRequest plan;
   plan.schedule = opt.schedule;

@@ -6,6 +6,8 @@
 
 #include <cstdio>
 
+#include "attnprof/interrupt.h"
+
 namespace attnprof {
 
 StderrCapture::StderrCapture() {
@@ -18,13 +20,16 @@ StderrCapture::StderrCapture() {
     saved_ = -1;
     ::close(file_);
     file_ = -1;
+    return;
   }
+  set_interrupt_message_fd(saved_);  // a second Ctrl-C's line still reaches the terminal
 }
 
 std::string StderrCapture::finish() {
   if (saved_ < 0) return text_;
   std::fflush(stderr);
   ::dup2(saved_, 2);
+  set_interrupt_message_fd(2);
   ::close(saved_);
   saved_ = -1;
   char buf[4096];

@@ -74,7 +74,11 @@ std::optional<double> ratio_of(const std::optional<double>& a, const std::option
   return *b / *a;
 }
 
-void walk(const std::string& root, const std::string& rel, int depth, std::vector<std::string>& out) {
+// Summaries under `root`, at most 5 levels down, without leaving the tree: a
+// symbolic link is followed only to a file inside it (never to a directory),
+// and no other filesystem is entered (a link or mount to / reached /proc).
+void walk(const std::string& root, const std::string& real_root, dev_t dev, const std::string& rel, int depth,
+          std::vector<std::string>& out) {
   const std::string dir = rel.empty() ? root : io::join_path(root, rel);
   DIR* d = ::opendir(dir.c_str());
   if (!d) throw SummaryError(fmt::format("{}: cannot read directory: {}", dir, std::strerror(errno)));
@@ -87,15 +91,18 @@ void walk(const std::string& root, const std::string& rel, int depth, std::vecto
   static const std::string suffix = ".summary.json";
   for (const std::string& n : names) {
     const std::string r = rel.empty() ? n : rel + "/" + n;
+    const std::string path = io::join_path(root, r);
     struct stat st {};
-    if (::stat(io::join_path(root, r).c_str(), &st) != 0) continue;
+    if (::lstat(path.c_str(), &st) != 0) continue;
     if (S_ISDIR(st.st_mode)) {
-      if (depth < 4) walk(root, r, depth + 1, out);
-    } else if (S_ISREG(st.st_mode) && n.size() > suffix.size() &&
-               n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      // Regular files (and links to them) only: a FIFO would block the reader.
-      out.push_back(r);
+      if (depth < 4 && st.st_dev == dev) walk(root, real_root, dev, r, depth + 1, out);
+      continue;
     }
+    const bool named = n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
+    if (!named) continue;
+    if (S_ISLNK(st.st_mode) && !(::stat(path.c_str(), &st) == 0 && io::path_within(path, real_root))) continue;
+    // Regular files (and links to them inside the tree) only: a FIFO would block the reader.
+    if (S_ISREG(st.st_mode)) out.push_back(r);
   }
 }
 
@@ -212,7 +219,9 @@ Table ops_table(const Comparison& c) {
 
 std::vector<std::string> find_summaries(const std::string& dir) {
   std::vector<std::string> out;
-  walk(dir, "", 0, out);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) throw SummaryError(fmt::format("{}: cannot read directory: {}", dir, std::strerror(errno)));
+  walk(dir, io::canonical_path(dir), st.st_dev, "", 0, out);
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -17,11 +17,14 @@ bool is_device_work(const TraceEvent& e) {
 
 namespace {
 
+constexpr const char* kMemoryEventName = "[memory]";
+constexpr const char* kOutOfMemoryEventName = "[OutOfMemory]";
+
 // Utility ops Python's _filter_name drops before aggregation.
 bool filtered_out(const std::string& name) {
   static const char* const kNames[] = {
-      "[memory]",
-      "[OutOfMemory]",
+      kMemoryEventName,
+      kOutOfMemoryEventName,
       "profiler::_record_function_enter",
       "profiler::_record_function_enter_new",
       "profiler::_record_function_exit",
@@ -117,6 +120,14 @@ void compute_totals(std::vector<FunctionEvent>& fes, bool use_device) {
       children_device += fes[c].device_time_total_ns;
     }
     f.self_cpu_time_total_ns = (f.event.is_async || !cpu) ? 0 : f.cpu_time_total_ns - children_cpu;
+    int64_t children_cpu_mem = 0, children_device_mem = 0;
+    for (int c : f.children) {
+      children_cpu_mem += fes[c].cpu_memory_usage;
+      children_device_mem += fes[c].device_memory_usage;
+    }
+    const bool own = cpu && !f.event.is_async;
+    f.self_cpu_memory_usage = own ? f.cpu_memory_usage - children_cpu_mem : 0;
+    f.self_device_memory_usage = own ? f.device_memory_usage - children_device_mem : 0;
     if (f.event.is_async || !use_device) {
       f.device_time_total_ns = f.self_device_time_total_ns = 0;
     } else if (cpu) {
@@ -131,7 +142,18 @@ void compute_totals(std::vector<FunctionEvent>& fes, bool use_device) {
 }  // namespace
 
 std::vector<FunctionEvent> build_function_events(const std::vector<TraceEvent>& events,
-                                                 bool use_device) {
+                                                 bool use_device, bool profile_memory) {
+  // Memory records by time, each marked once some CPU event's span held it.
+  std::vector<const TraceEvent*> memory;
+  for (const TraceEvent& e : events)
+    if (profile_memory && e.name == kMemoryEventName) memory.push_back(&e);
+  std::stable_sort(memory.begin(), memory.end(),
+                   [](const TraceEvent* a, const TraceEvent* b) { return a->start_ns < b->start_ns; });
+  std::vector<bool> held(memory.size(), false);
+  auto add_memory = [](FunctionEvent& f, const TraceEvent& m) {
+    (m.device == EventDevice::Cuda ? f.device_memory_usage : f.cpu_memory_usage) += m.nbytes;
+  };
+
   std::vector<FunctionEvent> fes;
   fes.reserve(events.size());
   for (const TraceEvent& e : events) {
@@ -139,8 +161,34 @@ std::vector<FunctionEvent> build_function_events(const std::vector<TraceEvent>& 
     FunctionEvent f;
     f.event = e;
     f.key = rewrite_name(e.name);
+    if (e.device == EventDevice::Cpu && !memory.empty()) {
+      auto first = std::lower_bound(memory.begin(), memory.end(), e.start_ns,
+                                    [](const TraceEvent* m, int64_t t) { return m->start_ns < t; });
+      for (auto it = first; it != memory.end() && (*it)->start_ns <= e.end_ns; ++it) {
+        add_memory(f, **it);
+        held[size_t(it - memory.begin())] = true;
+      }
+    }
     fes.push_back(std::move(f));
   }
+  // Records inside no event, and every out-of-memory record, are events of
+  // their own: zero-length CPU events at their time (Python's
+  // createFunctionEventForMemoryEvents).
+  auto own_event = [&](const TraceEvent& m) {
+    FunctionEvent f;
+    f.event = m;
+    f.event.device = EventDevice::Cpu;
+    f.event.end_ns = f.event.start_ns;
+    f.event.correlation_id = f.event.linked_correlation_id = 0;
+    f.event.is_async = f.event.is_user_annotation = false;
+    f.key = f.event.name;
+    add_memory(f, m);
+    fes.push_back(std::move(f));
+  };
+  for (size_t i = 0; i < memory.size(); ++i)
+    if (!held[i]) own_event(*memory[i]);
+  for (const TraceEvent& e : events)
+    if (profile_memory && e.name == kOutOfMemoryEventName) own_event(e);
 
   // Python sorts before attributing; the order of each op's kernels follows.
   std::stable_sort(fes.begin(), fes.end(), [](const FunctionEvent& a, const FunctionEvent& b) {
@@ -191,6 +239,10 @@ std::vector<OpStats> key_averages(const std::vector<FunctionEvent>& events) {
     s.self_cpu_time_total_ns += f.self_cpu_time_total_ns;
     s.device_time_total_ns += f.device_time_total_ns;
     s.self_device_time_total_ns += f.self_device_time_total_ns;
+    s.cpu_memory_usage += f.cpu_memory_usage;
+    s.self_cpu_memory_usage += f.self_cpu_memory_usage;
+    s.device_memory_usage += f.device_memory_usage;
+    s.self_device_memory_usage += f.self_device_memory_usage;
   }
   return rows;
 }
@@ -209,6 +261,10 @@ constexpr SortKeyName kSortKeys[] = {
     {SortKey::SelfCpuTimeTotal, "self_cpu_time_total"},
     {SortKey::SelfCudaTimeTotal, "self_cuda_time_total"},
     {SortKey::Count, "count"},
+    {SortKey::CpuMemoryUsage, "cpu_memory_usage"},
+    {SortKey::SelfCpuMemoryUsage, "self_cpu_memory_usage"},
+    {SortKey::CudaMemoryUsage, "cuda_memory_usage"},
+    {SortKey::SelfCudaMemoryUsage, "self_cuda_memory_usage"},
 };
 }  // namespace
 
@@ -246,6 +302,10 @@ double sort_value(const OpStats& s, SortKey key) {
     case SortKey::SelfCpuTimeTotal: return double(s.self_cpu_time_total_ns);
     case SortKey::SelfCudaTimeTotal: return double(s.self_device_time_total_ns);
     case SortKey::Count: return double(s.count);
+    case SortKey::CpuMemoryUsage: return double(s.cpu_memory_usage);
+    case SortKey::SelfCpuMemoryUsage: return double(s.self_cpu_memory_usage);
+    case SortKey::CudaMemoryUsage: return double(s.device_memory_usage);
+    case SortKey::SelfCudaMemoryUsage: return double(s.self_device_memory_usage);
   }
   return 0.0;
 }

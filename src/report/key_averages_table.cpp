@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace attnprof {
 
@@ -22,6 +23,15 @@ std::string format_time_us(double us) {
   return fmt::format("{:.3f}us", us);
 }
 
+std::string format_memory(int64_t bytes) {
+  constexpr double kKB = 1024.0, kMB = 1024.0 * kKB, kGB = 1024.0 * kMB;
+  const double b = double(bytes), mag = std::abs(b);
+  if (mag >= kGB) return fmt::format("{:.2f} GB", b / kGB);
+  if (mag >= kMB) return fmt::format("{:.2f} MB", b / kMB);
+  if (mag >= kKB) return fmt::format("{:.2f} KB", b / kKB);
+  return std::to_string(bytes) + " B";
+}
+
 namespace {
 std::string time_share(int64_t part_ns, int64_t total_ns) {
   if (total_ns == 0) return "NaN";
@@ -35,6 +45,9 @@ std::string format_key_averages_table(const std::vector<OpStats>& unsorted, cons
   const std::vector<OpStats> rows = sort_rows(unsorted, opt.sort_by);
   const bool has_device_time = std::any_of(rows.begin(), rows.end(),
                                            [](const OpStats& s) { return s.self_device_time_total_ns > 0; });
+  const bool has_device_mem = opt.profile_memory && std::any_of(rows.begin(), rows.end(), [](const OpStats& s) {
+                                return s.self_device_memory_usage > 0;
+                              });
 
   size_t longest = 0;
   for (const OpStats& s : rows) longest = std::max(longest, s.name.size());
@@ -47,6 +60,8 @@ std::string format_key_averages_table(const std::vector<OpStats>& unsorted, cons
     const std::string& d = opt.device_label;
     headers.insert(headers.end(), {"Self " + d, "Self " + d + " %", d + " total", d + " time avg"});
   }
+  if (opt.profile_memory) headers.insert(headers.end(), {"CPU Mem", "Self CPU Mem"});
+  if (has_device_mem) headers.insert(headers.end(), {opt.device_label + " Mem", "Self " + opt.device_label + " Mem"});
   headers.emplace_back("# of Calls");
 
   std::string sep;
@@ -84,6 +99,14 @@ std::string format_key_averages_table(const std::vector<OpStats>& unsorted, cons
       cells.push_back(time_share(s.self_device_time_total_ns, totals.self_device_time_total_ns));
       cells.push_back(us(double(s.device_time_total_ns)));
       cells.push_back(us(s.device_time_avg_ns()));
+    }
+    if (opt.profile_memory) {
+      cells.push_back(format_memory(s.cpu_memory_usage));
+      cells.push_back(format_memory(s.self_cpu_memory_usage));
+    }
+    if (has_device_mem) {
+      cells.push_back(format_memory(s.device_memory_usage));
+      cells.push_back(format_memory(s.self_device_memory_usage));
     }
     cells.push_back(std::to_string(s.count));
     out += format_row(cells);

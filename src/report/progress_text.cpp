@@ -73,7 +73,7 @@ std::string estimate_text(const EstimateView& e) {
                               format_duration(e.total_s), e.span);
   if (e.smaller)
     s += fmt::format("; {} would take about {}", e.smaller->flags, format_duration(e.smaller->predicted_seconds));
-  return s + fmt::format(" (estimate{} from the first {}{})", e.smaller ? "s" : "", unit,
+  return s + fmt::format(" (estimate{} from the {} {}{})", e.smaller ? "s" : "", e.basis, unit,
                          e.smaller ? ", scaled by FLOPs" : "");
 }
 

@@ -6,7 +6,14 @@
 #include <limits>
 #include <stdexcept>
 
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "attnprof/io/files.h"
+#include "attnprof/report/run_files.h"
 #include "attnprof/report/summary.h"
 
 namespace attnprof::report {
@@ -221,12 +228,76 @@ nlohmann::json ring_summary_json(const RingSummary& s) {
 
 std::vector<std::string> write_ring_report(const RingSummary& s, const std::string& out_dir) {
   const std::string dir = io::join_path(out_dir, s.variant);
-  io::ensure_writable_dir(dir);
-  const std::string stem = io::join_path(dir, s.problem.file_stem() + ".ring");
-  std::vector<std::string> paths = write_table_files(ring_table(s), stem, ring_headline(s));
-  io::write_file_atomic(stem + ".summary.json", ring_summary_json(s).dump(2) + "\n");
+  const std::string file_stem = s.problem.file_stem();
+  const std::string stem = io::join_path(dir, file_stem + ".ring");
+  // One set: tables, summary, and the removal of the files of ranks this
+  // world does not have (an earlier run with more ranks), which would
+  // otherwise read as part of this run (HTA takes the folder's traces as its ranks).
+  io::StagedFiles files;
+  files.make_dir(dir);
+  std::vector<std::string> paths = stage_table_files(files, ring_table(s), stem, ring_headline(s));
+  files.add(stem + ".summary.json", json_text(ring_summary_json(s)));
   paths.push_back(stem + ".summary.json");
+  for (const std::string& sub : {dir, io::join_path(dir, file_stem)}) {
+    DIR* d = ::opendir(sub.c_str());
+    if (!d) continue;
+    std::vector<std::string> stale;
+    const std::string prefix = file_stem + ".rank";
+    while (const dirent* e = ::readdir(d)) {
+      const std::string n = e->d_name;
+      if (n.compare(0, prefix.size(), prefix) != 0) continue;
+      size_t end = prefix.size();
+      while (end < n.size() && n[end] >= '0' && n[end] <= '9') ++end;
+      if (end == prefix.size() || end >= n.size() || n[end] != '.' || end - prefix.size() > 7) continue;
+      if (std::stol(n.substr(prefix.size(), end - prefix.size())) >= s.world && is_own_output(sub == dir ? s.variant : s.variant + "/" + file_stem, n))
+        stale.push_back(io::join_path(sub, n));
+    }
+    ::closedir(d);
+    for (const std::string& p : stale) files.remove_at_publish(p);
+  }
+  files.publish();
   return paths;
+}
+
+std::vector<std::string> ring_run_outputs(const std::string& out_dir, const std::string& variant, const Problem& p,
+                                          int world) {
+  const std::string dir = io::join_path(out_dir, variant), stem = p.file_stem();
+  std::vector<std::string> out;
+  for (int k = 0; k < world; ++k) {
+    const std::string rank = stem + ".rank" + std::to_string(k);
+    for (const char* ext : {".txt", ".summary.json"}) out.push_back(io::join_path(dir, rank + ext));
+    for (const char* ext : {".pt.trace.json", ".pt.trace.json.gz"})
+      out.push_back(io::join_path(io::join_path(dir, stem), rank + ext));
+  }
+  for (const char* ext : {".txt", ".csv", ".md", ".json", ".summary.json"})
+    out.push_back(io::join_path(dir, stem + ".ring" + ext));
+  return out;
+}
+
+RunRecord load_ring_baseline(const std::string& path, const Problem& p) {
+  const std::string what = "--ring-baseline '" + path + "'";
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw io::FileError(what + ": cannot read: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    throw io::FileError(what + ": it is " +
+                        (S_ISDIR(st.st_mode)    ? std::string("a directory")
+                         : S_ISFIFO(st.st_mode) ? std::string("a FIFO")
+                                                : std::string("not a regular file")) +
+                        "; give a single-GPU .summary.json of the same problem");
+  RunRecord b;
+  try {
+    b = read_summary_file(path);
+  } catch (const SummaryError& e) {
+    throw io::FileError(what + ": " + e.what());
+  }
+  const Problem& q = b.problem;
+  if (q.batch != p.batch || q.heads_q != p.heads_q || q.heads_kv != p.heads_kv || q.seq_q != p.seq_q ||
+      q.seq_kv != p.seq_kv || q.head_dim != p.head_dim || q.dtype != p.dtype || q.causal() != p.causal())
+    throw io::FileError(fmt::format("{}: a summary of another problem ({} {}), not of this run's {} {}", what,
+                                    q.shape_string(), q.config_string(), p.shape_string(), p.config_string()));
+  if (!b.ok()) throw io::FileError(fmt::format("{}: its run is {}, not complete", what, status_name(b.status)));
+  if (!b.timing) throw io::FileError(what + ": it has no unprofiled timing (run with --timing-iters other than 0)");
+  return b;
 }
 
 }  // namespace attnprof::report

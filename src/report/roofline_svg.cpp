@@ -278,7 +278,10 @@ std::string render_roofline_svg(const Roofline& rf) {
 }
 
 bool stage_roofline(io::StagedFiles& files, const std::vector<RunRecord>& records, const std::string& path) {
-  if (std::none_of(records.begin(), records.end(), has_counted_kernels)) return false;
+  if (std::none_of(records.begin(), records.end(), has_counted_kernels)) {
+    files.remove_at_publish(path);  // an earlier run's picture must not sit beside this set
+    return false;
+  }
   files.add(path, render_roofline_svg(roofline_of(records, roofline_title(records))));
   return true;
 }

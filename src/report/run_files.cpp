@@ -12,7 +12,9 @@
 namespace attnprof::report {
 
 std::string run_table_text(const RunRecord& r, const TableOptions& table) {
-  return format_key_averages_table(r.rows, table);
+  TableOptions t = table;
+  t.profile_memory = r.profiler.profile_memory;  // the memory columns, as Python's table has them then
+  return format_key_averages_table(r.rows, t);
 }
 
 std::string trace_file_of(const RunRecord& r, bool gzip, const std::string& stem_suffix) {
@@ -112,10 +114,82 @@ void write_run_files(RunRecord& r, const std::string& trace_json, const RunFileO
   io::StagedFiles files;
   files.make_dir(io::join_path(dir, r.problem.file_stem()));
   files.add(trace_path, opt.gzip ? io::gzip_compress(trace) : trace);
+  // The trace of the other compression is an earlier run's: beside this one,
+  // HTA would read the folder as two ranks.
+  files.remove_at_publish(io::join_path(opt.out_dir, trace_file_of(r, !opt.gzip, opt.stem_suffix)));
   files.add(io::join_path(opt.out_dir, r.table_file), run_table_text(r, opt.table));
-  files.add(io::join_path(opt.out_dir, r.summary_file), summary_json(r).dump(2) + "\n");
-  if (!r.roofline_file.empty()) stage_roofline(files, {r}, io::join_path(opt.out_dir, r.roofline_file));
+  files.add(io::join_path(opt.out_dir, r.summary_file), json_text(summary_json(r)));
+  stage_roofline(files, {r}, io::join_path(opt.out_dir, io::join_path(r.variant, stem + ".roofline.svg")));
   files.publish();
+}
+
+namespace {
+bool digits_at(const std::string& s, size_t& i) {
+  const size_t start = i;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+  return i > start;
+}
+bool word_at(const std::string& s, size_t& i, const char* w) {
+  const size_t n = std::char_traits<char>::length(w);
+  if (s.compare(i, n, w) != 0) return false;
+  i += n;
+  return true;
+}
+// The length of a file stem at the start of `s` (Problem::file_stem:
+// B_H_S_D_dtype_mask, then _hkvN, _kvN, _bwd or _fwdbwd), 0 when none.
+size_t stem_length(const std::string& s) {
+  size_t i = 0;
+  for (int k = 0; k < 4; ++k)
+    if (!digits_at(s, i) || !word_at(s, i, "_")) return 0;
+  if (!(word_at(s, i, "bf16_") || word_at(s, i, "fp16_") || word_at(s, i, "fp32_"))) return 0;
+  if (!(word_at(s, i, "causal-top-left") || word_at(s, i, "causal") || word_at(s, i, "full"))) return 0;
+  size_t j = i;
+  if (word_at(s, j, "_hkv") && digits_at(s, j)) i = j;
+  j = i;
+  if (word_at(s, j, "_kv") && digits_at(s, j)) i = j;
+  j = i;
+  if (word_at(s, j, "_bwd") || word_at(s, j, "_fwdbwd")) i = j;
+  return i;
+}
+bool one_of(const std::string& rest, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (rest == n) return true;
+  return false;
+}
+// "<stem>[.rank<k>]<rest>" with `rest` among `exts`.
+bool stem_file(const std::string& name, std::initializer_list<const char*> exts, const std::string& stem = "") {
+  const size_t n = stem_length(name);
+  if (n == 0 || (!stem.empty() && name.compare(0, n, stem) != 0) || (!stem.empty() && n != stem.size())) return false;
+  size_t i = n, j = n;
+  if (word_at(name, j, ".rank") && digits_at(name, j)) i = j;
+  return one_of(name.substr(i), exts);
+}
+bool sweep_file(const std::string& name) {
+  if (name.find('/') != std::string::npos) return false;
+  return one_of(name, {"sweep.txt", "sweep.csv", "sweep.md", "sweep.json"}) ||
+         (name.size() > 4 && name.compare(name.size() - 4, 4, ".svg") == 0);
+}
+}  // namespace
+
+bool is_own_output(const std::string& rel_dir, const std::string& name) {
+  const size_t slash = rel_dir.find('/');
+  if (rel_dir.empty()) {  // the profiler's scratch trace: <variant>_<stem>.json
+    if (name.size() < 6 || name.compare(name.size() - 5, 5, ".json") != 0) return false;
+    for (size_t p = name.find('_'); p != std::string::npos; p = name.find('_', p + 1))
+      if (stem_length(name.substr(p + 1)) == name.size() - p - 6) return true;
+    return false;
+  }
+  if (slash == std::string::npos) {
+    if (rel_dir == "compare")
+      return stem_file(name, {".txt", ".csv", ".md", ".json", ".trace.json.gz", ".timeline.svg"});
+    if (rel_dir == "sweep") return sweep_file(name);
+    return stem_file(name, {".txt", ".summary.json", ".ring.txt", ".ring.csv", ".ring.md", ".ring.json",
+                            ".ring.summary.json"});
+  }
+  if (rel_dir == "sweep/partial") return sweep_file(name);
+  const std::string folder = rel_dir.substr(slash + 1);
+  if (folder.find('/') != std::string::npos || stem_length(folder) != folder.size()) return false;
+  return stem_file(name, {".pt.trace.json", ".pt.trace.json.gz"}, folder);
 }
 
 std::string write_interrupted_summary(RunRecord& r, const RunFileOptions& opt) {
@@ -131,7 +205,7 @@ std::string write_interrupted_summary(RunRecord& r, const RunFileOptions& opt) {
   }
   io::StagedFiles files;
   files.make_dir(io::join_path(opt.out_dir, r.variant));
-  files.add(path, summary_json(r).dump(2) + "\n");
+  files.add(path, json_text(summary_json(r)));
   files.publish();
   return path;
 }

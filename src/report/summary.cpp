@@ -35,6 +35,8 @@ class Writer {
   void string(const char* key, const std::string& v) { (*cur_)[key] = v; }
   void boolean(const char* key, bool v) { (*cur_)[key] = v; }
   void flag(const char* key, bool v) { (*cur_)[key] = v; }
+  template <class T>
+  void integer_or_zero(const char* key, const T& v, int64_t lo, int64_t hi) { integer(key, v, lo, hi); }
   template <class E, class Name, class Parse>
   void enumeration(const char* key, const E& v, Name name, Parse, const char*) { (*cur_)[key] = name(v); }
   template <class F>

@@ -78,6 +78,14 @@ class Reader {
     out = v.get<bool>();
   }
   // A boolean added within a schema version: absent (an older file) is false.
+  template <class T>
+  void integer_or_zero(const char* key, T& out, int64_t lo, int64_t hi) {
+    if (!cur_->contains(key)) {
+      out = 0;
+      return;
+    }
+    integer(key, out, lo, hi);
+  }
   void flag(const char* key, bool& out) {
     if (!cur_->contains(key)) {
       out = false;

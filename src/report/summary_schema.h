@@ -8,6 +8,7 @@
 //   v.optional_number(key, optional_ref, lo, hi)  (null when absent)
 //   v.ns_as_us(key, int64_ns_ref)            microseconds in JSON, ns inside
 //   v.string(key, ref)   v.boolean(key, ref)   v.flag(key, ref) (a boolean, false when absent)
+//   v.integer_or_zero(key, ref, lo, hi)     (0 when absent)
 //   v.enumeration(key, ref, name_fn, parse_fn, "the valid names")
 //   v.object(key, fn)    v.optional_object(key, optional_ref, fn(elem))
 //   v.array(key, vector_ref, fn(elem))       v.string_list(key, ref)
@@ -201,7 +202,7 @@ void timing_fields(V& v, T& t) {
 }
 
 template <class V, class O>
-void op_fields(V& v, O& s) {
+void op_fields(V& v, O& s, bool profile_memory) {
   v.string("name", s.name);
   v.enumeration(
       "device", s.device, [](EventDevice d) { return d == EventDevice::Cuda ? "cuda" : "cpu"; },
@@ -219,6 +220,12 @@ void op_fields(V& v, O& s) {
   v.ns_as_us("self_cuda_time_total_us", s.self_device_time_total_ns);
   v.ns_as_us("cuda_time_total_us", s.device_time_total_ns);
   v.derived("cuda_time_avg_us", [&] { return s.device_time_avg_ns() / 1000.0; });
+  if (!profile_memory) return;  // the columns of Python's profile_memory table, in bytes
+  constexpr int64_t kMaxBytes = int64_t(1) << 62;
+  v.integer_or_zero("cpu_memory_usage_bytes", s.cpu_memory_usage, -kMaxBytes, kMaxBytes);
+  v.integer_or_zero("self_cpu_memory_usage_bytes", s.self_cpu_memory_usage, -kMaxBytes, kMaxBytes);
+  v.integer_or_zero("cuda_memory_usage_bytes", s.device_memory_usage, -kMaxBytes, kMaxBytes);
+  v.integer_or_zero("self_cuda_memory_usage_bytes", s.self_device_memory_usage, -kMaxBytes, kMaxBytes);
 }
 
 template <class V, class R>
@@ -278,7 +285,7 @@ void summary_fields(V& v, R& r) {
     v.string("summary", r.summary_file);
     v.string("roofline", r.roofline_file);
   });
-  v.array("ops", r.rows, [&](auto& s) { op_fields(v, s); });
+  v.array("ops", r.rows, [&](auto& s) { op_fields(v, s, r.profiler.profile_memory); });
 }
 
 }  // namespace attnprof::report::schema

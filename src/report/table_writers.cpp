@@ -222,6 +222,10 @@ nlohmann::json to_json(const Table& table) {
   return rows;
 }
 
+std::string json_text(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
 std::vector<std::string> write_table_files(const Table& table, const std::string& stem, const std::string& title) {
   io::StagedFiles files;
   std::vector<std::string> paths = stage_table_files(files, table, stem, title);
@@ -236,7 +240,7 @@ std::vector<std::string> stage_table_files(io::StagedFiles& files, const Table& 
       {stem + ".txt", (title.empty() ? "" : title + "\n\n") + to_text(table)},
       {stem + ".csv", to_csv(table)},
       {stem + ".md", (title.empty() ? "" : "**" + title + "**\n\n") + to_markdown(table)},
-      {stem + ".json", to_json(table).dump(2) + "\n"}};
+      {stem + ".json", json_text(to_json(table))}};
   std::vector<std::string> paths;
   for (const auto& [path, bytes] : outputs) {
     files.add(path, bytes);

@@ -9,6 +9,19 @@
 
 namespace attnprof::report {
 
+std::string comparison_trace_path(const std::string& out_dir, const std::string& stem) {
+  return io::join_path(io::join_path(out_dir, "compare"), stem + ".trace.json.gz");
+}
+
+std::string comparison_timeline_path(const std::string& out_dir, const std::string& stem) {
+  return io::join_path(io::join_path(out_dir, "compare"), stem + ".timeline.svg");
+}
+
+void remove_trace_comparison_at_publish(io::StagedFiles& staged, const std::string& out_dir, const std::string& stem) {
+  staged.remove_at_publish(comparison_trace_path(out_dir, stem));
+  staged.remove_at_publish(comparison_timeline_path(out_dir, stem));
+}
+
 ComparisonFiles write_trace_comparison(const std::vector<RunTraceFile>& runs, const std::string& out_dir,
                                        const std::string& stem, const std::string& title, const MergeOptions& options) {
   io::StagedFiles staged;
@@ -42,10 +55,9 @@ ComparisonFiles stage_trace_comparison(io::StagedFiles& staged, const std::vecto
   const MergedTrace merged = merge_traces(runs, options);
   out.notes.insert(out.notes.end(), merged.notes.begin(), merged.notes.end());
 
-  const std::string dir = io::join_path(out_dir, "compare");
-  staged.make_dir(dir);
-  out.trace_path = io::join_path(dir, stem + ".trace.json.gz");
-  out.timeline_path = io::join_path(dir, stem + ".timeline.svg");
+  staged.make_dir(io::join_path(out_dir, "compare"));
+  out.trace_path = comparison_trace_path(out_dir, stem);
+  out.timeline_path = comparison_timeline_path(out_dir, stem);
   staged.add(out.trace_path, io::gzip_compress(merged.json));
   staged.add(out.timeline_path, render_timeline_svg(timeline));
   return out;

@@ -1,5 +1,7 @@
 #include "variants/factories.h"
 
+#include "attnprof/report/run_files.h"
+
 namespace attnprof {
 
 const std::vector<VariantEntry>& variant_registry() {
@@ -27,6 +29,12 @@ std::vector<std::string> variant_names() {
   std::vector<std::string> names;
   for (const auto& e : variant_registry()) names.push_back(e.name);
   return names;
+}
+
+bool is_own_output_path(const std::string& rel_dir, const std::string& name) {
+  const std::string top = rel_dir.substr(0, rel_dir.find('/'));
+  if (!top.empty() && top != "compare" && top != "sweep" && !find_variant(top)) return false;
+  return report::is_own_output(rel_dir, name);
 }
 
 std::vector<std::string> variants_tagged(VariantTag tag) {

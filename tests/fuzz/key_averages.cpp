@@ -29,8 +29,10 @@ const char* const kActivities[] = {"", "kernel", "gpu_memcpy", "gpu_memset", "gp
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
   const bool use_device = in.ConsumeBool();
+  const bool profile_memory = in.ConsumeBool();
   TableOptions opt;
-  opt.sort_by = static_cast<SortKey>(in.ConsumeIntegralInRange<int>(0, 6));
+  opt.sort_by = static_cast<SortKey>(in.ConsumeIntegralInRange<int>(0, 10));
+  opt.profile_memory = profile_memory;
   opt.row_limit = in.ConsumeIntegralInRange<int>(-2, 20);
   opt.max_name_column_width = in.ConsumeIntegralInRange<int>(0, 80);
   opt.device_label = in.ConsumeBool() ? "CUDA" : "XPU";
@@ -51,10 +53,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     e.is_async = in.ConsumeBool();
     e.is_user_annotation = in.ConsumeBool();
     e.activity = in.PickValueInArray(kActivities);
+    // Bounded: 512 records of +-2^40 bytes cannot overflow a sum.
+    e.nbytes = in.ConsumeIntegralInRange<int64_t>(-(int64_t(1) << 40), int64_t(1) << 40);
     events.push_back(std::move(e));
   }
 
-  const std::vector<FunctionEvent> fes = build_function_events(events, use_device);
+  const std::vector<FunctionEvent> fes = build_function_events(events, use_device, profile_memory);
   for (int i = 0; i < static_cast<int>(fes.size()); ++i) {
     const int p = fes[i].parent;
     if (p >= i || p < -1) __builtin_trap();  // a parent sorts before its children

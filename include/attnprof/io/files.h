@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -50,12 +51,18 @@ std::string join_path(const std::string& a, const std::string& b);
 // atomic): ".<name>.tmp.<pid>.<n>". The pid lets a later run tell a temp of a
 // dead process (SIGKILL, power loss) from one being written.
 std::string temp_path_for(const std::string& target);
-// Removes, in `dir` (not below), the temp files of processes that no longer
-// exist. Returns how many it removed. Never throws.
-int remove_stale_temps(const std::string& dir) noexcept;
 // The pid in a temp name made by temp_path_for (also with a writer's ".tmp"
 // appended), or -1 when `name` is not one.
 long temp_owner_pid(const std::string& name) noexcept;
+// The target's name in such a temp name ("a.json" in ".a.json.tmp.12.0"), or "".
+std::string temp_target_name(const std::string& name);
+// Removes, in `dir` (not below), the temps of processes that no longer exist
+// whose target name `own` accepts (regular files of this user only). Returns
+// how many it removed. Never throws.
+int remove_stale_temps(const std::string& dir, const std::function<bool(const std::string& target)>& own) noexcept;
+// The same for the temps of one target: what a killed attnprof left while
+// writing that very file. Called before a file is written.
+int remove_stale_temps_of(const std::string& target) noexcept;
 
 // Temp files this process is writing, for a signal handler that must remove
 // them before the process dies (async-signal-safe; at most 64 are tracked,
@@ -83,6 +90,11 @@ class StagedFiles {
   void add(const std::string& target, const std::string& bytes);
   // mkdir -p for targets to come; what it makes is removed again while empty.
   void make_dir(const std::string& dir) { dirs_.make(dir); }
+  // An earlier file that is no longer part of the set (a trace of the other
+  // compression, a merged trace this run could not make): removed when the
+  // set is published, restored if publishing fails. Nothing when it is not a
+  // file or link, or when the set writes it anew.
+  void remove_at_publish(const std::string& target);
   // Throws FileError naming the target and the reason.
   void publish();
   const std::vector<std::string>& targets() const { return targets_; }
@@ -95,6 +107,7 @@ class StagedFiles {
     std::string temp;    // empty for a special file, written at publish time
     std::string bytes;   // kept only for a special file
     int fd = -1;         // the process's own stdout/stderr when the target is it (/dev/stdout)
+    bool remove = false;  // remove_at_publish: no bytes, the target goes
   };
   void discard() noexcept;
   std::vector<Entry> entries_;
@@ -102,18 +115,35 @@ class StagedFiles {
   MadeDirs dirs_;
 };
 
+// How many files this process has published (moved into place, or written
+// into a FIFO or device): whether "the files were written" is true.
+long files_published() noexcept;
+
 // Writes `bytes` to a temp file, flushes it to disk and renames it over `target`
 // (a StagedFiles of one). On any failure `target` is left as it was.
 void write_file_atomic(const std::string& target, const std::string& bytes);
 
 // The bytes of a regular file (or a link to one), or of a FIFO or pipe that
-// has a writer (`<(zcat a.gz)`); never blocks on a FIFO nobody writes to.
+// has a writer (`<(zcat a.gz)`); never blocks on a FIFO nobody writes to, and
+// a slow writer's wait ends at a stop signal (throws attnprof::Interrupted).
 // Throws FileError for a missing or unreadable path, a directory, a device or
-// socket, a FIFO with no writer, and a file larger than `max_bytes`.
+// socket, a FIFO with no writer or whose writer sent nothing, and a file
+// larger than `max_bytes`.
 std::string read_file(const std::string& path, size_t max_bytes = SIZE_MAX);
 
 // Whether anything (file, directory, link target) exists at `path`.
 bool path_exists(const std::string& path) noexcept;
+// `path` with links and "."/".." resolved; for a path that does not exist yet,
+// its nearest existing ancestor resolved and the rest as written.
+std::string canonical_path(const std::string& path);
+// Whether `a` and `b` name one file: the same inode when both exist, else the
+// same canonical path.
+bool same_file(const std::string& a, const std::string& b) noexcept;
+// Whether `path` is a FIFO, character device or socket (links followed):
+// written into as a stream, so two outputs may share it (/dev/null, /dev/stdout).
+bool is_stream(const std::string& path) noexcept;
+// Whether `path` is `dir` or lies under it (canonical paths).
+bool path_within(const std::string& path, const std::string& dir) noexcept;
 
 // gzip framing (RFC 1952), so `gunzip` and Perfetto read it.
 std::string gzip_compress(const std::string& bytes);
@@ -167,13 +197,19 @@ class DirBusy : public FileError {
   long holder_pid;  // -1 when unknown
 };
 
+// What attnprof writes in an output directory: `rel_dir` ("" for the
+// directory itself, "naive", "naive/<stem>", "compare", "sweep/partial") and a
+// file name there.
+using OwnOutputs = std::function<bool(const std::string& rel_dir, const std::string& name)>;
+
 // An output directory for the length of one run: made if missing (and removed
 // again at the end when the run left nothing in it), locked against other
-// attnprof runs (DirLock), and cleared of the temp files of runs that died
-// (remove_stale_temps, in it and two levels below). Throws FileError or DirBusy.
+// attnprof runs (DirLock), and, given `own`, cleared of the temp files of
+// runs that died: in it and two levels below (never through a link), only
+// temps of the names `own` accepts. Throws FileError or DirBusy.
 class OutputDir {
  public:
-  explicit OutputDir(const std::string& dir);
+  explicit OutputDir(const std::string& dir, const OwnOutputs& own = {});
   ~OutputDir();
   OutputDir(const OutputDir&) = delete;
   OutputDir& operator=(const OutputDir&) = delete;

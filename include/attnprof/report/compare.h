@@ -61,8 +61,10 @@ struct DirectoryComparison {
   std::vector<std::string> only_in_a, only_in_b;  // relative paths
 };
 
-// The relative paths of every *.summary.json under `dir` (at most 4 levels
-// deep; regular files and links to them, never a FIFO or device), sorted. Throws SummaryError when `dir` cannot be read.
+// The relative paths of every *.summary.json under `dir` (at most 5 levels
+// deep; regular files, and links to files inside `dir`; never a FIFO or
+// device, never through a link to a directory or into another filesystem),
+// sorted. Throws SummaryError when `dir` cannot be read.
 std::vector<std::string> find_summaries(const std::string& dir);
 
 // Reads every summary under both directories (summary.h) and diffs the

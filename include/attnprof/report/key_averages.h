@@ -24,6 +24,10 @@ struct OpStats {
   int64_t self_cpu_time_total_ns = 0;
   int64_t device_time_total_ns = 0;
   int64_t self_device_time_total_ns = 0;
+  // --profile-memory: bytes allocated (less those freed) inside the op, and
+  // outside its child ops; CPU and device memory apart, as Python's columns.
+  int64_t cpu_memory_usage = 0, self_cpu_memory_usage = 0;
+  int64_t device_memory_usage = 0, self_device_memory_usage = 0;
   bool is_async = false;
 
   double cpu_time_avg_ns() const { return count ? double(cpu_time_total_ns) / count : 0.0; }
@@ -43,6 +47,11 @@ struct FunctionEvent {
   int64_t self_cpu_time_total_ns = 0;
   int64_t device_time_total_ns = 0;
   int64_t self_device_time_total_ns = 0;
+  // Python's _parse_kineto_results: every "[memory]" record whose time lies in
+  // a CPU event's [start, end] counts towards it (nested ones too); records
+  // inside no event become "[memory]" events of their own.
+  int64_t cpu_memory_usage = 0, device_memory_usage = 0;
+  int64_t self_cpu_memory_usage = 0, self_device_memory_usage = 0;
 };
 
 // Builds the CPU op tree (per thread, by time containment), attributes each
@@ -51,8 +60,11 @@ struct FunctionEvent {
 // child (Python's _remove_dup_nodes: mul.Scalar calling mul.Tensor is one row).
 // The result is sorted by (start, -end), as Python sorts function events.
 // `use_device` is false for CPU-only profiles, where device times are all zero.
+// `profile_memory`: "[memory]" records are counted towards the CPU events
+// around them, and those around none become "[memory]" events (Python has
+// such records only then); without it they are dropped as utility events.
 std::vector<FunctionEvent> build_function_events(const std::vector<TraceEvent>& events,
-                                                 bool use_device);
+                                                 bool use_device, bool profile_memory = false);
 
 // Rows in order of the first appearance of their key.
 std::vector<OpStats> key_averages(const std::vector<FunctionEvent>& events);
@@ -65,6 +77,10 @@ enum class SortKey {
   SelfCpuTimeTotal,
   SelfCudaTimeTotal,
   Count,
+  CpuMemoryUsage,  // --profile-memory's columns, as Python sorts them
+  SelfCpuMemoryUsage,
+  CudaMemoryUsage,
+  SelfCudaMemoryUsage,
 };
 std::optional<SortKey> parse_sort_key(const std::string& s);
 const std::vector<std::string>& sort_key_names();

@@ -22,7 +22,13 @@ struct TableOptions {
   int row_limit = 15;             // <= 0 means all rows
   int max_name_column_width = 55;
   std::string device_label = "CUDA";
+  // As Python's table of a profile_memory run: "CPU Mem" and "Self CPU Mem"
+  // columns, and "CUDA Mem", "Self CUDA Mem" when some row allocated device memory.
+  bool profile_memory = false;
 };
+
+// Python's _format_memory: "1.50 MB", "-4.00 KB", "12 B" (powers of 1024).
+std::string format_memory(int64_t bytes);
 
 std::string format_key_averages_table(const std::vector<OpStats>& rows, const TableOptions& opt);
 

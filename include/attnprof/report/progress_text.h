@@ -44,9 +44,10 @@ struct EstimateView {
   double total_s = 0.0;          // predicted wall time of what `span` names
   std::string span = "in all";   // or "for this variant", "for this point"
   std::optional<SmallerProblem> smaller;
+  std::string basis = "first";  // which step's pace: "first", "second"
 };
 // "naive on cpu: 1.3 s per forward, 9 more forwards, about 14 s in all; --seq 256 would take
-// about 2.1 s (estimates from the first forward, scaled by FLOPs)"
+// about 2.1 s (estimates from the second forward, scaled by FLOPs)"
 std::string estimate_text(const EstimateView& e);
 
 }  // namespace attnprof::report

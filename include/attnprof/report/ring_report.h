@@ -17,6 +17,7 @@
 #include "attnprof/problem.h"
 #include "attnprof/report/kineto_trace.h"
 #include "attnprof/report/table_data.h"
+#include "attnprof/run_record.h"
 
 namespace attnprof::report {
 
@@ -85,7 +86,20 @@ std::string ring_headline(const RingSummary& s);
 nlohmann::json ring_summary_json(const RingSummary& s);
 
 // Writes out_dir/<variant>/<stem>.ring.{txt,md,csv,json} (the table, headed by
-// the headline) and <stem>.ring.summary.json; returns the paths. Throws io::FileError.
+// the headline) and <stem>.ring.summary.json as one set, and removes the
+// files of ranks at or past `s.world` (an earlier run with more ranks);
+// returns the paths. Throws io::FileError.
 std::vector<std::string> write_ring_report(const RingSummary& s, const std::string& out_dir);
+
+// Every file a ring run of `variant` over `world` ranks writes under out_dir:
+// each rank's table, summary and trace (both compressions), and the ring files.
+std::vector<std::string> ring_run_outputs(const std::string& out_dir, const std::string& variant, const Problem& p,
+                                          int world);
+
+// --ring-baseline FILE, read and checked before a ring run starts: a regular
+// file holding a complete summary of the same problem (shape, dtype, mask)
+// with unprofiled timing. Throws io::FileError naming the file and what is
+// wrong (missing, a directory or FIFO, not a summary, another problem, no timing).
+RunRecord load_ring_baseline(const std::string& path, const Problem& p);
 
 }  // namespace attnprof::report

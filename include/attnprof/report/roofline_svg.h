@@ -66,7 +66,9 @@ std::string render_roofline_svg(const Roofline& roofline);
 std::string roofline_title(const std::vector<RunRecord>& records);
 
 // Stages `path` with the roofline of `records` into `files`; returns false
-// (staging nothing) when no record has counted kernels.
+// when no record has counted kernels, and an earlier file at `path` is then
+// removed when the set is published (a run without --counters after one with
+// it leaves no stale picture).
 bool stage_roofline(io::StagedFiles& files, const std::vector<RunRecord>& records, const std::string& path);
 
 }  // namespace attnprof::report

@@ -48,6 +48,12 @@ std::string trace_for_consumers(const std::string& kineto_json, const std::strin
 // then); nothing new is left behind then, directories included.
 void write_run_files(RunRecord& r, const std::string& trace_json, const RunFileOptions& opt);
 
+// Whether attnprof writes a file `name` in `rel_dir` of an output directory
+// ("" the directory itself, "<variant>", "<variant>/<stem>", "compare",
+// "sweep", "sweep/partial"): what a dead run's temps there may be removed for
+// (io::OutputDir). A user's file of any other name is never touched.
+bool is_own_output(const std::string& rel_dir, const std::string& name);
+
 // For a run a signal stopped: a summary that says so (status interrupted, no
 // trace or table), unless a complete summary of the same problem is already
 // there — an interrupted run never replaces a finished result. Returns the

@@ -66,6 +66,9 @@ std::string to_markdown(const Table& table);
 // An array of objects keyed by column key; numbers as numbers, missing as null.
 // Also throws std::invalid_argument on duplicate keys, which would collide.
 nlohmann::json to_json(const Table& table);
+// A JSON file's text: indented by 2, a newline at the end, and bytes that are
+// not UTF-8 (a path or a message from outside) replaced rather than thrown on.
+std::string json_text(const nlohmann::json& j);
 
 // Stages `<stem>.txt`, `.csv`, `.md` and `.json` into `files` (published
 // with the rest of the set) and returns their paths. `title`, when given,

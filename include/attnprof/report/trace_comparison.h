@@ -43,4 +43,12 @@ ComparisonFiles stage_trace_comparison(io::StagedFiles& files, const std::vector
                                        const std::string& out_dir, const std::string& stem, const std::string& title,
                                        const MergeOptions& options = {});
 
+// out_dir/compare/<stem>.trace.json.gz and out_dir/compare/<stem>.timeline.svg.
+std::string comparison_trace_path(const std::string& out_dir, const std::string& stem);
+std::string comparison_timeline_path(const std::string& out_dir, const std::string& stem);
+// For a set that has no comparison of `stem` this time (no run's trace could
+// be read): an earlier run's pair goes when the set is published, so the
+// folder never shows another run's picture beside this run's tables.
+void remove_trace_comparison_at_publish(io::StagedFiles& staged, const std::string& out_dir, const std::string& stem);
+
 }  // namespace attnprof::report
