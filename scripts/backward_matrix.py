@@ -93,7 +93,10 @@ def run_group(lib, name, dtype_name, quick):
                             rel, bound = err["ours"][i], 0.0
                         else:
                             rel = (err["ours"][i] / err["ref"][i]) ** 0.5
-                            bound = 2.0 * (err["plain"][i] / err["ref"][i]) ** 0.5
+                            # A gradient that is zero in exact arithmetic (dq, dk with one key)
+                            # comes out exactly zero in plain bf16 but as rounding noise from
+                            # a fused kernel: no relative error under 1e-6 is a wrong answer.
+                            bound = max(2.0 * (err["plain"][i] / err["ref"][i]) ** 0.5, 1e-6)
                             ok = rel <= bound and rel == rel
                         if not ok:
                             failures += 1

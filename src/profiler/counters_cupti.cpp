@@ -19,6 +19,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -94,14 +95,6 @@ const WeightedMetric kTensorOpMetrics[] = {
     {"sm__ops_path_tensor_op_hgmma_src_fp16_dst_fp16.sum", 1}, {"sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32.sum", 1},
     {"sm__ops_path_tensor_op_hmma_src_bf16_dst_fp32.sum", 1},  {"sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32.sum", 1},
     {"sm__ops_path_tensor_op_hmma_src_fp16_dst_fp16.sum", 1},  {"sm__ops_path_tensor_op_hmma_src_tf32_dst_fp32.sum", 1},
-};
-// FP32 and FP16 CUDA-core FLOPs: a fused multiply-add is two. These are SASS
-// metrics (instruction-level); where the range profiler cannot collect them
-// the pass runs without (collect() retries once) and cuda_core_flops stays empty.
-const WeightedMetric kCudaCoreMetrics[] = {
-    {"sm__sass_thread_inst_executed_op_ffma_pred_on.sum", 2}, {"sm__sass_thread_inst_executed_op_fadd_pred_on.sum", 1},
-    {"sm__sass_thread_inst_executed_op_fmul_pred_on.sum", 1}, {"sm__sass_thread_inst_executed_op_hfma_pred_on.sum", 2},
-    {"sm__sass_thread_inst_executed_op_hadd_pred_on.sum", 1}, {"sm__sass_thread_inst_executed_op_hmul_pred_on.sum", 1},
 };
 
 // The entry points this file calls, looked up in the process's libcupti.
@@ -243,7 +236,7 @@ std::string device_unsupported(int device) {
 // the device's chip, and the metrics it knows.
 class MetricHost {
  public:
-  MetricHost(int device, CUcontext ctx, bool with_sass) {
+  MetricHost(int device, CUcontext ctx) {
     const Cupti& c = cupti();
     auto chip = ATTNPROF_PARAMS(CUpti_Device_GetChipName_Params);
     chip.deviceIndex = static_cast<size_t>(device);
@@ -265,9 +258,6 @@ class MetricHost {
       if (known(m.name)) names_.push_back(m.name);
     for (const WeightedMetric& m : kTensorOpMetrics)
       if (known(m.name)) names_.push_back(m.name);
-    if (with_sass)
-      for (const WeightedMetric& m : kCudaCoreMetrics)
-        if (known(m.name)) names_.push_back(m.name), has_sass_ = true;
     if (names_.empty()) throw CuptiError("CUPTI knows none of attnprof's metrics on chip " + chip_, false);
     auto add = ATTNPROF_PARAMS(CUpti_Profiler_Host_ConfigAddMetrics_Params);
     add.pHostObject = host_;
@@ -294,7 +284,6 @@ class MetricHost {
   MetricHost& operator=(const MetricHost&) = delete;
 
   const std::vector<const char*>& names() const { return names_; }
-  bool has_sass() const { return has_sass_; }
   std::vector<uint8_t>& config() { return config_; }
 
   std::vector<double> evaluate(const std::vector<uint8_t>& counter_data, size_t range) const {
@@ -323,7 +312,6 @@ class MetricHost {
   std::vector<uint8_t> availability_;
   CUpti_Profiler_Host_Object* host_ = nullptr;
   std::vector<const char*> names_;
-  bool has_sass_ = false;
   std::vector<uint8_t> config_;
 };
 
@@ -465,30 +453,20 @@ report::CounterValues to_values(const std::vector<const char*>& names, const std
       if (name == m.name) v.*(m.field) = raw[i];
     for (const WeightedMetric& m : kTensorOpMetrics)
       if (name == m.name) add(v.tensor_flops, m.weight * raw[i]);
-    for (const WeightedMetric& m : kCudaCoreMetrics)
-      if (name == m.name) add(v.cuda_core_flops, m.weight * raw[i]);
   }
   return v;
 }
 
 // The host object of a device, made once per process: it costs a config image
 // build, and every counter pass of the device needs the same one. Never
-// freed: at exit CUPTI may be gone before static destructors run. Without the
-// SASS metrics once a pass with them has failed (sass_failed).
-MetricHost& metric_host(int device, CUcontext ctx, bool sass_failed) {
+// freed: at exit CUPTI may be gone before static destructors run.
+MetricHost& metric_host(int device, CUcontext ctx) {
   static std::mutex mutex;
-  static auto* hosts = new std::map<std::pair<int, bool>, MetricHost*>();
+  static auto* hosts = new std::map<int, MetricHost*>();
   const std::lock_guard<std::mutex> lock(mutex);
-  const std::pair<int, bool> key{device, !sass_failed};
-  auto it = hosts->find(key);
-  if (it == hosts->end()) it = hosts->emplace(key, new MetricHost(device, ctx, !sass_failed)).first;
+  auto it = hosts->find(device);
+  if (it == hosts->end()) it = hosts->emplace(device, new MetricHost(device, ctx)).first;
   return *it->second;
-}
-
-// Devices whose range profiler refused the SASS metrics.
-std::map<int, bool>& sass_refused() {
-  static auto* refused = new std::map<int, bool>();
-  return *refused;
 }
 
 using Phases = std::vector<std::pair<std::string, double>>;
@@ -532,6 +510,13 @@ void count_scope(Variant& variant, const Problem& p, const Inputs& in, const std
     throw_if_interrupted();  // between passes; the profiler is disabled on the way out
   }
   std::vector<std::vector<double>> ranges = profiler.values();
+  // A kernel missing from some passes evaluates to NaN: the passes did not run the same kernels.
+  for (const std::vector<double>& r : ranges)
+    for (double x : r)
+      if (!std::isfinite(x))
+        throw CuptiError(scope + " launched different kernels from one pass of the step to the next; "
+                                 "its counters cannot be combined",
+                         false);
   laps.lap(pass.phases_ms, scope + ": " + std::to_string(ranges.size()) + " kernels, " + std::to_string(passes) +
                                " passes of the step");
   for (size_t i = 0; i < ranges.size(); ++i) {
@@ -564,21 +549,13 @@ CounterPass collect(Variant& variant, const Problem& p, const Inputs& in) {
     if (std::string why = device_unsupported(device); !why.empty()) return not_collected(State::unavailable, why);
     if (cudaDeviceSynchronize() != cudaSuccess) throw CuptiError("the device failed before the counter pass", false);
     const CUcontext ctx = current_context();
-    bool& refused = sass_refused()[device];
-    MetricHost* host = nullptr;
-    try {
-      host = &metric_host(device, ctx, refused);
-      laps.lap(pass.phases_ms, "CUPTI set-up (" + std::to_string(host->names().size()) + " counters)");
-      count_step(variant, p, in, *host, ctx, pass, laps);
-    } catch (const CuptiError& e) {
-      // Once more without the SASS metrics, if they may be what failed.
-      if (e.permission || refused || (host && !host->has_sass())) throw;
-      refused = true;
-      pass.kernels.clear();
-      laps.lap(pass.phases_ms, std::string("with the SASS metrics: ") + e.what());
-      host = &metric_host(device, ctx, refused);
-      count_step(variant, p, in, *host, ctx, pass, laps);
-    }
+    MetricHost& host = metric_host(device, ctx);
+    laps.lap(pass.phases_ms, "CUPTI set-up (" + std::to_string(host.names().size()) + " counters)");
+    // One step first, uncounted: every pass must launch the same kernels, and a
+    // first call may launch more (a workspace's fill, a library's set-up).
+    run_pass_step(variant, p, in, /*scoped=*/false);
+    laps.lap(pass.phases_ms, "one step uncounted");
+    count_step(variant, p, in, host, ctx, pass, laps);
     pass.state = State::collected;
   } catch (const Interrupted&) {
     throw;

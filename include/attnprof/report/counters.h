@@ -39,7 +39,9 @@ struct CounterValues {
   std::optional<double> achieved_occupancy_pct;  // sm__warps_active.avg.pct_of_peak_sustained_active
   std::optional<double> l2_hit_rate_pct;      // lts__t_sector_hit_rate.pct
   // Executed FP32/FP16 CUDA-core FLOPs (sm__sass_thread_inst_executed_op_{ffma x2, fadd, fmul,
-  // hfma x2, hadd, hmul}_pred_on.sum): what puts FP32 GEMMs and elementwise kernels on the roofline.
+  // hfma x2, hadd, hmul}_pred_on.sum): what would put FP32 GEMMs and elementwise kernels on the
+  // roofline. The CUPTI route leaves it empty: those are SASS (instrumented) metrics, and with
+  // them the H200 needed 13 replays of the step per scope; FP32 GEMMs use analytic FLOPs instead.
   std::optional<double> cuda_core_flops;
 };
 
