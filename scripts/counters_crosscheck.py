@@ -5,7 +5,7 @@ same step, must agree.
 
   python3 scripts/counters_crosscheck.py [--attnprof build/attnprof] [--ncu ncu]
       [--variants naive,sdpa-math,sdpa-cudnn,custom-flash,custom-flash-sm90]
-      [--shape 4x16x1024x64] [--pass fwd] [--tolerance 0.05] [--report FILE.md]
+      [--shape 4x16x4096x128] [--pass fwd] [--tolerance 0.05] [--report FILE.md]
 
 For each variant:
   1. `attnprof --variant V --counters` writes per-kernel counters into its summary;
@@ -115,7 +115,9 @@ def main():
     ap.add_argument("--attnprof", default="build/attnprof")
     ap.add_argument("--ncu", default="ncu")
     ap.add_argument("--variants", default="naive,sdpa-math,sdpa-cudnn,custom-flash,custom-flash-sm90")
-    ap.add_argument("--shape", default="4x16x1024x64")
+    # q, k, v of 201 MB, over three times the H200's 60 MB L2: DRAM bytes then say
+    # what a kernel moves, not what a replay happened to leave in the cache.
+    ap.add_argument("--shape", default="4x16x4096x128")
     ap.add_argument("--pass", dest="pass_", default="fwd", choices=["fwd", "bwd", "fwd+bwd"])
     ap.add_argument("--tolerance", type=float, default=0.05)
     ap.add_argument("--report")
