@@ -336,10 +336,15 @@ def add_record_flags(ap):
 
 def parse_ctest_log(text):
     """'P of N passed, S skipped, F failed: names' from ctest's output."""
+    # CMake 3 always names the failures; CMake 4 leaves "0 tests failed" out.
     m = re.search(r"(\d+)% tests passed, (\d+) tests? failed out of (\d+)", text)
-    if not m:
-        raise RecordError("the ctest log has no 'N% tests passed, F tests failed out of M' line")
-    failed, total = int(m.group(2)), int(m.group(3))
+    m4 = re.search(r"(\d+)% tests passed out of (\d+)", text)
+    if m:
+        failed, total = int(m.group(2)), int(m.group(3))
+    elif m4:
+        failed, total = 0, int(m4.group(2))
+    else:
+        raise RecordError("the ctest log has no 'N% tests passed[, F tests failed] out of M' line")
     skipped = len(re.findall(r"\(Skipped\)", text.split("tests passed")[-1]))
     names = re.findall(r"^\s*\d+ - (\S+) \((?:Failed|Timeout|SEGFAULT|Subprocess aborted)\)", text, re.M)
     # ctest counts a skipped test among the passed ones; here they are apart.

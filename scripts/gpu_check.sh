@@ -155,14 +155,15 @@ if has counters; then
   done
   # What the pass adds to a whole run: the same run without and with it
   # (the ceilings calibrated, and cached, first).
-  ./build/attnprof --variant naive --counters --quiet --out "$W/counters_out" > /dev/null 2>&1
+  ./build/attnprof --variant naive --counters --quiet --out "$W/counters_out/calibration" > /dev/null 2>&1
   IFS=';' read -r -a shapes <<< "${COUNTERS_SHAPES:---batch 8 --seq 1024 --head-dim 64;--batch 4 --seq 4096 --head-dim 128}"
   for shape in "${shapes[@]}"; do
     tag=$(echo "$shape" | tr -d ' -')
     ms=()
     for c in "" "--counters"; do
       t0=$(date +%s%N)
-      ./build/attnprof --variant all $shape $c --out "$W/counters_out" > "$W/all_${tag}${c:+_counters}.log" 2>&1
+      # Each run in its own folder: the at-a-glance tables and roofline pictures come back (docs/counters_h200.*).
+      ./build/attnprof --variant all $shape $c --out "$W/counters_out/${tag}${c:+_counters}" > "$W/all_${tag}${c:+_counters}.log" 2>&1
       rc=$?
       ms+=($(( ($(date +%s%N) - t0) / 1000000 )))
       summary+=("all $shape $c: rc=$rc, ${ms[-1]} ms")

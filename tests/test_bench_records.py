@@ -132,6 +132,10 @@ class Records(unittest.TestCase):
             \t  3 - C.z (Failed)
             """)
         self.assertEqual(br.parse_ctest_log(log), "1 of 3 passed, 1 skipped, 1 failed: C.z")
+        # CMake 4 says no "0 tests failed" when none did.
+        cmake4 = "1/2 Test #1: A.x ...   Passed\n2/2 Test #2: B.y ...***Skipped\n\n100% tests passed out of 2\n" \
+                 "\nThe following tests did not run:\n\t  2 - B.y (Skipped)\n"
+        self.assertEqual(br.parse_ctest_log(cmake4), "1 of 2 passed, 1 skipped")
         with self.assertRaisesRegex(br.RecordError, "no 'N% tests passed"):
             br.parse_ctest_log("Test project /x\nNo tests were found!!!\n")
         os.makedirs(os.path.join(self.dir, "sweep"))
