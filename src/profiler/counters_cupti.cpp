@@ -488,46 +488,17 @@ class Laps {
 // finished them after this many is not repeating itself.
 constexpr int kMaxPasses = 64;
 
-// Empties the L2 of dirty lines before a scope is counted, by reading a clean
-// buffer of three times its size: otherwise the lines the step wrote before the
-// scope are written back during its first kernel and counted as that kernel's
-// DRAM writes (+16 to 19 MB, 6%, on cuDNN's and custom-flash-sm90's
-// 4x16x4096x128 forward on the H200 against ncu, whose reads agreed).
-class L2Cleaner {
- public:
-  explicit L2Cleaner(int device) {
-    int bytes = 0;
-    if (cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, device) != cudaSuccess || bytes <= 0)
-      throw CuptiError("cannot read the L2 cache size of device " + std::to_string(device), false);
-    scratch_ = at::zeros({3 * static_cast<int64_t>(bytes) / 4},
-                         at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, static_cast<c10::DeviceIndex>(device)));
-    clean();  // its own zeros written back
-  }
-  // Before the profiler starts: the read finishes, uncounted.
-  void clean() {
-    (void)scratch_.sum();
-    if (const cudaError_t err = cudaDeviceSynchronize(); err != cudaSuccess)
-      throw CuptiError(std::string("emptying the L2 failed: ") + cudaGetErrorString(err), false);
-  }
-
- private:
-  at::Tensor scratch_;
-};
-
 // The kernels of one measured scope, counted into pass.kernels: the whole step
 // runs once per hardware pass (user replay), the range profiler started only
-// around `scope`'s body, on an L2 holding no dirty lines.
+// around `scope`'s body.
 void count_scope(Variant& variant, const Problem& p, const Inputs& in, const std::string& scope, MetricHost& host,
                  CUcontext ctx, CounterPass& pass, Laps& laps) {
   ScopeProfiler profiler(host, ctx);
-  L2Cleaner l2(at::Device(p.device).index());
   bool done = false;
   int passes = 0;
   ScopeHooks hooks;
   hooks.enter = [&](const char* s) {
-    if (s != scope) return;
-    l2.clean();
-    profiler.start();
+    if (s == scope) profiler.start();
   };
   hooks.leave = [&](const char* s) {
     if (s == scope) done = profiler.stop_pass();
