@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "attnprof/io/files.h"
 #include "attnprof/report/roofline_svg.h"
@@ -145,6 +146,23 @@ TEST(Roofline, WithoutCeilingsNoRoofsAndRunsWithoutCountersLeftOut) {
   io::StagedFiles files;
   EXPECT_FALSE(stage_roofline(files, {cpu}, "/nonexistent/x.svg"));
   EXPECT_TRUE(files.empty());
+}
+
+TEST(Roofline, EveryVariantOfVariantAllHasItsOwnColour) {
+  // Ten runs, as --variant all draws: ten legend entries, ten colours.
+  std::vector<RunRecord> runs;
+  for (int i = 0; i < 10; ++i) {
+    RunRecord r = constructed_runs()[2];  // one fused kernel
+    r.variant = "v" + std::to_string(i);
+    runs.push_back(r);
+  }
+  const auto all = XmlChecker(render_roofline_svg(roofline_of(runs, "ten"))).parse();
+  std::set<std::string> fills;
+  for (const Element& e : all)
+    if (e.name == "circle" && e.attributes.count("class") == 0 && e.attributes.count("fill") &&
+        e.attributes.at("fill") != "white")
+      fills.insert(e.attributes.at("fill"));
+  EXPECT_EQ(fills.size(), 10u);
 }
 
 TEST(Roofline, HostileNamesStayWellFormed) {

@@ -237,6 +237,12 @@ std::string render_roofline_svg(const Roofline& rf) {
       if (b.x0 < kLeft || b.y0 < kTop || b.y1 > bottom) continue;
       if (std::any_of(placed.begin(), placed.end(), [&](const Box& o) { return o.overlaps(b); })) continue;
       placed.push_back(b);
+      // A label away from its dot (pushed up or down past a neighbour) gets a leader line to it.
+      if (dy != 0.0)
+        labels += fmt::format("<line class=\"dot-leader\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
+                              "stroke-width=\"0.8\"/>\n",
+                              px(left_side ? lx + w : lx), px(cy + dy - 3.0), px(left_side ? cx - r : cx + r), px(cy),
+                              colour);
       labels += fmt::format("<text class=\"dot-label\" x=\"{}\" y=\"{}\" fill=\"#222\">{}</text>\n", px(lx),
                             px(cy + dy), xml_escape(d.label));
       break;

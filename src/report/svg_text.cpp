@@ -64,8 +64,11 @@ std::vector<double> log_tick_values(double lo, double hi) {
 }
 
 std::string_view series_colour(size_t index) {
-  static constexpr std::array<std::string_view, 8> kPalette{"#0072B2", "#E69F00", "#009E73", "#D55E00",
-                                                             "#CC79A7", "#56B4E9", "#000000", "#F0E442"};
+  // Okabe-Ito's eight, then four of Tol's muted set: `--variant all` draws ten
+  // series, and with eight colours naive and custom-flash shared one.
+  static constexpr std::array<std::string_view, 12> kPalette{"#0072B2", "#E69F00", "#009E73", "#D55E00",
+                                                              "#CC79A7", "#56B4E9", "#000000", "#F0E442",
+                                                              "#882255", "#44AA99", "#999933", "#332288"};
   return kPalette[index % kPalette.size()];
 }
 
