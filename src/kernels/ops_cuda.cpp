@@ -1,6 +1,6 @@
 // CUDA implementations of the attnprof operators: the LibTorch boundary.
 // Every tensor check happens here (for flash_attention in flash_fwd_api.cpp,
-// which kernel_dev.py builds too), once; the launch layers below trust their
+// once; the launch layers below trust their
 // params. Compiled only when the CUDA kernels are (ATTNPROF_HAVE_CUDA_KERNELS).
 #ifdef ATTNPROF_HAVE_CUDA_KERNELS
 

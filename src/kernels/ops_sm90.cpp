@@ -77,9 +77,6 @@ int* stream_counters(const at::Device& device, int ints, at::Tensor& fresh) {
     C10_CUDA_CHECK(cudaStreamIsCapturing(stream.stream(), &capture));
     shared = capture == cudaStreamCaptureStatusNone;
   }
-#ifdef ATTNPROF_SM90_COUNTER_FILL  // tuning builds (scripts/build_sm90_alt.py): fresh counters every call
-  shared = false;
-#endif
   if (!shared) {
     fresh = zeros();
     return fresh.data_ptr<int>();
@@ -206,21 +203,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_backward_sm90_cud
 }  // namespace
 }  // namespace attnprof
 
-#ifndef ATTNPROF_SM90_ALT_LIBRARY
 TORCH_LIBRARY_IMPL(attnprof, CUDA, m) {
   m.impl("flash_attention_sm90", &attnprof::flash_attention_sm90_cuda);
   m.impl("flash_attention_backward_sm90", &attnprof::flash_attention_backward_sm90_cuda);
 }
-#else
-// Tuning builds (scripts/build_sm90_alt.py): the same operators from another
-// tile configuration, under their own library name so several load side by side.
-#define ATTNPROF_SM90_LIBRARY(ns, m) TORCH_LIBRARY(ns, m)
-ATTNPROF_SM90_LIBRARY(ATTNPROF_SM90_ALT_LIBRARY, m) {
-  m.def("flash_attention_sm90(Tensor q, Tensor k, Tensor v, bool causal, float scale) -> (Tensor out, Tensor lse)");
-  m.def("flash_attention_backward_sm90(Tensor grad_out, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, bool causal, float scale) -> (Tensor grad_q, Tensor grad_k, Tensor grad_v)");
-  m.impl("flash_attention_sm90", &attnprof::flash_attention_sm90_cuda);
-  m.impl("flash_attention_backward_sm90", &attnprof::flash_attention_backward_sm90_cuda);
-}
-#endif
 
 #endif  // ATTNPROF_HAVE_SM90_KERNELS

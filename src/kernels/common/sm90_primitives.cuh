@@ -57,7 +57,8 @@ __device__ __forceinline__ uint64_t global_timer_ns() {
 
 // Waits until the barrier's phase with parity `parity` has completed (acquire:
 // what the arriving threads wrote, and the TMA bytes, are visible after it).
-// With ATTNPROF_SM90_HANG_TRAP (a development build option) a wait that lasts
+// ATTNPROF_SM90_HANG_TRAP is a debug feature gate (CMake option
+// ATTNPROF_SM90_HANG_TRAP, default OFF), not a tuning choice: with it a wait that lasts
 // over 10 s traps, so a pipeline deadlock ends as a launch error rather than a
 // hung process; release builds leave it out because a time-sliced GPU can
 // legitimately pause a kernel that long.

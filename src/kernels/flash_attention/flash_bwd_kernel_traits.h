@@ -91,11 +91,9 @@ struct BwdKernelTraits {
   static_assert(kSmemBytes <= 227 * 1024, "over the per-block shared memory limit of sm_80/sm_90");
 };
 
-// Per-head-dim configurations. The ATTNPROF_FLASH_BWD_* macros exist so
-// alternatives can be built and timed without editing this file (one macro per
-// parameter: nvcc splits -D values at commas; scripts/bench_backward.py
-// --build-variants). Measured on the H200, bf16, op time (CUDA-event medians,
-// 2026-11-30, two runs):
+// Per-head-dim configurations (ATTNPROF_FLASH_BWD_* defaults, one macro per
+// parameter). Measured on the H200, bf16, op time (CUDA-event medians, two
+// runs):
 // d64: BLOCK_M 64, BLOCK_N 128, 4x2 warps (32 keys x 32 queries each), 2
 //   query slices, 8 warps per SM at 251-253 registers: 268-270 us causal /
 //   430-432 full at 8x16x1024x64. 8x1 warps (16 keys each): 279 / 458.

@@ -1,8 +1,6 @@
 // LibTorch boundary of the fused-attention forward: tensor checks, output
 // and workspace allocation, the plan, and the one function that fills
-// FwdParams from tensors. The operator (ops_cuda.cpp) and scripts/kernel_dev.py
-// (its path/split overrides and alternative tiles) all go through mha_fwd, so
-// they cannot disagree on what they launch.
+// FwdParams from tensors. The operator (ops_cuda.cpp) goes through mha_fwd.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -25,8 +23,7 @@ FwdPlan plan_for(const at::Tensor& q, const at::Tensor& k, bool causal,
                  const FwdPlanRequest& request = {});
 
 // Launches the forward for filled params on a stream: run_flash_fwd (the
-// operator), or a development instantiation of another tile
-// (scripts/kernel_dev_tile_op.cu, which does not link run_flash_fwd).
+// operator), or another instantiation of the launch template.
 using FwdLauncher = void (*)(const FwdParams&, CUstream_st*);
 
 // attnprof::flash_attention: checks every input (TORCH_CHECK naming the

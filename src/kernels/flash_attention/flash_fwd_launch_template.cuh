@@ -1,8 +1,7 @@
 // Launch layer of the fused-attention forward: grid, runtime → template
 // dispatch, dynamic shared-memory opt-in, launch, launch check. Templated on
 // the tile configuration, so flash_fwd_launch.cu / flash_fwd_splitkv_launch.cu
-// instantiate the operator's tiles and scripts/kernel_dev.py the alternatives,
-// from this one definition.
+// instantiate the operator's tiles from this one definition.
 #pragma once
 
 #include <c10/cuda/CUDAException.h>

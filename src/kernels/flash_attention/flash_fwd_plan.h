@@ -33,7 +33,7 @@ struct FwdShape {
   bool causal = false;
 };
 
-// A development override (scripts/kernel_dev.py): force the path and/or the
+// A development override: force the path and/or the
 // number of splits (0: the planner's choice).
 struct FwdPlanRequest {
   bool force_path = false;
@@ -43,7 +43,7 @@ struct FwdPlanRequest {
 
 // The decode path runs when its m16 row tiles per KV head are at most this
 // many times the prefill path's query blocks per KV head (group · ⌈seq_q / 128⌉).
-// Measured on the H200 (scripts/kernel_dev.py, 8 x 32q/8kv x 8192 keys x 128,
+// Measured on the H200 (8 x 32q/8kv x 8192 keys x 128,
 // bf16, both paths forced): decode took 72.7 / 80.0 / 116.4 / 235.8 us at 1 / 2
 // / 4 / 8 row tiles (seq_q 1..32; the first ones memory- and launch-bound),
 // prefill 355-409 us for 4 query heads of 1 query block each: past the

@@ -1,7 +1,7 @@
 // Compile-time shape of the fused-attention forward kernel.
 //
 // A tile configuration is a plain struct of numbers (FwdTileD64, FwdTileD128,
-// and the alternatives scripts/kernel_dev.py times); FwdKernelTraits derives
+// and the alternatives below); FwdKernelTraits derives
 // everything else from it and the element type. Each warp owns kMTiles m16
 // MMA tiles of query rows, so kBlockM = 16 · kMTiles · kNWarps; every K/V
 // fragment a warp loads from shared memory feeds kMTiles MMAs (2 halves the
@@ -23,7 +23,7 @@
 namespace attnprof::flash {
 
 // The configurations the operator runs, measured on the H200, bf16
-// (scripts/kernel_dev.py, 2026-11-30):
+// (op time):
 // d=64: 4 warps x 2 row tiles (BLOCK_M 128), BLOCK_N 64, 3 stages, 2 blocks/SM
 //   (~240 regs): 74 us causal / 117 us full at 8x16x1024x64; 1 row tile per warp
 //   (BLOCK_M 64) took 78 / 134 us; 8 warps x 1 tile took 100 / 160 us. A rescale
@@ -66,8 +66,7 @@ struct FwdTileD128 {
   static constexpr int kRescaleSlack = 8;
 };
 
-// Alternatives kept for scripts/kernel_dev.py --variants (the measurements
-// above); never dispatched by the operator.
+// The alternatives of the measurements above; never dispatched by the operator.
 // BLOCK_M 64.
 struct FwdTileD64OneRowTile : FwdTileD64 {
   static constexpr const char* kName = "d64m1";

@@ -31,7 +31,7 @@
 #include <cstdint>
 
 #include "kernels/common/packed_halves.cuh"
-#include "kernels/common/sm80_primitives.cuh"  // exp2_approx, ld_shared_f32x2, red_add_f32x2
+#include "kernels/common/sm80_primitives.cuh"  // exp2_approx, ld_shared_f32x2
 #include "kernels/common/sm90_primitives.cuh"
 #include "kernels/common/sm90_wgmma.cuh"
 #include "kernels/flash_sm90/flash_bwd_sm90_traits.h"
@@ -161,16 +161,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   constexpr int kBN = Traits::kBlockN;
   constexpr int kD = Traits::kHeadDim;
   constexpr DqSplit kSplit = Traits::kDqSplit;
-#ifdef ATTNPROF_SM90_BWD_DQ_ATOMICS  // tuning builds: dQ by per-thread vector reductions
-  constexpr bool kDqByTma = false;
-#else
-  constexpr bool kDqByTma = true;
-#endif
-#ifdef ATTNPROF_SM90_BWD_LATE_REFILL  // tuning builds (scripts/build_sm90_alt.py): thread 0 refills at the step's end
-  constexpr bool kEarlyRefill = false;
-#else
-  constexpr bool kEarlyRefill = true;
-#endif
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // The swizzle atoms need 1024-byte aligned tiles; the launch asks for 1024
@@ -297,7 +287,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // once all eight warps have released it. Placed here, behind this step's
     // first GEMMs, the wait rarely blocks: the other warpgroup has long
     // finished that step.
-    if constexpr (kEarlyRefill) {
+    {
       const int prev = it - 1;
       if (threadIdx.x == 0 && prev >= 0 && prev + Traits::kStages < iters) {
         mbar_wait(sm.empty(prev % Traits::kStages), (prev / Traits::kStages) & 1);
@@ -390,7 +380,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     }
     if (lane == 0) mbar_arrive(sm.empty(stage));  // this warp's last read of Q and dO of this stage
 
-    if constexpr (kDqByTma) {
+    {
       // Through shared memory (the map's 128-byte swizzled box layout: row r,
       // float column n at 16-byte chunk (n % 32) / 4 ^ r % 8), then one TMA
       // reduction per 32-column block, issued by the warpgroup's first thread.
@@ -422,33 +412,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
                               q0 + dq_row_off + 64 * mt, st.q_slab);
         bulk_commit_group();
       }
-    } else {
-#pragma unroll
-      for (int mt = 0; mt < kDqMTiles; ++mt) {
-        float* dq_rows = a.dq_accum +
-                         (static_cast<int64_t>(st.q_slab) * a.seqlen_q_pad + q0 + dq_row_off + 64 * mt) * kD +
-                         dq_col_off;
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const int row = 16 * warp + lane / 4 + 8 * i;
-          if (q0 + dq_row_off + 64 * mt + row >= a.seqlen_q) continue;  // padding rows: dS is 0
-#pragma unroll
-          for (int t = 0; t < Traits::kDqN / 8; ++t)
-            red_add_f32x2(dq_rows + row * kD + 8 * t + c2, dq[mt][4 * t + 2 * i], dq[mt][4 * t + 2 * i + 1]);
-        }
-      }
-    }
-
-    // Refill this stage once all eight warps have released it (kEarlyRefill:
-    // at the next step instead).
-    if (!kEarlyRefill && threadIdx.x == 0 && it + Traits::kStages < iters) {
-      mbar_wait(sm.empty(stage), phase);
-      load_step<Traits>(a, sm, step_of(a, b, hkv, m_begin, m_count, it + Traits::kStages), stage);
     }
   }
 
   // The dQ reductions must have read shared memory before the block exits.
-  if (kDqByTma && tid == 0) bulk_wait_group<0>();
+  if (tid == 0) bulk_wait_group<0>();
 
   // A block whose keys no query sees (iters == 0) stores zeros.
   store_rows<Traits>(static_cast<Element*>(a.dv) + b * a.dv_batch_stride + hkv * a.dv_head_stride, a.dv_row_stride,

@@ -101,8 +101,7 @@ struct BwdTraits {
   static_assert(kSmemBytes <= 227 * 1024, "over the per-block shared memory limit of sm_90");
 };
 
-// Per-head-dim configurations (registers: see flash_bwd_sm90_kernel.cuh). The
-// macro lets scripts/build_sm90_alt.py build the alternative for timing: at
+// Per-head-dim configurations (registers: see flash_bwd_sm90_kernel.cuh). At
 // head_dim 64, query blocks of 64 rows (dQ split by keys, 174 registers) ran
 // 1.32x (causal) and 1.44x (full) slower than 128 rows at 8x16x1024x64 (same
 // run as the stages above): half the work per step for the same latencies,

@@ -231,14 +231,6 @@ template <typename Element, int kD>
 __device__ __forceinline__ void store_row(const float (&o)[kD / 2], int r, float inv, Element* dst, int q,
                                           bool store) {
   static_assert(kD % 32 == 0, "whole groups of 4 8-column blocks");
-#ifdef ATTNPROF_SM90_EPILOGUE_4B_STORES  // tuning builds (scripts/build_sm90_alt.py): the layout as it is
-  if (store) {
-#pragma unroll
-    for (int c = 0; c < kD / 8; ++c)
-      reinterpret_cast<uint32_t*>(dst + 2 * q)[c * 4] = pack2<Element>(o[4 * c + 2 * r] * inv, o[4 * c + 2 * r + 1] * inv);
-  }
-  return;
-#endif
 #pragma unroll
   for (int g = 0; g < kD / 32; ++g) {
     uint32_t x[4];
@@ -384,11 +376,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
   // warp-uniform: it then builds the per-k16-step descriptors in uniform
   // registers (UIADD3, UMOV) instead of general ones each moved over by R2UR
   // before its wgmma (d128 bf16: 130 -> 36 R2UR, 2584 -> 2472 instructions).
-#ifdef ATTNPROF_SM90_DESC_IN_GENERAL_REGS  // tuning builds (scripts/build_sm90_alt.py): left to ptxas
-  auto uniform = [](uint32_t x) { return x; };
-#else
   auto uniform = [](uint32_t x) { return warp_uniform(x); };
-#endif
 
   // Issue order among the consumers: a token passed round the ring. Consumer
   // c waits on barrier c (its own 128 threads + the 128 of consumer c - 1
@@ -396,23 +384,11 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
   // goes first: the last consumer pre-arrives on barrier 0 once, and every
   // later arrival pairs with one sync (see the end of this function).
   constexpr int kTokenThreads = 2 * 128;
-  // Without the token (consumers issue when ready): -8 to -11% at head_dim 64
-  // full, +2% at 8x16x1024x64 causal, -4% at 4x16x4096x128 (H200, 2026-12-01).
-#ifdef ATTNPROF_SM90_NO_PINGPONG  // tuning builds (scripts/build_sm90_alt.py): consumers issue when ready
-  constexpr bool kPingPong = false;
-#else
-  constexpr bool kPingPong = true;
-#endif
-  // Skipping warpgroups whose rows all lie past seq_q: decode (one query row,
-  // 8x32/8 heads x 32768 keys) 597 against 774 us; elsewhere within noise.
-#ifdef ATTNPROF_SM90_NO_IDLE_SKIP  // tuning builds: warpgroups past seq_q compute as the others
-  constexpr bool kSkipIdle = false;
-#else
-  constexpr bool kSkipIdle = true;
-#endif
+  // Why the token: without it -8 to -11% at head_dim 64 full, +2% at
+  // 8x16x1024x64 causal, -4% at 4x16x4096x128 (H200).
   const int my_barrier = Traits::kSchedulerBarrier + cwg;
   const int next_barrier = Traits::kSchedulerBarrier + (cwg + 1) % kNumConsumers;
-  if (kPingPong && cwg == kNumConsumers - 1) named_bar_arrive(Traits::kSchedulerBarrier, kTokenThreads);
+  if (cwg == kNumConsumers - 1) named_bar_arrive(Traits::kSchedulerBarrier, kTokenThreads);
 
   RingPos<Traits::kStages> pos;
   RingPos<Traits::kQStages> qpos;
@@ -437,20 +413,19 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
 
     if (n_count <= 0) {  // no visible key (n_hi < n_lo cannot be planned; the producer loads nothing either way)
       if (warp_leader) mbar_arrive(sm.q_empty(q_stage));
-    } else if (kSkipIdle && wg_row0 >= a.seqlen_q) {
+    } else if (wg_row0 >= a.seqlen_q) {
       // Every row of this warpgroup lies past seq_q (the last tile of a head
       // when seq_q is not a multiple of kBlockM; at decode, all but the
       // first): no GEMMs and no softmax. It keeps the barrier protocol only,
       // taking and passing the token and releasing every stage it would have
-      // read, so the others get the tensor cores sooner.
+      // read, so the others get the tensor cores sooner. Why: decode (one
+      // query row, 8x32/8 heads x 32768 keys) 597 against 774 us.
       RingPos<Traits::kStages> prev;
       for (int i = 0; i < n_count; ++i) {
         mbar_wait(sm.k_full(pos.stage), pos.phase);
         if (i > 0) mbar_wait(sm.v_full(prev.stage), prev.phase);
-        if constexpr (kPingPong) {
-          named_bar_sync(my_barrier, kTokenThreads);
-          named_bar_arrive(next_barrier, kTokenThreads);
-        }
+        named_bar_sync(my_barrier, kTokenThreads);
+        named_bar_arrive(next_barrier, kTokenThreads);
         if (warp_leader) {
           if (i == n_count - 1) mbar_arrive(sm.q_empty(q_stage));
           mbar_arrive(sm.k_empty(pos.stage));
@@ -514,7 +489,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
         const uint32_t dv = kFirst ? 0u : uniform(desc_v + stage_off(prev.stage));
         mbar_wait(sm.k_full(pos.stage), pos.phase);
         if constexpr (!kFirst) mbar_wait(sm.v_full(prev.stage), prev.phase);
-        if constexpr (kPingPong) named_bar_sync(my_barrier, kTokenThreads);  // my turn to use the tensor cores
+        named_bar_sync(my_barrier, kTokenThreads);  // my turn to use the tensor cores
         wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < Traits::kQKSteps; ++ks) {
@@ -530,7 +505,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
             GemmO::template rs<1>(o, p[kk], desc(dv + ((kk * 16 * 128) >> 4)), 1);
           wgmma_commit();
         }
-        if constexpr (kPingPong) named_bar_arrive(next_barrier, kTokenThreads);  // the next consumer's turn
+        named_bar_arrive(next_barrier, kTokenThreads);  // the next consumer's turn
 
         wgmma_wait<kFirst ? 0 : 1>();  // S done; P·V may still run
         pin_registers(s);
@@ -646,7 +621,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
   }
   // The last consumer's last arrival on barrier 0 is still pending: take it, so
   // every barrier phase completes before the block exits.
-  if (kPingPong && cwg == 0) named_bar_sync(Traits::kSchedulerBarrier, kTokenThreads);
+  if (cwg == 0) named_bar_sync(Traits::kSchedulerBarrier, kTokenThreads);
 }
 
 }  // namespace detail

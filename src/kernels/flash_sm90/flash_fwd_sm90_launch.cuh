@@ -122,10 +122,8 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   cudaLaunchAttribute pdl[1];
   pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   pdl[0].val.programmaticStreamSerializationAllowed = 1;
-#ifndef ATTNPROF_SM90_NO_PDL  // tuning builds (scripts/build_sm90_alt.py): an ordinary launch
   config.attrs = pdl;
   config.numAttrs = 1;
-#endif
   C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }

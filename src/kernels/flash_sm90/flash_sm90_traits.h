@@ -123,10 +123,8 @@ struct FwdTraits {
   static_assert(kSmemBytes <= 227 * 1024, "over the per-block shared memory limit of sm_90");
 };
 
-// Per-head-dim configurations. The ATTNPROF_SM90_* macros exist so that
-// alternatives can be built and timed side by side without editing this file
-// (scripts/build_sm90_alt.py, scripts/bench_flash_sm90.py --alt). Measured on
-// the H200, bf16, 2026-11-30 (docs/notes/flash_sm90_progress.md):
+// Per-head-dim configurations (ATTNPROF_SM90_* defaults). Measured on the
+// H200, bf16 (docs/notes/flash_sm90_progress.md):
 // - d128: key tiles of 176 (208 KB) and 3 stages (230 KB) won at some shapes
 //   and lost at others by a few per cent, within the run-to-run spread
 //   (with two Q buffers, Q from shared memory); 128 keys stay. With Q in

@@ -74,11 +74,6 @@ __device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st,
   float mx[2];
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-#ifdef ATTNPROF_SM90_MAX_CHAIN  // tuning builds (scripts/build_sm90_alt.py): a linear chain
-    mx[i] = st.max[i];
-#pragma unroll
-    for (int t = 0; t < kN / 8; ++t) mx[i] = fmaxf(mx[i], fmaxf(s[4 * t + 2 * i], s[4 * t + 2 * i + 1]));
-#else
     float v[kN / 8];
 #pragma unroll
     for (int t = 0; t < kN / 8; ++t) v[t] = fmaxf(s[4 * t + 2 * i], s[4 * t + 2 * i + 1]);
@@ -87,7 +82,6 @@ __device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st,
 #pragma unroll
       for (int t = 0; t + w < kN / 8; t += 2 * w) v[t] = fmaxf(v[t], v[t + w]);
     mx[i] = fmaxf(st.max[i], v[0]);
-#endif
   }
   bool grow[2];
 #pragma unroll

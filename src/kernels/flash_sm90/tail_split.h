@@ -87,10 +87,7 @@ ATTNPROF_SM90_HD inline TailPiece tail_piece(const TailSplit& s, int b, int k) {
 // Modelled costs in key blocks (see the top of this file).
 inline constexpr double kTileCost = 1.0;
 inline constexpr double kPieceCost = 1.25;
-#ifndef ATTNPROF_SM90_SPLIT_MERGE_COST  // tuning builds (scripts/build_sm90_alt.py)
-#define ATTNPROF_SM90_SPLIT_MERGE_COST 0.25
-#endif
-inline constexpr double kPieceMergeCost = ATTNPROF_SM90_SPLIT_MERGE_COST;
+inline constexpr double kPieceMergeCost = 0.25;
 // A split must save at least this fraction of the modelled makespan.
 inline constexpr double kMinSplitGain = 0.01;
 
@@ -105,9 +102,6 @@ inline TailSplit plan_tail_split(int total_tiles, int n_blocks, int num_sms, boo
   s.first_tile = total_tiles;
   s.n_blocks = std::max(n_blocks, 1);
   s.chunk = s.n_blocks;
-#ifdef ATTNPROF_SM90_NO_TAIL_SPLIT  // tuning builds (scripts/build_sm90_alt.py): whole tiles only
-  allowed = false;
-#endif
   const int rounds = total_tiles / sms, left = total_tiles % sms;
   const int64_t n = n_blocks;
   const int64_t work = static_cast<int64_t>(left) * n;

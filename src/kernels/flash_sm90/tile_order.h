@@ -75,9 +75,6 @@ inline TileOrder plan_tile_order(int batch_heads, int group, int num_m_blocks, i
   o.num_m_blocks = std::max(num_m_blocks, 1);
   const int heads = std::max(batch_heads, 1);
   int sections = heads;
-#ifdef ATTNPROF_SM90_TILE_ORDER_HEAD_BY_HEAD  // tuning builds (scripts/build_sm90_alt.py): the old order
-  causal = false;
-#endif
   if (causal) {
     const int64_t budget = std::max<int64_t>(l2_bytes / 8 * 5, 1);
     const int64_t kv_heads = (heads + std::max(group, 1) - 1) / std::max(group, 1);
@@ -89,9 +86,6 @@ inline TileOrder plan_tile_order(int batch_heads, int group, int num_m_blocks, i
   }
   o.section_heads = heads / sections;
   o.big_sections = heads % sections;
-#ifdef ATTNPROF_SM90_SHORT_TILES_IN_PLACE  // tuning builds: short tiles stay in their heads
-  short_last_block = false;
-#endif
   if (!causal && short_last_block && o.num_m_blocks > 1) o.short_last_heads = heads;
   return o;
 }
