@@ -15,17 +15,10 @@ each custom variant (autograd node names and kernels), and a short markdown
 table last.
 
   python3 scripts/bench_backward.py [--lib build/libattnprof_core.so] [--iters 30]
-  python3 scripts/bench_backward.py --build-variants DIR   # tile alternatives (nvcc, no GPU)
-  python3 scripts/bench_backward.py --variants DIR         # ... timed beside the build's kernel
-
---build-variants compiles the backward operator again per configuration of
-flash_bwd_kernel_traits.h (ATTNPROF_FLASH_BWD_* macros, sm_90a only, C++
-namespace and operator library renamed to attnprof_bwd_<name>), so
-alternatives can be measured in the same run without editing the traits.
+  python3 scripts/bench_backward.py --variants DIR         # prebuilt attnprof_bwd_<name> libraries timed beside the build's kernel
 """
 import argparse
 import math
-import os
 import statistics
 import sys
 from pathlib import Path
@@ -36,35 +29,8 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = [(8, 16, 1024, 64), (4, 16, 4096, 128), (1, 16, 16384, 128)]
 
-# Alternative tile configurations (see flash_bwd_kernel_traits.h): name -> macros.
-VARIANTS = {
-    "d64_8x1": {"D64_WARPS_N": 8, "D64_WARPS_M": 1, "D64_PARTS": 1},
-    "d64_n64": {"D64_BLOCK_N": 64, "D64_WARPS_N": 4, "D64_WARPS_M": 1, "D64_PARTS": 1, "D64_MIN_BLOCKS": 3},
-    "d128_parts2": {"D128_PARTS": 2},
-    # No macros: the default configuration; with --src, that of another source
-    # tree (e.g. a previous commit checked out elsewhere), timed beside the build.
-    "base": {},
-}
-
-
-def build_variants(out_dir: Path, names, src_root: Path):
-    os.environ["TORCH_CUDA_ARCH_LIST"] = "9.0a"  # the H200 only
-    from torch.utils.cpp_extension import load
-    kernels = src_root / "src" / "kernels"
-    sources = [kernels / "ops_schema.cpp", kernels / "ops_backward.cpp",
-               kernels / "flash_attention" / "flash_bwd_launch.cu",
-               kernels / "scaled_masked_softmax" / "scaled_masked_softmax.cu"]
-    for name in names:
-        lib = f"attnprof_bwd_{name}"
-        defines = [f"-DATTNPROF_FLASH_BWD_{k}={v}" for k, v in VARIANTS[name].items()]
-        defines += [f"-Dattnprof={lib}", "-DATTNPROF_HAVE_CUDA_KERNELS=1"]
-        vdir = out_dir / name
-        vdir.mkdir(parents=True, exist_ok=True)
-        load(name=lib, sources=[str(s) for s in sources], extra_cflags=["-O3"] + defines,
-             extra_cuda_cflags=["-O3", "--expt-relaxed-constexpr", "-Xptxas=-v"] + defines,
-             extra_include_paths=[str(src_root / "src")], build_directory=str(vdir),
-             is_python_module=False, verbose=True)
-        print(f"built {vdir / (lib + '.so')}", flush=True)
+# Names of the attnprof_bwd_<name> libraries --variants looks for.
+VARIANTS = ["d64_8x1", "d64_n64", "d128_parts2", "base"]
 
 
 def time_calls(fn, iters, warmup=3):
@@ -210,9 +176,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default=str(ROOT / "build" / "libattnprof_core.so"))
     ap.add_argument("--iters", type=int, default=30)
-    ap.add_argument("--build-variants", metavar="DIR", help="build the VARIANTS libraries into DIR and exit")
     ap.add_argument("--variant-names", default=",".join(VARIANTS), help="comma list of " + ",".join(VARIANTS))
-    ap.add_argument("--src", default=str(ROOT), help="source tree the variants are built from")
     ap.add_argument("--variants", metavar="DIR", help="load DIR/<name>/attnprof_bwd_<name>.so and time them too")
     ap.add_argument("--skip-big", action="store_true", help="skip 1x16x16384x128")
     ap.add_argument("--only-ours", metavar="B,HQ,HKV,SQ,SK,D[,causal]", action="append",
@@ -220,9 +184,6 @@ def main():
                          "and lse = 0 (for ncu and compute-sanitizer; any GQA ratio or seq_q != seq_k)")
     args = ap.parse_args()
     names = [n for n in args.variant_names.split(",") if n]
-    if args.build_variants:
-        build_variants(Path(args.build_variants), names, Path(args.src))
-        return 0
 
     torch.ops.load_library(args.lib)
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, lib {args.lib}", flush=True)

@@ -12,7 +12,6 @@ random order with --settle untimed calls each first (scripts/bench_flash_sm90.py
 explains why). TFLOP/s count 2.5 x the forward's 4*B*H*S^2*D, half for causal.
 
   python3 scripts/bench_flash_bwd.py [--lib build/libattnprof_core.so] [--shapes 8x16x1024x64,...]
-  --alt NAME=LIB: also time attnprof_NAME::flash_attention_backward_sm90 from LIB (scripts/build_sm90_alt.py)
   --host: host time per call of each operator on a tiny problem (the GPU idles; launch cost only)
   --profile BxHxSxD [--causal]: run the Hopper backward 3 times, then once more (for ncu) and exit
   --record DIR [--commit SHA]: also add the table to DIR/op_backward.json, the records
@@ -93,7 +92,6 @@ def main():
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--settle", type=int, default=10)
     ap.add_argument("--shapes", type=parse_shapes, help="comma-separated BxHxSxD (default: the three benchmark shapes)")
-    ap.add_argument("--alt", action="append", default=[], help="NAME=LIB: a tuning build's backward")
     ap.add_argument("--host", action="store_true", help="print the host cost per operator call first")
     ap.add_argument("--profile", type=parse_shape,
                     help="BxHxSxD: run the Hopper backward after 3 warm-up calls (for ncu) and exit")
@@ -103,11 +101,6 @@ def main():
     require_cuda(ap)
     commit = bench_records.commit_for(ap, args)
     torch.ops.load_library(args.lib)
-    alts = []
-    for a in args.alt:
-        name, lib = a.split("=", 1)
-        torch.ops.load_library(lib)
-        alts.append(name)
     prop = torch.cuda.get_device_properties(0)
     print(f"device: {prop.name}, {prop.multi_processor_count} SMs, torch {torch.__version__}")
     if args.profile:
@@ -121,7 +114,7 @@ def main():
     if args.host:
         host_costs()
     shapes = args.shapes or SHAPES
-    names = ["sm90", "portable", "sdpa-flash", "sdpa-cudnn"] + alts
+    names = ["sm90", "portable", "sdpa-flash", "sdpa-cudnn"]
     rows = []
     for shape in shapes:
         b, h, s, d = shape
@@ -136,15 +129,13 @@ def main():
                 except RuntimeError as e:
                     print(f"  {backend} refused: {str(e).splitlines()[0]}")
                     fns.append(lambda: (_ for _ in ()).throw(RuntimeError("refused")))
-            fns += [ours("flash_attention_backward_sm90", q, k, v, dout, causal, scale, ns=f"attnprof_{n}")
-                    for n in alts]
             us = time_fns([lambda *_, f=f: f() for f in fns], [()], args.calls, args.reps, args.settle)
             rows.append((shape, causal, us))
             del fns
         del q, k, v, dout
         torch.cuda.empty_cache()
     print("| shape | mask | " + " | ".join(f"{n} µs (TFLOP/s)" for n in names) +
-          " | sm90 / sdpa-flash | sm90 / sdpa-cudnn |" + "".join(f" sm90 / {n} |" for n in alts))
+          " | sm90 / sdpa-flash | sm90 / sdpa-cudnn |")
     print("|---|---|" + "---|" * (2 * len(names) - 2))
     points = []
     for shape, causal, us in rows:

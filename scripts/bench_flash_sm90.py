@@ -9,8 +9,7 @@ when one set of q/k/v fits in L2 several sets are rotated so every call reads
 from HBM. TFLOP/s count 4*B*H*S^2*D, half for causal. The ratio to cuDNN is last.
 
   python3 scripts/bench_flash_sm90.py [--lib build/libattnprof_core.so] [--check]
-  python3 scripts/bench_flash_sm90.py --profile 4x16x4096x128 [--causal] [--alt NAME=LIB --profile-alt NAME]   # one call, for ncu
-  --alt NAME=LIB: also time attnprof_NAME::flash_attention_sm90 from LIB (scripts/build_sm90_alt.py)
+  python3 scripts/bench_flash_sm90.py --profile 4x16x4096x128 [--causal]   # one call, for ncu
   --sustain SECONDS: instead, each backend alone for SECONDS of back-to-back calls per repetition,
     timed over the second half (the clock settled under the power cap), with the SM clock and
     power nvidia-smi reads meanwhile: how the kernels compare in a long run of one of them
@@ -225,28 +224,17 @@ def check(op_ns):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default="build/libattnprof_core.so")
-    ap.add_argument("--alt", action="append", default=[], help="NAME=LIB: a tuning build's attnprof_NAME::flash_attention_sm90")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--settle", type=int, default=20, help="untimed calls of a fn just before its timed ones")
     ap.add_argument("--check", action="store_true", help="print error diagnostics first")
     ap.add_argument("--profile", type=parse_shape, help="BxHxSxD: run the op once after warm-up (for ncu) and exit")
     ap.add_argument("--causal", action="store_true", help="with --profile")
-    ap.add_argument("--profile-alt", metavar="NAME", help="with --profile: run that --alt build's operator instead")
     ap.add_argument("--shapes", type=parse_shapes, help="comma-separated BxHxSxD (default: the four benchmark shapes)")
     ap.add_argument("--sustain", type=float, metavar="SECONDS",
                     help="time each backend alone for SECONDS per repetition (see above); --reps repetitions")
     bench_records.add_record_flags(ap)
     args = ap.parse_args()
-    for a in args.alt:
-        if "=" not in a or not a.split("=", 1)[0] or not a.split("=", 1)[1]:
-            ap.error(f"--alt {a}: expected NAME=LIB (scripts/build_sm90_alt.py builds LIB)")
-    alt_names = [a.split("=", 1)[0] for a in args.alt]
-    if args.profile_alt is not None:
-        if not args.profile:
-            ap.error("--profile-alt needs --profile BxHxSxD")
-        if args.profile_alt not in alt_names:
-            ap.error(f"--profile-alt {args.profile_alt}: no such --alt build (given: {', '.join(alt_names) or 'none'})")
     if args.sustain is not None and not 0 < args.sustain <= 60:
         ap.error(f"--sustain {args.sustain}: expected seconds in (0, 60]")
     if args.reps < 1:
@@ -256,17 +244,13 @@ def main():
 
     torch.ops.load_library(args.lib)
     ops = [("attnprof", "sm90")]
-    for a in args.alt:
-        name, lib = a.split("=", 1)
-        torch.ops.load_library(lib)
-        ops.append((f"attnprof_{name}", name))
     prop = torch.cuda.get_device_properties(0)
     print(f"device: {prop.name}, {prop.multi_processor_count} SMs, L2 {prop.L2_cache_size >> 20} MiB, torch {torch.__version__}")
 
     if args.profile:
         shape = args.profile
         q, k, v = make_inputs(shape, torch.bfloat16, 1)[0]
-        fn = ours(f"attnprof_{args.profile_alt}" if args.profile_alt else "attnprof", args.causal, shape[3] ** -0.5)
+        fn = ours("attnprof", args.causal, shape[3] ** -0.5)
         for _ in range(3):
             fn(q, k, v)
         torch.cuda.synchronize()
