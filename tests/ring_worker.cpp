@@ -8,7 +8,10 @@
 // variant and runs RingAttention directly. Rank 0 writes one line per case to
 // --report and the process exits 1 when any case failed.
 //
-//   ring_worker --device cpu|cuda --inner math,sdpa-flash --report FILE
+// With --scheme ulysses the ulysses-* variants run instead (the "math" inner:
+// UlyssesAttention over the group's all-to-all directly).
+//
+//   ring_worker --device cpu|cuda [--scheme ring|ulysses] --inner math,sdpa-flash --report FILE
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
@@ -24,6 +27,7 @@
 #include "distributed/layout.h"
 #include "distributed/process_group.h"
 #include "distributed/ring_attention.h"
+#include "distributed/ulysses.h"
 #include "variants/torch_problem.h"
 
 using namespace attnprof;
@@ -35,9 +39,11 @@ struct Shape {
 };
 // seq 200 gives zigzag chunks of 50 (not a tile multiple); 96 shards over 2,
 // 3 and 4 ranks; head dims 64 and 128; grouped-query heads for the inners
-// that take them. A shape that does not shard over the world is skipped.
-const Shape kShapes[] = {{1, 2, 2, 64, 64}, {2, 3, 3, 200, 64}, {1, 2, 2, 256, 128}, {1, 4, 2, 128, 64},
-                         {1, 2, 2, 96, 64}};
+// that take them; 12 and 24 heads split over 2, 3 and 4 ranks (Ulysses splits
+// heads). A shape that does not shard over the world is skipped.
+const Shape kShapes[] = {{1, 2, 2, 64, 64},  {2, 3, 3, 200, 64}, {1, 2, 2, 256, 128},
+                         {1, 4, 2, 128, 64}, {1, 2, 2, 96, 64},  {1, 12, 12, 48, 64},
+                         {2, 24, 12, 96, 64}, {1, 12, 12, 72, 128}};
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -62,12 +68,13 @@ at::Tensor plain_attention(const Problem& p, const Inputs& in) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string device_kind = "cpu", inners = "math", report;
+  std::string device_kind = "cpu", inners = "math", report, scheme = "ring";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--device") device_kind = argv[i + 1];
     else if (flag == "--inner") inners = argv[i + 1];
     else if (flag == "--report") report = argv[i + 1];
+    else if (flag == "--scheme") scheme = argv[i + 1];
   }
   const auto env = ring::rank_env_from_process();
   if (!env) {
@@ -91,7 +98,8 @@ int main(int argc, char** argv) {
   const std::vector<DType> dtypes =
       device_kind == "cuda" ? std::vector<DType>{DType::BF16, DType::FP16} : std::vector<DType>{DType::FP32, DType::BF16};
 
-  std::string lines = fmt::format("seed {} world {} backend {}\n", seed, g.world_size(), g.backend_name());
+  std::string lines =
+      fmt::format("seed {} world {} backend {} scheme {}\n", seed, g.world_size(), g.backend_name(), scheme);
   int failed = 0, ran = 0, case_index = 0;
   for (const std::string& inner : split(inners)) {
     for (DType dtype : dtypes) {
@@ -103,14 +111,17 @@ int main(int argc, char** argv) {
           p.mask = causal ? Mask::causal_bottom_right : Mask::none;
           p.device = device;
           const std::string what = fmt::format("{} {} {}", inner, p.shape_string(), p.config_string());
-          if (const std::string uneven = ring::sharding_problem(p.seq_q, g.world_size(), causal); !uneven.empty()) {
+          const bool head_parallel = scheme == "ulysses";
+          if (const std::string uneven = head_parallel ? ulysses::refusal(p, g.world_size())
+                                                 : ring::sharding_problem(p.seq_q, g.world_size(), causal);
+              !uneven.empty()) {
             lines += fmt::format("skip {}: {}\n", what, uneven);
             continue;
           }
           std::unique_ptr<Variant> variant;
           if (inner != "math") {
-            variant = make_variant("ring-" + inner);
-            const Support s = variant ? variant->supports(p) : Support::no("no variant ring-" + inner);
+            variant = make_variant(scheme + "-" + inner);
+            const Support s = variant ? variant->supports(p) : Support::no("no variant " + scheme + "-" + inner);
             if (!s.ok) {
               lines += fmt::format("skip {}: {}\n", what, s.reason);
               continue;
@@ -123,11 +134,20 @@ int main(int argc, char** argv) {
                     at::randn({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, cpu).to(device),
                     at::randn({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, cpu).to(device),
                     {}};
-          const ring::Layout layout{g.world_size(), p.seq_q, causal};
+          // Ulysses shards contiguously: the ring's layout without zigzag.
+          const ring::Layout layout{g.world_size(), p.seq_q, causal && !head_parallel};
           at::Tensor local;
           if (variant) {
             variant->prepare(p, in.q, in.k, in.v);
             local = variant->forward(in.q, in.k, in.v);
+          } else if (head_parallel) {
+            const int64_t l = p.seq_q / g.world_size(), first = g.rank() * l;
+            ulysses::UlyssesAttention attention(
+                g.world_size(), p.heads_q, p.heads_kv,
+                [&g](const at::Tensor& send, at::Tensor& received) { g.all_to_all(send, received); },
+                ring::block_attention("math"), causal, p.softmax_scale());
+            local = attention.forward(in.q.narrow(2, first, l).contiguous(), in.k.narrow(2, first, l).contiguous(),
+                                      in.v.narrow(2, first, l).contiguous());
           } else {
             ring::RingAttention attention(layout, *exchange, ring::block_attention("math"), p.softmax_scale());
             local = attention.forward(ring::cut_shards(layout, g.rank(), in.q, in.k, in.v));

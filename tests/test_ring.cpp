@@ -22,11 +22,13 @@
 
 #include "attnprof/device.h"
 #include "attnprof/io/files.h"
+#include "attnprof/variant.h"
 #include "distributed/inner.h"
 #include "distributed/launcher.h"
 #include "distributed/layout.h"
 #include "distributed/rank_env.h"
 #include "distributed/ring_attention.h"
+#include "distributed/ulysses.h"
 #include "test_util.h"
 #include "trace_test_util.h"
 #include "variants/torch_problem.h"
@@ -310,6 +312,79 @@ TEST(RingAttention, OneProcessRingMatchesTheFloat64Reference) {
   EXPECT_EQ(ran, 32);
 }
 
+// Ulysses in one process: each rank's messages built with the same packing
+// the variant uses, the all-to-all done by hand (rank r receives part r of
+// every rank's message, in rank order), the inner run per rank.
+TEST(Ulysses, OneProcessAllToAllsMatchTheFloat64Reference) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  at::manual_seed(seed);
+  auto exchange = [](const std::vector<at::Tensor>& sends, int r) {
+    std::vector<at::Tensor> parts;
+    for (const at::Tensor& s : sends) parts.push_back(s[r]);
+    return at::stack(parts);
+  };
+  int ran = 0;
+  for (DType dtype : {DType::FP32, DType::BF16}) {
+    for (int world : {1, 2, 3, 4}) {
+      for (bool causal : {true, false}) {
+        for (int64_t heads_kv : {12, 6}) {  // 24 query heads: groups of 2 and 4
+          if (heads_kv % world) continue;
+          Problem p;
+          p.batch = 2, p.heads_q = 24, p.heads_kv = heads_kv, p.seq_q = p.seq_kv = 12 * world, p.head_dim = 32;
+          p.dtype = dtype;
+          p.mask = causal ? Mask::causal_bottom_right : Mask::none;
+          SCOPED_TRACE("world " + std::to_string(world) + " " + p.shape_string() + " " + p.config_string());
+          const Inputs in = random_inputs(p);
+          const int64_t l = p.seq_q / world;
+          std::vector<at::Tensor> sends;
+          for (int r = 0; r < world; ++r)
+            sends.push_back(ulysses::pack_heads(in.q.narrow(2, r * l, l), in.k.narrow(2, r * l, l),
+                                                in.v.narrow(2, r * l, l), world));
+          std::vector<at::Tensor> out_sends;
+          for (int r = 0; r < world; ++r) {
+            const ulysses::HeadShard h = ulysses::unpack_heads(exchange(sends, r), p.heads_q, p.heads_kv, world);
+            ASSERT_EQ(h.q.size(1), p.heads_q / world);
+            ASSERT_EQ(h.k.size(2), p.seq_q);
+            // Rank r's heads over the whole sequence are the inputs' heads r Hq/W onwards.
+            EXPECT_TRUE(at::equal(h.q, in.q.narrow(1, r * p.heads_q / world, p.heads_q / world)));
+            EXPECT_TRUE(at::equal(h.v, in.v.narrow(1, r * p.heads_kv / world, p.heads_kv / world)));
+            const BlockResult b = math_block(h.q.contiguous(), h.k.contiguous(), h.v.contiguous(), causal,
+                                             p.softmax_scale());
+            out_sends.push_back(ulysses::pack_sequence(b.out, world));
+          }
+          std::vector<at::Tensor> locals;
+          for (int r = 0; r < world; ++r) locals.push_back(ulysses::unpack_sequence(exchange(out_sends, r)));
+          const at::Tensor out = at::cat(locals, 2);
+          ASSERT_EQ(out.sizes(), in.q.sizes());
+          const at::Tensor ref = reference_attention(p, in);
+          const double err = relative_frobenius_error(out, ref), plain = plain_error(p, in, ref);
+          EXPECT_LE(err, std::max(2 * plain, dtype == DType::FP32 ? 2e-6 : 0.0)) << "plain " << plain;
+          ++ran;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(ran, 28);
+}
+
+TEST(Ulysses, RefusalsNameTheNumbers) {
+  Problem p;
+  p.batch = 1, p.heads_q = 16, p.heads_kv = 2, p.seq_q = p.seq_kv = 96, p.head_dim = 64;
+  p.device = "cpu";
+  EXPECT_EQ(ulysses::refusal(p, 2), "");
+  EXPECT_NE(ulysses::refusal(p, 4).find("heads_kv 2 is not a multiple of the 4 ranks"), std::string::npos);
+  p.heads_kv = 16;
+  EXPECT_NE(ulysses::refusal(p, 3).find("heads 16 is not a multiple of the 3 ranks"), std::string::npos);
+  p.seq_q = p.seq_kv = 98;
+  EXPECT_NE(ulysses::refusal(p, 4).find("seq 98 is not a multiple of the 4 ranks"), std::string::npos);
+  p.seq_q = p.seq_kv = 96;
+  EXPECT_NE(ulysses::refusal(p, 1).find("needs at least 2 ranks, got 1"), std::string::npos);
+  p.pass = Pass::bwd;
+  EXPECT_NE(ulysses::refusal(p, 2).find("forward only"), std::string::npos);
+  EXPECT_THROW(ulysses::UlyssesAttention(3, 16, 16, nullptr, math_block, true, 1.0), std::invalid_argument);
+}
+
 TEST(RingAttention, UnshardInvertsCutShards) {
   for (bool causal : {true, false}) {
     const Layout l{3, 18, causal};
@@ -324,12 +399,13 @@ TEST(RingAttention, UnshardInvertsCutShards) {
 // ---- the real loop across processes -------------------------------------------
 
 // Runs `nproc` ring_worker ranks; returns the rank-0 report, or fails.
-std::string run_workers(int nproc, const std::string& device, const std::string& inners) {
+std::string run_workers(int nproc, const std::string& device, const std::string& inners,
+                        const std::string& scheme = "ring") {
   const std::string dir = tu::make_temp_dir("ring_worker");
   const std::string report = dir + "/report.txt";
   LaunchSpec s;
   s.exe = ATTNPROF_RING_WORKER;
-  s.argv = {"ring_worker", "--device", device, "--inner", inners, "--report", report};
+  s.argv = {"ring_worker", "--device", device, "--scheme", scheme, "--inner", inners, "--report", report};
   s.nproc = nproc;
   s.env = {{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"NVSHMEM_DISABLE_NVLS", "1"}};
   const LaunchResult r = launch_ranks(s);
@@ -346,6 +422,37 @@ TEST(RingGloo, TwoCpuProcessesMatchTheReference) {
   EXPECT_NE(report.find("backend gloo"), std::string::npos);
   EXPECT_NE(report.find(" 0 failed"), std::string::npos);
   EXPECT_EQ(report.find("FAIL"), std::string::npos);
+}
+
+// Cases that ran (not skipped for sharding) in a worker report.
+int cases_run(const std::string& report) {
+  const size_t at = report.rfind(" cases, ");
+  if (at == std::string::npos) return 0;
+  const size_t start = report.rfind('\n', at);
+  return std::stoi(report.substr(start == std::string::npos ? 0 : start + 1, at));
+}
+
+TEST(RingGloo, ThreeAndFourCpuProcessesMatchTheReference) {
+  for (int nproc : {3, 4}) {
+    SCOPED_TRACE(std::to_string(nproc) + " ranks");
+    const std::string report = run_workers(nproc, "cpu", "math");
+    EXPECT_NE(report.find("world " + std::to_string(nproc) + " backend gloo"), std::string::npos);
+    EXPECT_GE(cases_run(report), 8);
+    EXPECT_NE(report.find(" 0 failed"), std::string::npos);
+    EXPECT_EQ(report.find("FAIL"), std::string::npos);
+  }
+}
+
+TEST(UlyssesGloo, TwoThreeAndFourCpuProcessesMatchTheReference) {
+  for (int nproc : {2, 3, 4}) {
+    SCOPED_TRACE(std::to_string(nproc) + " ranks");
+    const std::string report = run_workers(nproc, "cpu", nproc == 2 ? "math,sdpa-flash" : "math", "ulysses");
+    EXPECT_NE(report.find("backend gloo scheme ulysses"), std::string::npos);
+    // 12- and 24-head shapes split over 2, 3 and 4 ranks, causal and not, two dtypes.
+    EXPECT_GE(cases_run(report), 12);
+    EXPECT_NE(report.find(" 0 failed"), std::string::npos);
+    EXPECT_EQ(report.find("FAIL"), std::string::npos);
+  }
 }
 
 TEST(RingNccl, TwoGpusMatchTheReference) {
@@ -393,6 +500,20 @@ TEST(RingCli, TwoCpuRanksWriteRankFilesAndTheRingTable) {
   EXPECT_GT(ring.at("ranks")[1].at("forward_us").get<double>(), 0);
   EXPECT_GT(ring.at("single_gpu_us").get<double>(), 0) << "rank 0 ran sdpa-flash on the full sequence";
   EXPECT_TRUE(tu::path_exists(d + "/sdpa-flash/1_2_128_32_bf16_causal.summary.json"));
+  // Ulysses ran beside it (2 heads over 2 ranks): its all-to-alls are user
+  // scopes, and the two schemes share one side-by-side table.
+  const nlohmann::json u = tu::load_json(d + "/ulysses-sdpa-flash/1_2_128_32_bf16_causal/1_2_128_32_bf16_causal.rank1.pt.trace.json.gz");
+  bool a2a = false;
+  for (const auto& e : u.at("traceEvents")) a2a = a2a || e.value("name", "") == "ulysses_a2a_qkv";
+  EXPECT_TRUE(a2a);
+  EXPECT_NE(r.out.find("Ulysses, rank by rank: ulysses-sdpa-flash"), std::string::npos) << r.out;
+  const nlohmann::json side = tu::load_json(d + "/compare/1_2_128_32_bf16_causal.context_parallel.json");
+  ASSERT_EQ(side.size(), 2u) << side.dump();
+  EXPECT_EQ(side[0].at("variant"), "ring-sdpa-flash");
+  EXPECT_EQ(side[0].at("scheme"), "ring");
+  EXPECT_EQ(side[1].at("scheme"), "ulysses");
+  EXPECT_GT(side[1].at("forward_us").get<double>(), 0);
+  EXPECT_NE(r.out.find("Context parallel, side by side:"), std::string::npos) << r.out;
   tu::remove_tree(d);
 }
 
@@ -425,6 +546,9 @@ TEST(RingCli, AutoCountsAreTheSameOnEveryRankAndTheOutputIsLocked) {
 TEST(RingCli, RefusalsAndUsageErrorsAreOneLine) {
   const std::string d = tu::make_temp_dir("ring_cli_err");
   const std::string base = "--batch 1 --heads 2 --head-dim 32 --out " + d + " --device ";
+  std::string multi_gpu_list;  // every multi-GPU variant of the registry, in its order
+  for (const std::string& n : variants_tagged(VariantTag::multi_gpu))
+    multi_gpu_list += (multi_gpu_list.empty() ? "" : ", ") + n;
   struct Case {
     std::string args;
     int rc;
@@ -435,8 +559,12 @@ TEST(RingCli, RefusalsAndUsageErrorsAreOneLine) {
       {"cpu --variant ring-sdpa-flash --nproc 1 --seq 128", 3, "needs at least 2 ranks, got 1"},
       {"cpu --variant ring-sdpa-flash --nproc 2 --seq 130", 3, "seq 130 is not a multiple of 2 x 2 = 4"},
       {"cpu --variant ring-sdpa-flash --nproc 2 --seq 128 --pass bwd", 3, "forward only"},
-      {"cpu --variant all --nproc 1 --seq 128", 3, "ring-sdpa-flash, ring-custom-flash, ring-custom-flash-sm90 cannot run here"},
+      {"cpu --variant all --nproc 1 --seq 128", 3, multi_gpu_list + " cannot run here"},
       {"cpu --variant ring-custom-flash --nproc 2 --seq 128", 3, "ring-custom-flash (inner custom-flash): "},
+      {"cpu --variant ulysses-sdpa-flash --nproc 3 --seq 96", 3,
+       "ulysses-sdpa-flash: heads 2 is not a multiple of the 3 ranks"},
+      {"cpu --variant ulysses-sdpa-flash --nproc 1 --seq 96", 3, "needs at least 2 ranks, got 1"},
+      {"cpu --variant ulysses-sdpa-flash --nproc 2 --seq 96 --pass bwd", 3, "forward only"},
       {"cpu --variant naive --nproc 2 --seq 128", 2, "naive runs on one GPU: run it without --nproc"},
       {"cpu --variant ring-sdpa-flash --nproc 0 --seq 128", 2, "--nproc must be 1 to 1024, got 0"},
       {"cuda:1 --variant ring-sdpa-flash --nproc 2 --seq 128", 2, "each rank its own GPU"},

@@ -1,4 +1,4 @@
-// Multi-GPU variants (ring-*): `attnprof --variant ring-custom-flash --nproc 2`
+// Multi-GPU variants (ring-*, ulysses-*): `attnprof --variant ring-custom-flash --nproc 2`
 // starts one rank process per GPU of this host (distributed/launcher.h); each
 // rank (started so, or by torchrun or Slurm) joins the process group, runs the
 // variants every rank can run, writes its own trace, table and summary
@@ -225,6 +225,7 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
   const TableOptions table = s.table_for(p);
   int code = exit_code::kOk;
   size_t refused = 0;
+  std::vector<report::RingSummary> summaries;  // rank 0: each variant's, for the side-by-side table
   for (size_t i = 0; i < names.size() && !interrupt_signal(); ++i) {
     const std::string& name = names[i];
     const std::string key = fmt::format("run{}/{}", i, name);
@@ -275,7 +276,9 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
     fmt::print("{}", run_text(r, table, o.kernels, s.files.out_dir));
     report::RingSummary sum;
     sum.variant = name;
-    sum.inner = ring::find_inner(name)->inner_variant;
+    const ring::InnerSpec& spec = *ring::find_inner(name);
+    sum.inner = spec.inner_variant;
+    sum.scheme = spec.scheme;
     sum.problem = p;
     sum.world = env.world_size;
     for (const std::string& text : all) {
@@ -294,8 +297,21 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
     sum.single_gpu_source = base.source;
     try {
       const auto files = report::write_ring_report(sum, s.files.out_dir);
-      fmt::print("\nRing, rank by rank: {}\n{}  files: {} (+ .csv, .md, .json, .summary.json)\n", report::ring_headline(sum),
+      fmt::print("\n{}, rank by rank: {}\n{}  files: {} (+ .csv, .md, .json, .summary.json)\n",
+                 sum.scheme == "ring" ? "Ring" : "Ulysses", report::ring_headline(sum),
                  report::to_text(report::ring_table(sum)), io::visible(files.front()));
+    } catch (const io::FileError& e) {
+      fmt::print(stderr, "attnprof: error: {}\n", e.what());
+      return exit_code::kOutput;
+    }
+    summaries.push_back(sum);
+    std::fflush(stdout);
+  }
+  if (lead && summaries.size() > 1 && !interrupt_signal()) {
+    try {
+      const auto files = report::write_context_parallel_table(summaries, s.files.out_dir);
+      fmt::print("\nContext parallel, side by side:\n{}  files: {} (+ .csv, .md, .json)\n",
+                 report::to_text(report::context_parallel_table(summaries)), io::visible(files.front()));
     } catch (const io::FileError& e) {
       fmt::print(stderr, "attnprof: error: {}\n", e.what());
       return exit_code::kOutput;
@@ -320,7 +336,7 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
 
 void add_distributed_options(CLI::App& app, CliOptions& o) {
   app.add_option("--nproc", o.nproc,
-                 "Multi-GPU variants (ring-*): start N rank processes, one per GPU of this host (under torchrun "
+                 "Multi-GPU variants (ring-*, ulysses-*): start N rank processes, one per GPU of this host (under torchrun "
                  "or Slurm the launcher's RANK/WORLD_SIZE are read instead)");
   app.add_option("--rendezvous-timeout", o.rendezvous_timeout_s,
                  fmt::format("Seconds a multi-GPU rank waits for the others to meet at MASTER_ADDR:MASTER_PORT before "
@@ -354,7 +370,7 @@ std::optional<int> run_distributed(const CliOptions& o) {
   const std::vector<std::string> names = expand_variants(o.variants, /*multi_gpu=*/true);
   for (const std::string& n : names)
     if (!find_variant(n)->has(VariantTag::multi_gpu))
-      throw UsageError(fmt::format("{} runs multi-GPU variants (ring-*); {} runs on one GPU: run it without {}",
+      throw UsageError(fmt::format("{} runs multi-GPU variants (ring-*, ulysses-*); {} runs on one GPU: run it without {}",
                                    env ? "a launcher's RANK/WORLD_SIZE" : "--nproc", n,
                                    env ? "the launcher" : "--nproc"));
   if (!env) return launch(o, names);

@@ -10,19 +10,23 @@
 namespace attnprof::ring {
 
 const std::vector<InnerSpec>& inner_specs() {
+  static const char* kSdpaFlash =
+      "aten::_scaled_dot_product_flash_attention (CPU: _scaled_dot_product_flash_attention_for_cpu), its logsumexp "
+      "output";
   static const std::vector<InnerSpec> specs = {
-      {"ring-sdpa-flash", "sdpa-flash",
-       "aten::_scaled_dot_product_flash_attention (CPU: _scaled_dot_product_flash_attention_for_cpu), "
-       "its logsumexp output"},
-      {"ring-custom-flash", "custom-flash", "attnprof::flash_attention (out, lse)"},
-      {"ring-custom-flash-sm90", "custom-flash-sm90", "attnprof::flash_attention_sm90 (out, lse)"},
+      {"ring-sdpa-flash", "ring", "sdpa-flash", kSdpaFlash},
+      {"ring-custom-flash", "ring", "custom-flash", "attnprof::flash_attention (out, lse)"},
+      {"ring-custom-flash-sm90", "ring", "custom-flash-sm90", "attnprof::flash_attention_sm90 (out, lse)"},
+      {"ulysses-sdpa-flash", "ulysses", "sdpa-flash", kSdpaFlash},
+      {"ulysses-custom-flash", "ulysses", "custom-flash", "attnprof::flash_attention (out, lse)"},
+      {"ulysses-custom-flash-sm90", "ulysses", "custom-flash-sm90", "attnprof::flash_attention_sm90 (out, lse)"},
   };
   return specs;
 }
 
-const InnerSpec* find_inner(const std::string& ring_variant) {
+const InnerSpec* find_inner(const std::string& variant) {
   for (const InnerSpec& s : inner_specs())
-    if (ring_variant == s.ring_variant) return &s;
+    if (variant == s.variant) return &s;
   return nullptr;
 }
 

@@ -10,14 +10,15 @@
 namespace attnprof::ring {
 
 struct InnerSpec {
-  const char* ring_variant;   // "ring-custom-flash": the registered multi-GPU variant
+  const char* variant;        // "ring-custom-flash": the registered multi-GPU variant
+  const char* scheme;         // "ring" (sequence shards passed round) or "ulysses" (heads split by all-to-all)
   const char* inner_variant;  // "custom-flash": the same attention on one GPU (the baseline)
   const char* call;           // what computes a block, for facts and descriptions
 };
 
-// Every inner the registry has a ring variant for, in registry order.
+// Every multi-GPU variant of the registry and its inner, in registry order.
 const std::vector<InnerSpec>& inner_specs();
-const InnerSpec* find_inner(const std::string& ring_variant);
+const InnerSpec* find_inner(const std::string& variant);
 
 // The block function of `inner_variant` ("custom-flash", "custom-flash-sm90",
 // "sdpa-flash") or "math" (math_block). Throws std::invalid_argument for

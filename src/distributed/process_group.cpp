@@ -446,6 +446,16 @@ std::vector<at::Tensor> ProcessGroup::all_gather(const at::Tensor& t) {
   return out[0];
 }
 
+void ProcessGroup::all_to_all(const at::Tensor& send, at::Tensor& received) {
+  if (send.dim() < 1 || send.size(0) != world_size() || !send.is_contiguous() || !received.is_contiguous() ||
+      received.sizes() != send.sizes())
+    throw std::invalid_argument("ProcessGroup::all_to_all: send and received must be contiguous, of one shape, " +
+                                std::to_string(world_size()) + " parts on the first dimension");
+  at::Tensor in = send, out = received;
+  std::vector<int64_t> equal;  // empty: equal splits
+  impl_->backend->alltoall_base(out, in, equal, equal)->wait();
+}
+
 std::string ProcessGroup::distributed_info_json() const {
   std::vector<int> ranks(world_size());
   for (int r = 0; r < world_size(); ++r) ranks[r] = r;

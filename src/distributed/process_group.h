@@ -78,6 +78,12 @@ class ProcessGroup {
   std::vector<std::string> all_gather_strings(const std::string& key, const std::string& mine);
   // Every rank's `t` (one shape on all ranks), by rank, through the backend.
   std::vector<at::Tensor> all_gather(const at::Tensor& t);
+  // Equal splits of `send`'s first dimension (one per rank, world of them):
+  // `received`'s part s is what rank s sent to this rank (c10d alltoall_base).
+  // Returns once `received` may be read: on CUDA the current stream waits for
+  // it (ProcessGroupNCCL runs the collective on its own stream after an event
+  // wait on the current one), on the CPU the host has waited.
+  void all_to_all(const at::Tensor& send, at::Tensor& received);
   // torch.profiler's "distributedInfo" trace metadata (what HTA reads rank and
   // world size from): backend, rank, world_size, pg_count, pg_config, nccl_version.
   std::string distributed_info_json() const;

@@ -192,6 +192,46 @@ Table ring_table(const RingSummary& s) {
   return t;
 }
 
+Table context_parallel_table(const std::vector<RingSummary>& runs) {
+  const NumberFormat us{NumberFormat::Style::fixed, 1}, pct{NumberFormat::Style::percent, 1},
+      ratio{NumberFormat::Style::fixed, 2};
+  Table t;
+  t.columns = {text_column("variant", "variant"),
+               text_column("scheme", "scheme"),
+               text_column("inner", "inner"),
+               number_column("ranks", "world_size", NumberFormat{NumberFormat::Style::fixed, 0}),
+               number_column("forward (us)", "forward_us", us),
+               number_column("one GPU (us)", "single_gpu_us", us),
+               number_column("speed-up", "speedup", ratio),
+               number_column("parallel efficiency", "parallel_efficiency", ratio),
+               number_column("max exposed comm % of forward", "max_exposed_pct_of_forward", pct)};
+  for (const RingSummary& s : runs) {
+    std::optional<double> exposed;
+    for (const RankFigures& r : s.ranks)
+      if (r.overlap && r.forward_us && *r.forward_us > 0)
+        exposed = std::max(exposed.value_or(0.0), 100.0 * r.overlap->exposed_comm_us / *r.forward_us);
+    t.rows.push_back({s.variant, s.scheme, s.inner, number_cell(std::optional<double>(s.world)),
+                      number_cell(s.ring_forward_us()), number_cell(s.single_gpu_us), number_cell(s.speedup()),
+                      number_cell(s.efficiency()), number_cell(exposed)});
+  }
+  return t;
+}
+
+std::vector<std::string> write_context_parallel_table(const std::vector<RingSummary>& runs,
+                                                      const std::string& out_dir) {
+  if (runs.empty()) return {};
+  const Problem& p = runs.front().problem;
+  const std::string dir = io::join_path(out_dir, "compare");
+  const std::string headline = fmt::format("context parallel, side by side | {} {} | {} ranks", p.shape_string(),
+                                           p.config_string(), runs.front().world);
+  io::StagedFiles files;
+  files.make_dir(dir);
+  const std::vector<std::string> paths = stage_table_files(
+      files, context_parallel_table(runs), io::join_path(dir, p.file_stem() + ".context_parallel"), headline);
+  files.publish();
+  return paths;
+}
+
 std::string ring_headline(const RingSummary& s) {
   std::string device_name;
   for (const RankFigures& r : s.ranks)
@@ -199,7 +239,7 @@ std::string ring_headline(const RingSummary& s) {
   std::string line = fmt::format("{} | {} {} | {} ranks{}", s.variant, s.problem.shape_string(),
                                  s.problem.config_string(), s.world, device_name);
   const auto ring = s.ring_forward_us();
-  line += " | ring " + (ring ? time_text(*ring) : std::string("n/a"));
+  line += " | " + s.scheme + " " + (ring ? time_text(*ring) : std::string("n/a"));
   const char* one = s.problem.on_cuda() ? "1 GPU" : "1 process";
   if (s.single_gpu_us)
     line += fmt::format(", {} {} ({})", one, time_text(*s.single_gpu_us), s.single_gpu_source);
@@ -216,6 +256,7 @@ nlohmann::json ring_summary_json(const RingSummary& s) {
   return {{"tool", "attnprof"},
           {"variant", s.variant},
           {"inner", s.inner},
+          {"scheme", s.scheme},
           {"problem", problem_json(s.problem)},
           {"world_size", s.world},
           {"ranks", ranks},

@@ -181,7 +181,9 @@ bool is_own_output(const std::string& rel_dir, const std::string& name) {
   }
   if (slash == std::string::npos) {
     if (rel_dir == "compare")
-      return stem_file(name, {".txt", ".csv", ".md", ".json", ".trace.json.gz", ".timeline.svg"});
+      return stem_file(name, {".txt", ".csv", ".md", ".json", ".trace.json.gz", ".timeline.svg",
+                              ".context_parallel.txt", ".context_parallel.csv", ".context_parallel.md",
+                              ".context_parallel.json"});
     if (rel_dir == "sweep") return sweep_file(name);
     return stem_file(name, {".txt", ".summary.json", ".ring.txt", ".ring.csv", ".ring.md", ".ring.json",
                             ".ring.summary.json"});

@@ -19,4 +19,7 @@ std::unique_ptr<Variant> make_custom_flash_sm90();
 std::unique_ptr<Variant> make_ring_sdpa_flash();
 std::unique_ptr<Variant> make_ring_custom_flash();
 std::unique_ptr<Variant> make_ring_custom_flash_sm90();
+std::unique_ptr<Variant> make_ulysses_sdpa_flash();
+std::unique_ptr<Variant> make_ulysses_custom_flash();
+std::unique_ptr<Variant> make_ulysses_custom_flash_sm90();
 }  // namespace attnprof

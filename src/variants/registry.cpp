@@ -21,6 +21,9 @@ const std::vector<VariantEntry>& variant_registry() {
       {"ring-sdpa-flash", make_ring_sdpa_flash, unsigned(T::multi_gpu)},
       {"ring-custom-flash", make_ring_custom_flash, unsigned(T::multi_gpu)},
       {"ring-custom-flash-sm90", make_ring_custom_flash_sm90, unsigned(T::multi_gpu)},
+      {"ulysses-sdpa-flash", make_ulysses_sdpa_flash, unsigned(T::multi_gpu)},
+      {"ulysses-custom-flash", make_ulysses_custom_flash, unsigned(T::multi_gpu)},
+      {"ulysses-custom-flash-sm90", make_ulysses_custom_flash_sm90, unsigned(T::multi_gpu)},
   };
   return registry;
 }

@@ -24,7 +24,7 @@ class Ring final : public Variant {
  public:
   explicit Ring(const ring::InnerSpec& spec) : spec_(spec) {}
 
-  std::string name() const override { return spec_.ring_variant; }
+  std::string name() const override { return spec_.variant; }
   std::string description() const override {
     return std::string("ring attention across GPUs (context parallel): K/V shards passed round the ring with "
                        "NCCL send/recv while ") +

@@ -64,6 +64,7 @@ RankFigures rank_figures_from_json(const nlohmann::json& j);
 struct RingSummary {
   std::string variant;      // "ring-custom-flash"
   std::string inner;        // "custom-flash"
+  std::string scheme = "ring";  // "ring" or "ulysses": how the ranks share the attention
   Problem problem;          // the full problem (device: rank 0's)
   int world = 0;
   std::vector<RankFigures> ranks;  // by rank
@@ -90,6 +91,16 @@ nlohmann::json ring_summary_json(const RingSummary& s);
 // files of ranks at or past `s.world` (an earlier run with more ranks);
 // returns the paths. Throws io::FileError.
 std::vector<std::string> write_ring_report(const RingSummary& s, const std::string& out_dir);
+
+// Several multi-GPU variants of one run, one row each, so ring and Ulysses read
+// side by side: scheme, inner, ranks, forward (the slowest rank's), one GPU,
+// speed-up, parallel efficiency, and the largest share of a rank's forward
+// that its communication left exposed.
+Table context_parallel_table(const std::vector<RingSummary>& runs);
+// out_dir/compare/<stem>.context_parallel.{txt,md,csv,json} of one problem's
+// runs as one set; returns the paths. Throws io::FileError.
+std::vector<std::string> write_context_parallel_table(const std::vector<RingSummary>& runs,
+                                                      const std::string& out_dir);
 
 // Every file a ring run of `variant` over `world` ranks writes under out_dir:
 // each rank's table, summary and trace (both compressions), and the ring files.
