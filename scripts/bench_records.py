@@ -60,7 +60,7 @@ SUITES = {
     "op_forward_sustained": ("shape", "mask", "variant"),        # bench_flash_sm90.py --sustain
     "op_backward": ("shape", "mask", "variant"),                 # bench_flash_bwd.py
     "variants": ("shape", "mask", "pass", "variant"),            # attnprof --variant all (at a glance)
-    "ring": ("seq", "mask", "inner", "nproc"),                   # bench_ring.py
+    "ring": ("seq", "mask", "scheme", "inner", "nproc"),         # bench_ring.py
     "crosscheck": ("variant", "shape", "mask", "pass", "scope"), # crosscheck.py
     "checks": ("check",),                                         # tests and one-off checks on the GPU
 }
@@ -77,8 +77,16 @@ def path_of(directory, suite):
     return os.path.join(directory, suite + ".json")
 
 
+# Key fields that older records left out, and what they meant there.
+KEY_DEFAULTS = {"scheme": "ring"}
+
+
+def key_field(point, f):
+    return point.get(f, KEY_DEFAULTS.get(f))
+
+
 def key_of(suite, point):
-    return tuple(point[f] for f in SUITES[suite])
+    return tuple(key_field(point, f) for f in SUITES[suite])
 
 
 def validate(doc, where):
@@ -119,7 +127,7 @@ def validate_run(suite, run, where):
         if not isinstance(p, dict):
             raise RecordError(f"{where}, point {j}: a point must be an object")
         for f in SUITES[suite]:
-            if not isinstance(p.get(f), (str, int)) or isinstance(p.get(f), bool):
+            if not isinstance(key_field(p, f), (str, int)) or isinstance(key_field(p, f), bool):
                 raise RecordError(f"{where}, point {j}: '{f}' (part of the {suite} key) must be a string or integer")
         for f, v in p.items():
             if isinstance(v, float) and v != v:

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Ring attention on several GPUs against the same attention on one.
+"""Context parallelism (ring, Ulysses) on several GPUs against the same attention on one.
 
 For each sequence length and mask, runs
-  attnprof --variant ring-<inner>[,...] --nproc N --batch 1 --heads 16 --seq S --head-dim 128 --dtype bf16
+  attnprof --variant <scheme>-<inner>[,...] --nproc N --batch 1 --heads 16 --seq S --head-dim 128 --dtype bf16
 (rank 0 also runs the inner variant on the full sequence: --ring-baseline auto)
-and reads rank 0's <out>/ring-<inner>/<stem>.ring.summary.json: the slowest
+and reads rank 0's <out>/<scheme>-<inner>/<stem>.ring.summary.json: the slowest
 rank's unprofiled time per forward, the single-GPU time, the speed-up, the
 parallel efficiency (1-GPU time / (N x N-GPU time)), each rank's overlap of
 NCCL transfers with computation and its exposed (unhidden) communication as a
@@ -13,7 +13,8 @@ efficiency >= 0.85 at 65536 and >= 0.9 at 131072 (causal), exposed
 communication <= 10% of the forward at seq >= 65536.
 
   scripts/bench_ring.py --attnprof build/attnprof --out /tmp/ring [--seqs 32768,65536,131072]
-        [--masks causal,full] [--inners custom-flash] [--nproc 2] [--budget-s 150]
+        [--masks causal,full] [--inners custom-flash] [--schemes ring[,ulysses]] [--nproc 2] [--heads 16]
+        [--budget-s 150]
         [--record docs/bench [--commit SHA]]
 
 Configurations run in the order the targets need them (seq >= 65536 causal,
@@ -41,7 +42,8 @@ def stem(seq, causal, heads=16, head_dim=128, dtype="bf16"):
 
 
 def run_one(args, seq, causal, inners, log_dir):
-    variants = ",".join("ring-" + i for i in inners)
+    schemes = args.schemes.split(",")
+    variants = ",".join(f"{sc}-{i}" for sc in schemes for i in inners)
     cmd = [args.attnprof, "--variant", variants, "--nproc", str(args.nproc), "--batch", "1", "--heads", str(args.heads),
            "--seq", str(seq), "--head-dim", str(args.head_dim), "--dtype", "bf16", "--device", args.device,
            "--causal" if causal else "--no-causal",
@@ -60,10 +62,10 @@ def run_one(args, seq, causal, inners, log_dir):
     with open(os.path.join(log_dir, name + ".log"), "w") as f:
         f.write(" ".join(cmd) + f"\nrc={rc} wall={time.time() - t0:.1f}s\n--- stdout\n{out}\n--- stderr\n{err}\n")
     rows = []
-    for inner in inners:
-        path = os.path.join(args.out, "ring-" + inner,
+    for scheme, inner in ((sc, i) for sc in schemes for i in inners):
+        path = os.path.join(args.out, f"{scheme}-{inner}",
                             stem(seq, causal, args.heads, args.head_dim) + ".ring.summary.json")
-        row = {"seq": seq, "mask": "causal" if causal else "full", "inner": inner, "rc": rc}
+        row = {"seq": seq, "mask": "causal" if causal else "full", "scheme": scheme, "inner": inner, "rc": rc}
         if os.path.exists(path):
             with open(path) as f:
                 s = json.load(f)
@@ -108,6 +110,7 @@ def main():
     ap.add_argument("--seqs", default="32768,65536,131072")
     ap.add_argument("--masks", default="causal,full")
     ap.add_argument("--inners", default="custom-flash")
+    ap.add_argument("--schemes", default="ring", help="ring, ulysses or both (comma-separated)")
     ap.add_argument("--nproc", type=int, default=2)
     ap.add_argument("--heads", type=int, default=16)
     ap.add_argument("--head-dim", type=int, default=128)
@@ -127,7 +130,8 @@ def main():
     masks = [m == "causal" for m in args.masks.split(",")]
     # What the targets judge first: long causal, then long full, then the rest; largest first.
     configs = sorted(((s, c) for s in seqs for c in masks), key=lambda sc: (sc[0] < 65536, not sc[1], -sc[0]))
-    print(f"bench_ring: {len(configs)} configurations x {len(args.inners.split(','))} inners on {args.nproc} ranks",
+    print(f"bench_ring: {len(configs)} configurations x {len(args.inners.split(','))} inners x "
+          f"{len(args.schemes.split(','))} schemes on {args.nproc} ranks",
           flush=True)
     t0, rows, skipped = time.time(), [], []
     for seq, causal in configs:
@@ -139,15 +143,16 @@ def main():
         print(f"  {seq} {'causal' if causal else 'full'}: {wall:.1f}s", flush=True)
     with open(os.path.join(args.out, "bench_ring.json"), "w") as f:
         json.dump({"rows": rows, "skipped": skipped}, f, indent=2)
-    rows.sort(key=lambda r: (r["mask"] != "causal", r["seq"], r["inner"]))
-    head = ["seq", "mask", "inner", "1 GPU ms", f"{args.nproc} GPUs ms", "speed-up", "efficiency", "overlap %",
+    rows.sort(key=lambda r: (r["mask"] != "causal", r["seq"], r["inner"], r["scheme"]))
+    head = ["seq", "mask", "scheme", "inner", "1 GPU ms", f"{args.nproc} GPUs ms", "speed-up", "efficiency", "overlap %",
             "exposed %", "comm ms", "targets"]
     lines = [head]
     for r in rows:
         if "error" in r:
-            lines.append([str(r["seq"]), r["mask"], r["inner"], "error rc=" + str(r["rc"]), r["error"][:60]] + [""] * 6)
+            lines.append([str(r["seq"]), r["mask"], r["scheme"], r["inner"], "error rc=" + str(r["rc"]), r["error"][:60]]
+                         + [""] * 6)
             continue
-        lines.append([str(r["seq"]), r["mask"], r["inner"], fmt(r["one_gpu_ms"], ".2f"), fmt(r["ring_ms"], ".2f"),
+        lines.append([str(r["seq"]), r["mask"], r["scheme"], r["inner"], fmt(r["one_gpu_ms"], ".2f"), fmt(r["ring_ms"], ".2f"),
                       fmt(r["speedup"], ".2f"), fmt(r["efficiency"], ".3f"), fmt(r["overlap_pct"], ".1f"),
                       fmt(r["exposed_pct"], ".2f"), fmt(r["comm_ms"], ".2f"), verdict(r)])
     widths = [max(len(l[i]) for l in lines) for i in range(len(head))]
@@ -165,7 +170,7 @@ def main():
 def record(args, rows, commit):
     """The table as one run of the ring suite (a configuration that failed records its error); 0 or 2."""
     fields = ("one_gpu_ms", "ring_ms", "speedup", "efficiency", "overlap_pct", "exposed_pct", "comm_ms", "error")
-    points = [dict({"seq": r["seq"], "mask": r["mask"], "inner": r["inner"], "nproc": args.nproc},
+    points = [dict({"seq": r["seq"], "mask": r["mask"], "scheme": r["scheme"], "inner": r["inner"], "nproc": args.nproc},
                    **{f: r[f] for f in fields if r.get(f) is not None}) for r in rows]
     try:
         env = bench_records.environment()

@@ -188,11 +188,12 @@ SECTIONS = [
              num("profiled µs", "profiled_us", "us"), num("event median µs", "median_us", "us"),
              num("TFLOP/s", "tflops", "g3"), num("vs naive", "vs", "x")],
             sort=by("pass", "shape", "mask", "variant")),
-    Section("ring", "Ring attention",
-            "`scripts/bench_ring.py`: `--variant ring-<inner> --nproc N`, batch 1, 16 heads, head_dim 128, bf16; the "
+    Section("ring", "Context parallel: ring and Ulysses",
+            "`scripts/bench_ring.py`: `--variant <scheme>-<inner> --nproc N`, batch 1, 16 heads, head_dim 128, bf16; the "
             "slower rank's unprofiled time per forward against the inner kernel on one GPU; efficiency = 1-GPU time "
             "/ (N × ring time); overlap and exposed communication from each rank's trace, the worse rank's.",
-            [num("seq", "seq", ""), text("mask", "mask"), text("inner", "inner"), num("GPUs", "nproc", ""),
+            [num("seq", "seq", ""), text("mask", "mask"), Col("scheme", lambda p: p.get("scheme", "ring")),
+             text("inner", "inner"), num("GPUs", "nproc", ""),
              num("1 GPU ms", "one_gpu_ms", ".2f"), num("ring ms", "ring_ms", ".2f"), num("speed-up", "speedup", "x"),
              num("efficiency", "efficiency", ".3f"), num("overlap %", "overlap_pct", ".1f"),
              num("exposed %", "exposed_pct", ".2f")],

@@ -20,7 +20,8 @@
 #     nvtx        scripts/nvtx_proof.py (ncu counts inside the attn_fwd ranges)
 #     pyops       only the Python part of `test`
 #     hta         small runs whose folders come back for scripts/hta_check.py on the CPU machine
-#     ring        (two GPUs) the ring ctests (NCCL included) and scripts/bench_ring.py
+#     ring        (two or more GPUs) the ring and Ulysses ctests (NCCL included) and
+#                 scripts/bench_ring.py, ring and Ulysses, on every GPU (RING_ARGS overrides)
 #     signals     SIGINT while Kineto is prepared but not enabled: exit 130, no temps left
 #     sweep       the sweep behind docs/sweep_h200.*
 #   RECORD=1      also record each stage's results (test, run, bench, crosscheck, nvtx, pyops,
@@ -181,11 +182,16 @@ if has hta; then
   summary+=("hta traces rc=$? ($(find "$W/hta_traces" -name '*.pt.trace.json.gz' | wc -l) traces kept)")
 fi
 if has ring; then
-  timeout 200 ctest --test-dir build -R 'Ring' --output-on-failure > "$W/ring_ctest.log" 2>&1
+  timeout 200 ctest --test-dir build -R 'Ring|Ulysses' --output-on-failure > "$W/ring_ctest.log" 2>&1
   summary+=("ring ctest rc=$?: $(grep -E 'tests passed' "$W/ring_ctest.log"); skipped: $(grep -c '(Skipped)' "$W/ring_ctest.log")")
   record ctest --name "ring tests on two GPUs" --log "$W/ring_ctest.log" --command "ctest --test-dir build -R Ring" \
     --gpus "$(nvidia-smi -L 2>/dev/null | wc -l)"
+  # Ring and Ulysses on every GPU of the host; on 4 or 8, issue 33's problems (32 heads, causal, up to 262144).
+  ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+  if [ "$ngpu" -ge 4 ]; then ring_default="--nproc $ngpu --heads 32 --seqs 65536,131072,262144 --masks causal --run-timeout-s 150"
+  else ring_default="--nproc 2"; fi
   PYTHONUNBUFFERED=1 timeout 330 python3 scripts/bench_ring.py --attnprof build/attnprof --out "$W/ring_out" \
+    --schemes ring,ulysses ${RING_ARGS:-$ring_default} \
     --budget-s 240 --log-dir "$W/ring_logs" ${REC_FLAGS[@]+"${REC_FLAGS[@]}"} > "$W/bench_ring.log" 2>&1
   summary+=("bench_ring rc=$?")
   while read -r l; do summary+=("  $l"); done < <(grep -E '^\|' "$W/bench_ring.log" | head -12)
