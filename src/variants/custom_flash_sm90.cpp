@@ -24,12 +24,15 @@
 namespace attnprof {
 namespace {
 
-// The configuration one (head dim, mask) runs, in words, from the kernel's
-// traits (Element only sets the element size: any 16-bit type gives the same shape).
+// The configuration one (head dim, mask) runs, in words, from its named
+// configuration and the traits it builds (Element only sets the element size:
+// any 16-bit type gives the same shape).
 template <int kHeadDim, bool kShortCausal>
 std::string describe_config() {
-  using T = typename flash_sm90::FwdConfig<kHeadDim, uint16_t, kShortCausal>::Traits;
-  return std::to_string(T::kThreads) + "-thread blocks (" + std::to_string(T::kConsumerWarpgroups) +
+  using C = flash_sm90::FwdConfig<kHeadDim, uint16_t, kShortCausal>;
+  using T = typename C::Traits;
+  return std::string(C::Config::kName) + ", " + std::to_string(T::kThreads) + "-thread blocks (" +
+         std::to_string(T::kConsumerWarpgroups) +
          " consumer warpgroups, " + std::to_string(T::kProducerRegs) + "/" + std::to_string(T::kConsumerRegs) +
          " registers per producer/consumer thread by setmaxnreg), tiles of " + std::to_string(T::kBlockM) +
          " query rows x " + std::to_string(T::kBlockN) + " keys, " + std::to_string(T::kStages) +

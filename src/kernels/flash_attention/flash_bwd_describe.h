@@ -1,7 +1,7 @@
 // The backward kernels of the flash operators in words, for a variant's facts
-// when it runs a backward pass: read from the same tile traits the kernels are
-// built with (host-only: the traits are plain constexpr structs). The main
-// kernel is the portable one (flash_bwd_kernel) or, where it applies
+// when it runs a backward pass: read from the same named configurations and
+// tile traits the kernels are built with (host-only: plain constexpr structs).
+// The main kernel is the portable one (flash_bwd_kernel) or, where it applies
 // (kernels/flash_bwd_choice.h), the Hopper one (flash_sm90::flash_bwd_sm90_kernel);
 // the preprocessing and dQ conversion are the same for both.
 #pragma once
@@ -17,13 +17,16 @@ namespace attnprof::flash {
 namespace detail {
 template <int kHeadDim, bool kHopper>
 std::string describe_bwd_tiles() {
-  using Portable = typename BwdConfig<kHeadDim, uint16_t>::Traits;
-  using Hopper = typename flash_sm90::BwdConfig<kHeadDim, uint16_t>::Traits;
+  using PortableConfig = BwdConfig<kHeadDim, uint16_t>;
+  using HopperConfig = flash_sm90::BwdConfig<kHeadDim, uint16_t>;
+  using Portable = typename PortableConfig::Traits;
+  using Hopper = typename HopperConfig::Traits;
+  const std::string name = kHopper ? HopperConfig::Config::kName : PortableConfig::Config::kName;
   constexpr int kBlockN = kHopper ? Hopper::kBlockN : Portable::kBlockN;
   constexpr int kBlockM = kHopper ? Hopper::kBlockM : Portable::kBlockM;
   constexpr int kThreads = kHopper ? Hopper::kThreads : Portable::kNThreads;
   constexpr int kSmemBytes = kHopper ? Hopper::kSmemBytes : Portable::kSmemBytes;
-  return "head_dim " + std::to_string(kHeadDim) + ": " + std::to_string(kBlockN) + " keys x " +
+  return "head_dim " + std::to_string(kHeadDim) + " (" + name + "): " + std::to_string(kBlockN) + " keys x " +
          std::to_string(kBlockM) + " query rows per step, " + std::to_string(kThreads) + " threads, " +
          std::to_string(kSmemBytes / 1024) + " KiB shared memory";
 }

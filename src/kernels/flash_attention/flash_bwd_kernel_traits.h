@@ -91,8 +91,8 @@ struct BwdKernelTraits {
   static_assert(kSmemBytes <= 227 * 1024, "over the per-block shared memory limit of sm_80/sm_90");
 };
 
-// Per-head-dim configurations (ATTNPROF_FLASH_BWD_* defaults, one macro per
-// parameter). Measured on the H200, bf16, op time (CUDA-event medians, two
+// Named configurations, one per head dim; the element type only sets the
+// element size. Measured on the H200, bf16, op time (CUDA-event medians, two
 // runs):
 // d64: BLOCK_M 64, BLOCK_N 128, 4x2 warps (32 keys x 32 queries each), 2
 //   query slices, 8 warps per SM at 251-253 registers: 268-270 us causal /
@@ -117,68 +117,50 @@ struct BwdKernelTraits {
 //   full. Holding a warp's Q/dO slice in registers for both uses (movmatrix
 //   for the transpose) saves little: K and V must then be re-read per slice,
 //   since dK and dV alone take 128 of the 255 registers.
-#ifndef ATTNPROF_FLASH_BWD_D64_BLOCK_M
-#define ATTNPROF_FLASH_BWD_D64_BLOCK_M 64
-#endif
-#ifndef ATTNPROF_FLASH_BWD_D64_BLOCK_N
-#define ATTNPROF_FLASH_BWD_D64_BLOCK_N 128
-#endif
-#ifndef ATTNPROF_FLASH_BWD_D64_WARPS_N
-#define ATTNPROF_FLASH_BWD_D64_WARPS_N 4
-#endif
-#ifndef ATTNPROF_FLASH_BWD_D64_WARPS_M
-#define ATTNPROF_FLASH_BWD_D64_WARPS_M 2
-#endif
-#ifndef ATTNPROF_FLASH_BWD_D64_PARTS
-#define ATTNPROF_FLASH_BWD_D64_PARTS 2
-#endif
-#ifndef ATTNPROF_FLASH_BWD_D64_MIN_BLOCKS
-#define ATTNPROF_FLASH_BWD_D64_MIN_BLOCKS 1
-#endif
-#ifndef ATTNPROF_FLASH_BWD_D64_DQ_WARPS_M
-#define ATTNPROF_FLASH_BWD_D64_DQ_WARPS_M 2
-#endif
-#ifndef ATTNPROF_FLASH_BWD_D128_BLOCK_M
-#define ATTNPROF_FLASH_BWD_D128_BLOCK_M 64
-#endif
-#ifndef ATTNPROF_FLASH_BWD_D128_BLOCK_N
-#define ATTNPROF_FLASH_BWD_D128_BLOCK_N 128
-#endif
-#ifndef ATTNPROF_FLASH_BWD_D128_WARPS_N
-#define ATTNPROF_FLASH_BWD_D128_WARPS_N 8
-#endif
-#ifndef ATTNPROF_FLASH_BWD_D128_WARPS_M
-#define ATTNPROF_FLASH_BWD_D128_WARPS_M 1
-#endif
-#ifndef ATTNPROF_FLASH_BWD_D128_PARTS
-#define ATTNPROF_FLASH_BWD_D128_PARTS 1
-#endif
-#ifndef ATTNPROF_FLASH_BWD_D128_MIN_BLOCKS
-#define ATTNPROF_FLASH_BWD_D128_MIN_BLOCKS 1
-#endif
-#ifndef ATTNPROF_FLASH_BWD_D128_DQ_WARPS_M
-#define ATTNPROF_FLASH_BWD_D128_DQ_WARPS_M 2
-#endif
+struct FlashBwdHdim64 {
+  static constexpr const char* kName = "flash_bwd_hdim64";
+  static constexpr int kHeadDim = 64;
+  static constexpr int kBlockM = 64;
+  static constexpr int kBlockN = 128;
+  // 4x2 warps against 8x1: 268-270 / 430-432 us against 279 / 458 (causal / full, 8x16x1024x64).
+  static constexpr int kWarpsN = 4;
+  static constexpr int kWarpsM = 2;
+  static constexpr int kParts = 2;
+  static constexpr int kMinBlocksPerSm = 1;
+  static constexpr int kDqWarpsM = 2;
+};
+
+struct FlashBwdHdim128 {
+  static constexpr const char* kName = "flash_bwd_hdim128";
+  static constexpr int kHeadDim = 128;
+  static constexpr int kBlockM = 64;  // 128: over the shared-memory limit
+  static constexpr int kBlockN = 128;  // 64 with 4 warps spilled 64-68 bytes
+  static constexpr int kWarpsN = 8;
+  static constexpr int kWarpsM = 1;
+  static constexpr int kParts = 1;  // 2 slices: 4% slower (5731 vs 5513 us full), fp16 spilled
+  static constexpr int kMinBlocksPerSm = 1;
+  static constexpr int kDqWarpsM = 2;
+};
+
+// The traits a named configuration builds, for one element type.
+template <typename Config, typename Element>
+using BwdTraitsOf = BwdKernelTraits<Config::kHeadDim, Config::kBlockM, Config::kBlockN, Config::kWarpsN,
+                                    Config::kWarpsM, Config::kParts, Config::kDqWarpsM, Config::kMinBlocksPerSm,
+                                    Element>;
 
 template <int kHeadDim, typename Element>
 struct BwdConfig;
 
 template <typename Element>
 struct BwdConfig<64, Element> {
-  using Traits = BwdKernelTraits<64, ATTNPROF_FLASH_BWD_D64_BLOCK_M, ATTNPROF_FLASH_BWD_D64_BLOCK_N,
-                                 ATTNPROF_FLASH_BWD_D64_WARPS_N, ATTNPROF_FLASH_BWD_D64_WARPS_M,
-                                 ATTNPROF_FLASH_BWD_D64_PARTS, ATTNPROF_FLASH_BWD_D64_DQ_WARPS_M,
-                                 ATTNPROF_FLASH_BWD_D64_MIN_BLOCKS,
-                                 Element>;
+  using Config = FlashBwdHdim64;
+  using Traits = BwdTraitsOf<Config, Element>;
 };
 
 template <typename Element>
 struct BwdConfig<128, Element> {
-  using Traits = BwdKernelTraits<128, ATTNPROF_FLASH_BWD_D128_BLOCK_M, ATTNPROF_FLASH_BWD_D128_BLOCK_N,
-                                 ATTNPROF_FLASH_BWD_D128_WARPS_N, ATTNPROF_FLASH_BWD_D128_WARPS_M,
-                                 ATTNPROF_FLASH_BWD_D128_PARTS, ATTNPROF_FLASH_BWD_D128_DQ_WARPS_M,
-                                 ATTNPROF_FLASH_BWD_D128_MIN_BLOCKS,
-                                 Element>;
+  using Config = FlashBwdHdim128;
+  using Traits = BwdTraitsOf<Config, Element>;
 };
 
 }  // namespace attnprof::flash

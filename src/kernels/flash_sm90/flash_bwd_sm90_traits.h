@@ -15,13 +15,6 @@
 
 #include <cstdint>
 
-// Q/dO stages. H200, bf16, 2026-12-01, scripts/bench_flash_bwd.py with the
-// alternative built alongside: 3 stages ran 1-3% slower than 2 at every
-// benchmark shape (a refill is issued a whole step ahead already).
-#ifndef ATTNPROF_SM90_BWD_STAGES
-#define ATTNPROF_SM90_BWD_STAGES 2
-#endif
-
 namespace attnprof::flash_sm90 {
 
 // How the two warpgroups share dQ = dS·K of one query block (kBlockM × D):
@@ -30,6 +23,10 @@ namespace attnprof::flash_sm90 {
 //  - kKeys: each warpgroup all of dQ over its own 64 keys, and both add to the
 //    workspace (kBlockM = 64, head_dim 64; twice the reductions).
 enum class DqSplit { kRows, kCols, kKeys };
+
+// Q/dO stages: 3 ran 1-3% slower than 2 at every benchmark shape (H200, bf16;
+// a refill is issued a whole step ahead already).
+constexpr int kBwdStages = 2;
 
 template <int kHeadDim_, int kBlockM_, bool kDqByKeys_, typename Element_>
 struct BwdTraits {
@@ -40,7 +37,7 @@ struct BwdTraits {
   static constexpr int kWarpgroups = 2;
   static constexpr int kThreads = 128 * kWarpgroups;
   static constexpr int kWarps = 4 * kWarpgroups;
-  static constexpr int kStages = ATTNPROF_SM90_BWD_STAGES;  // Q / dO buffers
+  static constexpr int kStages = kBwdStages;  // Q / dO buffers
 
   static constexpr DqSplit kDqSplit = kDqByKeys_         ? DqSplit::kKeys
                                       : kBlockM == 128   ? DqSplit::kRows
@@ -101,36 +98,49 @@ struct BwdTraits {
   static_assert(kSmemBytes <= 227 * 1024, "over the per-block shared memory limit of sm_90");
 };
 
-// Per-head-dim configurations (registers: see flash_bwd_sm90_kernel.cuh). At
-// head_dim 64, query blocks of 64 rows (dQ split by keys, 174 registers) ran
-// 1.32x (causal) and 1.44x (full) slower than 128 rows at 8x16x1024x64 (same
-// run as the stages above): half the work per step for the same latencies,
-// and twice the dQ reductions.
-#ifndef ATTNPROF_SM90_BWD_D64_BLOCK_M
-#define ATTNPROF_SM90_BWD_D64_BLOCK_M 128
-#endif
-// 1: every warpgroup computes dQ over its own keys only (no barrier between
-// the warpgroups; twice the dQ reductions). H200, bf16, 2026-12-01, built
-// alongside and timed in one process: 1.00x/1.01x at 4x16x4096x128
-// causal/full, 1.06x/1.06x slower at 1x16x16384x128: off.
-#ifndef ATTNPROF_SM90_BWD_DQ_BY_KEYS
-#define ATTNPROF_SM90_BWD_DQ_BY_KEYS 0
-#endif
+// Named configurations, one per head dim (registers: see
+// flash_bwd_sm90_kernel.cuh); the element type only sets the element size.
+// Measured on the H200, bf16.
+
+struct Sm90BwdHdim64 {
+  static constexpr const char* kName = "sm90_bwd_hdim64";
+  static constexpr int kHeadDim = 64;
+  // 128 against 64 (dQ split by keys, 174 registers): 64 ran 1.32x causal,
+  // 1.44x full slower at 8x16x1024x64 (half the work per step for the same
+  // latencies, and twice the dQ reductions).
+  static constexpr int kBlockM = 128;
+  // Split by keys, 128-row query blocks would need two 32 KB dQ buffers, 56
+  // bytes more shared memory than a block of sm_90 gets: rows there.
+  static constexpr bool kDqByKeys = false;
+};
+
+struct Sm90BwdHdim128 {
+  static constexpr const char* kName = "sm90_bwd_hdim128";
+  static constexpr int kHeadDim = 128;
+  static constexpr int kBlockM = 64;
+  // Off: every warpgroup computing dQ over its own keys only (no barrier
+  // between them, twice the dQ reductions) ran 1.00x/1.01x at 4x16x4096x128
+  // causal/full, 1.06x/1.06x slower at 1x16x16384x128.
+  static constexpr bool kDqByKeys = false;
+};
+
+// The traits a named configuration builds, for one element type.
+template <typename Config, typename Element>
+using BwdTraitsOf = BwdTraits<Config::kHeadDim, Config::kBlockM, Config::kDqByKeys, Element>;
 
 template <int kHeadDim, typename Element>
 struct BwdConfig;
 
 template <typename Element>
 struct BwdConfig<64, Element> {
-  // Split by keys, 128-row query blocks would need two 32 KB dQ buffers, 56
-  // bytes more shared memory than a block of sm_90 gets: rows there.
-  using Traits = BwdTraits<64, ATTNPROF_SM90_BWD_D64_BLOCK_M,
-                           ATTNPROF_SM90_BWD_DQ_BY_KEYS && ATTNPROF_SM90_BWD_D64_BLOCK_M == 64, Element>;
+  using Config = Sm90BwdHdim64;
+  using Traits = BwdTraitsOf<Config, Element>;
 };
 
 template <typename Element>
 struct BwdConfig<128, Element> {
-  using Traits = BwdTraits<128, 64, ATTNPROF_SM90_BWD_DQ_BY_KEYS, Element>;
+  using Config = Sm90BwdHdim128;
+  using Traits = BwdTraitsOf<Config, Element>;
 };
 
 }  // namespace attnprof::flash_sm90

@@ -13,26 +13,13 @@
 #pragma once
 
 #include <cstdint>
-
-// Q tiles in shared memory: with 2 the producer loads the next tile's Q while
-// the consumers still work on the current one; with 1 it waits until their
-// last Q·Kᵀ of the tile (with Q in registers, kQInRegs: until they have
-// loaded it, at the tile's start; head_dim 128 then spends the second
-// buffer's 32 KB on a third K/V stage, below). H200, bf16,
-// scripts/bench_flash_sm90.py (random order, settling calls), two
-// repetitions, 2026-12-01, TFLOP/s, Q from shared memory, 2 stages
-// against 1: 388/386 against 369/366 at 8x16x1024x64 full, 262/262 against
-// 253/253 causal; 456/456 against 430/429 at 8x16x2048x64 full; 538/539
-// against 520/517 at 4x16x4096x128 causal; head_dim 128 full within 1%.
-#ifndef ATTNPROF_SM90_Q_STAGES
-#define ATTNPROF_SM90_Q_STAGES 2
-#endif
+#include <type_traits>
 
 namespace attnprof::flash_sm90 {
 
 template <int kHeadDim_, int kBlockN_, int kStages_, int kConsumerWarpgroups_, int kPolyExpEvery_,
           int kRescaleSlack_, typename Element_, bool kTailSplit_ = true, bool kQInRegs_ = false,
-          int kQStages_ = ATTNPROF_SM90_Q_STAGES, bool kHalfFirstBlock_ = false>
+          int kQStages_ = 2, bool kHalfFirstBlock_ = false>
 struct FwdTraits {
   using Element = Element_;  // __nv_bfloat16 or __half
   static constexpr int kHeadDim = kHeadDim_;
@@ -123,120 +110,100 @@ struct FwdTraits {
   static_assert(kSmemBytes <= 227 * 1024, "over the per-block shared memory limit of sm_90");
 };
 
-// Per-head-dim configurations (ATTNPROF_SM90_* defaults). Measured on the
-// H200, bf16 (docs/notes/flash_sm90_progress.md):
-// - d128: key tiles of 176 (208 KB) and 3 stages (230 KB) won at some shapes
-//   and lost at others by a few per cent, within the run-to-run spread
-//   (with two Q buffers, Q from shared memory); 128 keys stay. With Q in
-//   registers one Q buffer suffices, and 3 K/V stages (230 KB) against 2
-//   with two Q buffers, same process (2026-12-01): ncu 790.3 against
-//   799.8 us at 4x16x4096x128 full (1.71/1.72 GHz), 437.6 against 443.1
-//   causal; op level 615/575 against 611/575 (full/causal) at
-//   4x16x4096x128, 623/588 against 618/586 at 4x16x8192x128, 642/619
-//   against 622/615 at 1x16x16384x128.
-// - d64: 3 consumers (192-row tiles, 160 registers each) against 2, same
-//   process, 2026-12-01, two repetitions, TFLOP/s: full 364/367 against
-//   335/336 at 8x16x1024x64 (rotating order with the 2-consumer kernel
-//   timed first, a bias in its favour: docs/notes/flash_sm90_progress.md);
-//   causal, random order with settling calls: 241/241 against 262/261 at
-//   8x16x1024x64 but 369/371 against 344/345 at 8x16x2048x64. At 1024 rows
-//   the 192-row tiles waste an eighth of the last tile and leave fewer,
-//   longer tiles to balance the causal tail. So d64 runs 3 consumers, except
-//   causal with fewer than kShortCausalRows query rows: 2.
-// - exp2 on the FMA pipes for 1/4 or 1/2 of P cost 5-20% everywhere, and
-//   for 1/8 (d64) or 1/16 (d128) 1-9% (2026-12-01): off.
-// - a rescale slack of 8 beat moving the max on every increase by 1-5% at
-//   d128 (the per-warp vote of the latter still fired on most key blocks).
-// - Q in registers for S = Q·Kᵀ (kQInRegs), d128, against Q from shared
-//   memory, same process (2026-12-01): ncu, one launch at 1.71 GHz,
-//   4x16x4096x128 full 806.4 against 818.9 us, causal 446.9 against 453.0
-//   (L1/shared throughput 43% against 52%, tensor pipe 73.9% against 72.4%);
-//   op level +2% at 4x16x4096x128 and 4x16x8192x128 full, +4% at
-//   1x16x16384x128 full, causal within -2..+1%. At d64 with 3 consumers
-//   (160 registers) ptxas spills 96 B and serialises the wgmma (C7512): off;
-//   the d64 short-causal configuration (2 consumers, 240 registers) takes it:
-//   8x16x1024x64 causal ncu 60.8 against 62.1 us (1.79 GHz both), op level
-//   294 against 290 TFLOP/s.
-#ifndef ATTNPROF_SM90_D64_BLOCK_N
-#define ATTNPROF_SM90_D64_BLOCK_N 128
-#endif
-#ifndef ATTNPROF_SM90_D64_STAGES
-#define ATTNPROF_SM90_D64_STAGES 3
-#endif
-#ifndef ATTNPROF_SM90_D128_BLOCK_N
-#define ATTNPROF_SM90_D128_BLOCK_N 128
-#endif
-#ifndef ATTNPROF_SM90_D128_STAGES
-#define ATTNPROF_SM90_D128_STAGES 3
-#endif
-#ifndef ATTNPROF_SM90_D64_POLY_EXP_EVERY
-#define ATTNPROF_SM90_D64_POLY_EXP_EVERY 0
-#endif
-#ifndef ATTNPROF_SM90_D128_POLY_EXP_EVERY
-#define ATTNPROF_SM90_D128_POLY_EXP_EVERY 0
-#endif
-#ifndef ATTNPROF_SM90_D64_RESCALE_SLACK
-#define ATTNPROF_SM90_D64_RESCALE_SLACK 8
-#endif
-#ifndef ATTNPROF_SM90_D128_RESCALE_SLACK
-#define ATTNPROF_SM90_D128_RESCALE_SLACK 8
-#endif
-#ifndef ATTNPROF_SM90_D64_CONSUMERS
-#define ATTNPROF_SM90_D64_CONSUMERS 3
-#endif
-#ifndef ATTNPROF_SM90_D64_SHORT_CAUSAL_CONSUMERS
-#define ATTNPROF_SM90_D64_SHORT_CAUSAL_CONSUMERS 2
-#endif
-#ifndef ATTNPROF_SM90_SHORT_CAUSAL_ROWS
-#define ATTNPROF_SM90_SHORT_CAUSAL_ROWS 2048
-#endif
-#ifndef ATTNPROF_SM90_D64_Q_IN_REGS
-#define ATTNPROF_SM90_D64_Q_IN_REGS 0
-#endif
-#ifndef ATTNPROF_SM90_D64_SHORT_CAUSAL_Q_IN_REGS
-#define ATTNPROF_SM90_D64_SHORT_CAUSAL_Q_IN_REGS 1
-#endif
-#ifndef ATTNPROF_SM90_D64_SHORT_CAUSAL_HALF_FIRST
-#define ATTNPROF_SM90_D64_SHORT_CAUSAL_HALF_FIRST 1
-#endif
-#ifndef ATTNPROF_SM90_D128_Q_STAGES
-#define ATTNPROF_SM90_D128_Q_STAGES 1
-#endif
-#ifndef ATTNPROF_SM90_D128_Q_IN_REGS
-#define ATTNPROF_SM90_D128_Q_IN_REGS 1
-#endif
-#ifndef ATTNPROF_SM90_D128_CONSUMERS
-#define ATTNPROF_SM90_D128_CONSUMERS 2
-#endif
+// Named configurations, one per (head dim, launch kind); the element type
+// (bf16 or fp16) only sets the element size. Measured on the H200, bf16,
+// TFLOP/s or ncu durations (docs/notes/flash_sm90_progress.md). Not measured
+// to differ: exp2 on the FMA pipes (kPolyExpEvery) cost 1-9% even for 1/8
+// (d64) or 1/16 (d128) of P, 5-20% for 1/4 or 1/2: 0 everywhere; a rescale
+// slack of 8 beat moving the max on every increase by 1-5% at d128.
+
+// Head dim 64, everything but short causal launches.
+struct Sm90FwdHdim64 {
+  static constexpr const char* kName = "sm90_fwd_hdim64";
+  static constexpr int kHeadDim = 64;
+  static constexpr int kBlockN = 128;
+  static constexpr int kStages = 3;
+  // 3 against 2: 364/367 against 335/336 full at 8x16x1024x64, causal
+  // 369/371 against 344/345 at 8x16x2048x64 (but 241 against 262 at 1024 rows:
+  // Sm90FwdHdim64ShortCausal).
+  static constexpr int kConsumerWarpgroups = 3;
+  static constexpr int kPolyExpEvery = 0;
+  static constexpr int kRescaleSlack = 8;
+  static constexpr bool kTailSplit = true;
+  // Off: with 3 consumers (160 registers) ptxas spills 96 B and serialises the wgmma (C7512).
+  static constexpr bool kQInRegs = false;
+  // 2 Q buffers against 1: 388/386 against 369/366 at 8x16x1024x64 full, 456 against 430 at 8x16x2048x64.
+  static constexpr int kQStages = 2;
+  static constexpr bool kHalfFirstBlock = false;
+};
+
+// Head dim 64, causal over more than one tile but fewer than kShortCausalRows
+// query rows: 128-row tiles (192 waste an eighth of the last tile at 1024
+// rows and leave fewer, longer tiles to balance the causal tail).
+struct Sm90FwdHdim64ShortCausal {
+  static constexpr const char* kName = "sm90_fwd_hdim64_short_causal";
+  static constexpr int kHeadDim = 64;
+  static constexpr int kBlockN = 128;
+  static constexpr int kStages = 3;
+  // 2 against 3: 262/261 against 241/241 causal at 8x16x1024x64.
+  static constexpr int kConsumerWarpgroups = 2;
+  static constexpr int kPolyExpEvery = 0;
+  static constexpr int kRescaleSlack = 8;
+  // Off: only causal launches over several query blocks run it, which never
+  // split; the merge's code alone, never run, cost 3% (ncu 64.4 against 62.4 us).
+  static constexpr bool kTailSplit = false;
+  // On (240 registers): 8x16x1024x64 causal ncu 60.8 against 62.1 us, 294 against 290 TFLOP/s.
+  static constexpr bool kQInRegs = true;
+  static constexpr int kQStages = 2;
+  static constexpr bool kHalfFirstBlock = true;
+};
+
+// Head dim 128, every launch.
+struct Sm90FwdHdim128 {
+  static constexpr const char* kName = "sm90_fwd_hdim128";
+  static constexpr int kHeadDim = 128;
+  // 176 keys won at some shapes and lost at others by a few per cent, within the run-to-run spread.
+  static constexpr int kBlockN = 128;
+  // 3 stages and 1 Q buffer against 2 and 2: ncu 790.3 against 799.8 us at
+  // 4x16x4096x128 full, 437.6 against 443.1 causal.
+  static constexpr int kStages = 3;
+  static constexpr int kConsumerWarpgroups = 2;
+  static constexpr int kPolyExpEvery = 0;
+  static constexpr int kRescaleSlack = 8;
+  static constexpr bool kTailSplit = true;
+  // Q in registers against shared memory: ncu 806.4 against 818.9 us at 4x16x4096x128 full, 446.9 against 453.0 causal.
+  static constexpr bool kQInRegs = true;
+  static constexpr int kQStages = 1;  // Q in registers: loaded once at the tile's start
+  static constexpr bool kHalfFirstBlock = false;
+};
 
 // Causal attention over fewer query rows than this, but more than one tile
-// of the kShortCausal configuration, runs that configuration (see d64 above);
+// of the short-causal configuration, runs that configuration (see d64 above);
 // everything else the default one (one query block per head: its tiles are
 // of one cost, and may be split, tail_split.h).
-constexpr int kShortCausalRows = ATTNPROF_SM90_SHORT_CAUSAL_ROWS;
+constexpr int kShortCausalRows = 2048;
 
-// One configuration per (head dim, short causal or not); at head_dim 128 both
-// are the same.
+// The traits a named configuration builds, for one element type.
+template <typename Config, typename Element>
+using FwdTraitsOf = FwdTraits<Config::kHeadDim, Config::kBlockN, Config::kStages, Config::kConsumerWarpgroups,
+                              Config::kPolyExpEvery, Config::kRescaleSlack, Element, Config::kTailSplit,
+                              Config::kQInRegs, Config::kQStages, Config::kHalfFirstBlock>;
+
+// The configuration of one (head dim, short causal or not); at head_dim 128
+// both are the same.
 template <int kHeadDim, typename Element, bool kShortCausal>
 struct FwdConfig;
 
 template <typename Element, bool kShortCausal>
 struct FwdConfig<64, Element, kShortCausal> {
-  using Traits = FwdTraits<64, ATTNPROF_SM90_D64_BLOCK_N, ATTNPROF_SM90_D64_STAGES,
-                           kShortCausal ? ATTNPROF_SM90_D64_SHORT_CAUSAL_CONSUMERS : ATTNPROF_SM90_D64_CONSUMERS,
-                           ATTNPROF_SM90_D64_POLY_EXP_EVERY, ATTNPROF_SM90_D64_RESCALE_SLACK, Element,
-                           /*kTailSplit=*/!kShortCausal,
-                           (kShortCausal ? ATTNPROF_SM90_D64_SHORT_CAUSAL_Q_IN_REGS : ATTNPROF_SM90_D64_Q_IN_REGS) != 0,
-                           ATTNPROF_SM90_Q_STAGES,
-                           kShortCausal && ATTNPROF_SM90_D64_SHORT_CAUSAL_HALF_FIRST != 0>;
+  using Config = std::conditional_t<kShortCausal, Sm90FwdHdim64ShortCausal, Sm90FwdHdim64>;
+  using Traits = FwdTraitsOf<Config, Element>;
 };
 
 template <typename Element, bool kShortCausal>
 struct FwdConfig<128, Element, kShortCausal> {
-  using Traits = FwdTraits<128, ATTNPROF_SM90_D128_BLOCK_N, ATTNPROF_SM90_D128_STAGES,
-                           ATTNPROF_SM90_D128_CONSUMERS, ATTNPROF_SM90_D128_POLY_EXP_EVERY,
-                           ATTNPROF_SM90_D128_RESCALE_SLACK, Element, /*kTailSplit=*/true,
-                           ATTNPROF_SM90_D128_Q_IN_REGS != 0, ATTNPROF_SM90_D128_Q_STAGES>;
+  using Config = Sm90FwdHdim128;
+  using Traits = FwdTraitsOf<Config, Element>;
 };
 
 }  // namespace attnprof::flash_sm90
