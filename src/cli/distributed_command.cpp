@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -36,6 +37,12 @@
 
 namespace attnprof::cli {
 namespace {
+
+// "ring" -> "Ring": a scheme's name at the head of its table.
+std::string capitalised(std::string s) {
+  if (!s.empty()) s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
+  return s;
+}
 
 constexpr int kMaxProcs = 1024;
 // Set by our launcher for its ranks: it holds the output directory's lock.
@@ -298,7 +305,7 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
     try {
       const auto files = report::write_ring_report(sum, s.files.out_dir);
       fmt::print("\n{}, rank by rank: {}\n{}  files: {} (+ .csv, .md, .json, .summary.json)\n",
-                 sum.scheme == "ring" ? "Ring" : "Ulysses", report::ring_headline(sum),
+                 capitalised(sum.scheme), report::ring_headline(sum),
                  report::to_text(report::ring_table(sum)), io::visible(files.front()));
     } catch (const io::FileError& e) {
       fmt::print(stderr, "attnprof: error: {}\n", e.what());

@@ -102,15 +102,19 @@ std::string backend_unavailable(bool cuda) {
 #endif
 }
 
-std::string ring_refusal(const Problem& p, int world) {
+std::string context_parallel_refusal(const Problem& p, int world, const std::string& scheme) {
   if (p.seq_q != p.seq_kv)
-    return "ring attention shards one sequence: seq_q and seq_kv must be equal, got " + std::to_string(p.seq_q) +
+    return scheme + " attention shards one sequence: seq_q and seq_kv must be equal, got " + std::to_string(p.seq_q) +
            " and " + std::to_string(p.seq_kv);
-  if (p.pass != Pass::fwd) return "forward only (the ring backward is not built yet); use --pass fwd";
+  if (p.pass != Pass::fwd) return "forward only (the " + scheme + " backward is not built yet); use --pass fwd";
   if (world < 2)
     return "needs at least 2 ranks, got " + std::to_string(world) +
            " (one rank is the inner attention on one GPU: run that variant instead)";
-  if (const std::string why = backend_unavailable(p.on_cuda()); !why.empty()) return why;
+  return backend_unavailable(p.on_cuda());
+}
+
+std::string ring_refusal(const Problem& p, int world) {
+  if (const std::string why = context_parallel_refusal(p, world, "ring"); !why.empty()) return why;
   return sharding_problem(p.seq_q, world, p.causal());
 }
 

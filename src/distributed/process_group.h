@@ -106,6 +106,10 @@ void set_current_group(std::unique_ptr<ProcessGroup> g);  // nullptr: shuts the 
 
 // "" when this build can run a ring on CUDA (NCCL) or CPU (gloo), else why not.
 std::string backend_unavailable(bool cuda);
+// What every context-parallel scheme ("ring", "Ulysses") needs, whatever it
+// splits: one sequence (seq_q == seq_kv), the forward pass, at least 2 ranks
+// and a backend. "" when they pass.
+std::string context_parallel_refusal(const Problem& p, int world, const std::string& scheme);
 // Ring checks that do not depend on the inner kernel: one sequence (seq_q ==
 // seq_kv), the forward pass, at least 2 ranks, a backend, and a sequence that
 // shards evenly. "" when they pass.

@@ -11,14 +11,7 @@
 namespace attnprof::ulysses {
 
 std::string refusal(const Problem& p, int world) {
-  if (p.seq_q != p.seq_kv)
-    return "Ulysses shards one sequence: seq_q and seq_kv must be equal, got " + std::to_string(p.seq_q) + " and " +
-           std::to_string(p.seq_kv);
-  if (p.pass != Pass::fwd) return "forward only (the Ulysses backward is not built yet); use --pass fwd";
-  if (world < 2)
-    return "needs at least 2 ranks, got " + std::to_string(world) +
-           " (one rank is the inner attention on one GPU: run that variant instead)";
-  if (const std::string why = ring::backend_unavailable(p.on_cuda()); !why.empty()) return why;
+  if (const std::string why = ring::context_parallel_refusal(p, world, "Ulysses"); !why.empty()) return why;
   if (p.seq_q % world != 0)
     return "seq " + std::to_string(p.seq_q) + " is not a multiple of the " + std::to_string(world) + " ranks";
   if (p.heads_q % world != 0)

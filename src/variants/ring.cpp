@@ -5,7 +5,6 @@
 // context-parallel model holds its sequence shard; forward() returns this
 // rank's output shard [B, Hq, seq / world, D] in the layout's local order.
 #include <ATen/ATen.h>
-#include <c10/core/GradMode.h>
 
 #include <memory>
 #include <string>
@@ -15,6 +14,7 @@
 #include "distributed/inner.h"
 #include "distributed/process_group.h"
 #include "distributed/ring_attention.h"
+#include "variants/context_parallel.h"
 #include "variants/factories.h"
 
 namespace attnprof {
@@ -32,22 +32,13 @@ class Ring final : public Variant {
   }
 
   Support supports(const Problem& p) const override {
-    ring::ProcessGroup* g = ring::current_group();
-    if (!g)
-      return Support::no(name() + " runs one process per GPU: start it with --nproc N (N >= 2 GPUs of this host) "
-                                  "or under torchrun/Slurm (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)");
-    if (const std::string why = ring::ring_refusal(p, g->world_size()); !why.empty())
-      return Support::no(name() + ": " + why);
-    if (std::string(spec_.inner_variant) == "sdpa-flash" && p.heads_kv != p.heads_q)
-      return Support::no(name() + ": aten::_scaled_dot_product_flash_attention takes as many key/value heads as "
-                                  "query heads (no grouped-query attention)");
+    if (const std::string why = context_parallel::no_group_reason(name()); !why.empty()) return Support::no(why);
+    const int world = ring::current_group()->world_size();
+    if (const std::string why = ring::ring_refusal(p, world); !why.empty()) return Support::no(name() + ": " + why);
     // The inner must run the largest block a rank computes: its own shard, square.
     Problem block = p;
-    block.seq_q = block.seq_kv = p.seq_q / g->world_size();
-    const std::unique_ptr<Variant> inner = make_variant(spec_.inner_variant);
-    if (!inner) return Support::no(name() + ": " + spec_.inner_variant + " is not in this build");
-    if (const Support s = inner->supports(block); !s.ok) return Support::no(name() + " (inner " + spec_.inner_variant + "): " + s.reason);
-    return Support::yes();
+    block.seq_q = block.seq_kv = p.seq_q / world;
+    return context_parallel::inner_supports(name(), spec_.inner_variant, p, block);
   }
 
   void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
@@ -83,28 +74,19 @@ class Ring final : public Variant {
   }
 
  private:
-  // The shards of one input set, cut on first sight. Inputs are compared by
-  // identity; the runner's timing rotates at most 64 sets.
   const ring::Shards& shards_for(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-    for (const Cached& c : cache_)
-      if (c.q.is_same(q) && c.k.is_same(k) && c.v.is_same(v)) return c.shards;
-    if (cache_.size() >= 65) cache_.erase(cache_.begin());
-    c10::NoGradGuard no_grad;
-    cache_.push_back({q, k, v, ring::cut_shards(layout_, rank_, q, k, v)});
-    return cache_.back().shards;
+    return cache_.get(q, k, v, [this](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+      return ring::cut_shards(layout_, rank_, q, k, v);
+    });
   }
 
-  struct Cached {
-    at::Tensor q, k, v;
-    ring::Shards shards;
-  };
   const ring::InnerSpec& spec_;
   ring::Layout layout_;
   int rank_ = 0;
   std::string backend_;
   std::unique_ptr<ring::Exchange> exchange_;
   std::unique_ptr<ring::RingAttention> ring_;
-  std::vector<Cached> cache_;
+  context_parallel::PartCache<ring::Shards> cache_;
 };
 
 std::unique_ptr<Variant> make_ring(const char* ring_variant) {

@@ -5,7 +5,6 @@
 // outside the measured forward; forward() returns this rank's output shard
 // [B, Hq, seq / world, D], rows rank * seq / world onwards.
 #include <ATen/ATen.h>
-#include <c10/core/GradMode.h>
 
 #include <memory>
 #include <string>
@@ -15,6 +14,7 @@
 #include "distributed/inner.h"
 #include "distributed/process_group.h"
 #include "distributed/ulysses.h"
+#include "variants/context_parallel.h"
 #include "variants/factories.h"
 
 namespace attnprof {
@@ -32,24 +32,14 @@ class Ulysses final : public Variant {
   }
 
   Support supports(const Problem& p) const override {
-    ring::ProcessGroup* g = ring::current_group();
-    if (!g)
-      return Support::no(name() + " runs one process per GPU: start it with --nproc N (N >= 2 GPUs of this host) "
-                                  "or under torchrun/Slurm (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)");
-    const int world = g->world_size();
+    if (const std::string why = context_parallel::no_group_reason(name()); !why.empty()) return Support::no(why);
+    const int world = ring::current_group()->world_size();
     if (const std::string why = ulysses::refusal(p, world); !why.empty()) return Support::no(name() + ": " + why);
-    if (std::string(spec_.inner_variant) == "sdpa-flash" && p.heads_kv != p.heads_q)
-      return Support::no(name() + ": aten::_scaled_dot_product_flash_attention takes as many key/value heads as "
-                                  "query heads (no grouped-query attention)");
     // The inner runs the whole sequence of 1/world of the heads.
     Problem part = p;
     part.heads_q = p.heads_q / world;
     part.heads_kv = p.heads_kv / world;
-    const std::unique_ptr<Variant> inner = make_variant(spec_.inner_variant);
-    if (!inner) return Support::no(name() + ": " + spec_.inner_variant + " is not in this build");
-    if (const Support s = inner->supports(part); !s.ok)
-      return Support::no(name() + " (inner " + spec_.inner_variant + "): " + s.reason);
-    return Support::yes();
+    return context_parallel::inner_supports(name(), spec_.inner_variant, p, part);
   }
 
   void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
@@ -88,30 +78,20 @@ class Ulysses final : public Variant {
   struct Shard {
     at::Tensor q, k, v;
   };
-  // The shards of one input set, cut on first sight; inputs compared by
-  // identity (the runner's timing rotates at most 64 sets).
   const Shard& shards_for(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-    for (const Cached& c : cache_)
-      if (c.q.is_same(q) && c.k.is_same(k) && c.v.is_same(v)) return c.shard;
-    if (cache_.size() >= 65) cache_.erase(cache_.begin());
-    c10::NoGradGuard no_grad;
-    const int64_t first = rank_ * local_;
-    cache_.push_back({q, k, v,
-                      {q.narrow(2, first, local_).contiguous(), k.narrow(2, first, local_).contiguous(),
-                       v.narrow(2, first, local_).contiguous()}});
-    return cache_.back().shard;
+    return cache_.get(q, k, v, [this](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+      const int64_t first = rank_ * local_;
+      return Shard{q.narrow(2, first, local_).contiguous(), k.narrow(2, first, local_).contiguous(),
+                   v.narrow(2, first, local_).contiguous()};
+    });
   }
 
-  struct Cached {
-    at::Tensor q, k, v;
-    Shard shard;
-  };
   const ring::InnerSpec& spec_;
   int world_ = 1, rank_ = 0;
   int64_t local_ = 0, heads_q_ = 0, heads_kv_ = 0;
   std::string backend_;
   std::unique_ptr<ulysses::UlyssesAttention> attention_;
-  std::vector<Cached> cache_;
+  context_parallel::PartCache<Shard> cache_;
 };
 
 std::unique_ptr<Variant> make_ulysses(const char* variant) {
