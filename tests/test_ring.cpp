@@ -562,9 +562,15 @@ TEST(RingCli, RefusalsAndUsageErrorsAreOneLine) {
       {"cpu --variant all --nproc 1 --seq 128", 3, multi_gpu_list + " cannot run here"},
       {"cpu --variant ring-custom-flash --nproc 2 --seq 128", 3, "ring-custom-flash (inner custom-flash): "},
       {"cpu --variant ulysses-sdpa-flash --nproc 3 --seq 96", 3,
-       "ulysses-sdpa-flash: heads 2 is not a multiple of the 3 ranks"},
+       "ulysses-sdpa-flash cannot run here: heads 2 is not a multiple of the 3 ranks"},
       {"cpu --variant ulysses-sdpa-flash --nproc 1 --seq 96", 3, "needs at least 2 ranks, got 1"},
       {"cpu --variant ulysses-sdpa-flash --nproc 2 --seq 96 --pass bwd", 3, "forward only"},
+      {"cpu --variant ulysses-sdpa-flash --nproc 2 --seq-q 32 --seq-kv 64", 3,
+       "ulysses-sdpa-flash cannot run here: Ulysses attention shards one sequence"},
+      // Each scheme refuses for its own reason, each named with its variant.
+      {"cpu --variant ring-sdpa-flash,ulysses-sdpa-flash --nproc 2 --seq 129", 3,
+       "ring-sdpa-flash: seq 129 is not a multiple of 2 x 2 = 4 (zigzag chunks for causal attention); "
+       "ulysses-sdpa-flash: seq 129 is not a multiple of the 2 ranks"},
       {"cpu --variant naive --nproc 2 --seq 128", 2, "naive runs on one GPU: run it without --nproc"},
       {"cpu --variant ring-sdpa-flash --nproc 0 --seq 128", 2, "--nproc must be 1 to 1024, got 0"},
       {"cuda:1 --variant ring-sdpa-flash --nproc 2 --seq 128", 2, "each rank its own GPU"},
@@ -581,6 +587,12 @@ TEST(RingCli, RefusalsAndUsageErrorsAreOneLine) {
     EXPECT_EQ(r.rc, c.rc) << r.err;
     EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
     EXPECT_EQ(tu::count_lines(r.err), 1) << r.err;
+  }
+  {
+    // The launcher holds no variant to the ring's sharding: Ulysses splits heads, so seq 130 over 2 ranks runs.
+    const auto r = tu::run_cli(base + "cpu --variant ulysses-sdpa-flash --nproc 2 --seq 130 --warmup-iters 1 --wait 0 "
+                                      "--warmup 1 --active 1 --timing-iters 1");
+    EXPECT_EQ(r.rc, 0) << r.err;
   }
   if (cuda_device_count() >= 1) {
     // A sequence that shards over the ranks asked for (2N zigzag chunks), so

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -98,7 +99,17 @@ int launch(const CliOptions& o, const std::vector<std::string>& names) {
   check_device_flag(o);
   const Problem p = build_problem(o);
   (void)build_settings(o);  // every flag validated before N processes start
-  std::string why = ring::ring_refusal(p, nproc);
+  // Refused here only when every variant's scheme refuses: the ranks skip the others one by one.
+  std::vector<std::string> reasons;
+  for (const std::string& name : names) reasons.push_back(ring::scheme_refusal(name, p, nproc));
+  auto empty = [](const std::string& r) { return r.empty(); };
+  auto same = [&](const std::string& r) { return r == reasons.front(); };
+  std::string why;
+  if (std::none_of(reasons.begin(), reasons.end(), empty)) {
+    if (std::all_of(reasons.begin(), reasons.end(), same)) why = reasons.front();
+    else  // reasons that differ by scheme: each with its variant
+      for (size_t i = 0; i < names.size(); ++i) why += (i ? "; " : "") + names[i] + ": " + reasons[i];
+  }
   if (why.empty() && p.on_cuda() && nproc > cuda_device_count())
     why = fmt::format("--nproc {} needs {} GPUs; this host has {}", nproc, nproc, cuda_device_count());
   if (!why.empty()) {

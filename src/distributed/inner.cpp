@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "distributed/process_group.h"
+#include "distributed/ulysses.h"
 #include "kernels/ops_signatures.h"
 
 namespace attnprof::ring {
@@ -28,6 +30,12 @@ const InnerSpec* find_inner(const std::string& variant) {
   for (const InnerSpec& s : inner_specs())
     if (variant == s.variant) return &s;
   return nullptr;
+}
+
+std::string scheme_refusal(const std::string& variant, const Problem& p, int world) {
+  const InnerSpec* spec = find_inner(variant);
+  if (!spec) return "";
+  return std::string(spec->scheme) == "ulysses" ? ulysses::refusal(p, world) : ring_refusal(p, world);
 }
 
 namespace {

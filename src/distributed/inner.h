@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "attnprof/problem.h"
 #include "distributed/ring_attention.h"
 
 namespace attnprof::ring {
@@ -19,6 +20,11 @@ struct InnerSpec {
 // Every multi-GPU variant of the registry and its inner, in registry order.
 const std::vector<InnerSpec>& inner_specs();
 const InnerSpec* find_inner(const std::string& variant);
+
+// The checks of `variant`'s scheme that need neither the ranks nor the inner
+// kernel (ring_refusal or ulysses::refusal); "" when they pass or when
+// `variant` is not a multi-GPU variant.
+std::string scheme_refusal(const std::string& variant, const Problem& p, int world);
 
 // The block function of `inner_variant` ("custom-flash", "custom-flash-sm90",
 // "sdpa-flash") or "math" (math_block). Throws std::invalid_argument for
