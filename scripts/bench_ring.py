@@ -35,6 +35,7 @@ import bench_records  # noqa: E402
 
 TARGET_EFFICIENCY = {65536: 0.85, 131072: 0.90}  # causal
 TARGET_EXPOSED_PCT = 10.0  # at seq >= 65536
+SCHEMES = ("ring", "ulysses")  # attnprof's <scheme>-<inner> variants
 
 
 def stem(seq, causal, heads=16, head_dim=128, dtype="bf16"):
@@ -123,6 +124,9 @@ def main():
     args = ap.parse_args()
     if args.record and args.device != "cuda":
         ap.error(f"--record: a --device {args.device} run is a smoke test, not a measurement")
+    bad = [sc for sc in args.schemes.split(",") if sc not in SCHEMES]
+    if bad:
+        ap.error(f"--schemes: {', '.join(map(repr, bad))} (valid: {', '.join(SCHEMES)})")
     commit = bench_records.commit_for(ap, args)
     log_dir = args.log_dir or os.path.join(args.out, "bench_ring_logs")
     os.makedirs(log_dir, exist_ok=True)
