@@ -517,6 +517,23 @@ TEST(RingCli, TwoCpuRanksWriteRankFilesAndTheRingTable) {
   tu::remove_tree(d);
 }
 
+// A stop signal in the middle of a multi-rank run: one line at most, no temp
+// left behind, also when the launcher has to kill a rank that did not stop.
+TEST(RingCli, AStopSignalMidRunLeavesNoTempsAndAtMostOneLine) {
+  for (const char* variant : {"ring-sdpa-flash", "ulysses-sdpa-flash"}) {
+    SCOPED_TRACE(variant);
+    const std::string d = tu::make_temp_dir("ring_stop");
+    // `timeout` sends SIGTERM to the launcher after 6 s, long before the timing ends.
+    const auto r = tu::run_cli(std::string("--variant ") + variant + " --nproc 2 --device cpu --batch 1 --heads 4 "
+                                   "--seq 512 --head-dim 64 --timing-iters 100000 --quiet --out " + d, 6);
+    EXPECT_EQ(r.rc, 124) << "ended by the signal: " << r.err;
+    EXPECT_LE(tu::count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("SIGTERM"), std::string::npos) << r.err;
+    for (const std::string& f : tu::list_tree(d)) EXPECT_EQ(f.find(".tmp."), std::string::npos) << f;
+    tu::remove_tree(d);
+  }
+}
+
 // Auto iteration counts are fixed in a ring run (every step is a collective:
 // counts each rank sized from its own step times differed under load and one
 // rank waited forever), --quiet holds for `all`, and the launcher holds the

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -140,6 +141,31 @@ int launch(const CliOptions& o, const std::vector<std::string>& names) {
   }
   if (res.first_failure > 0 && lead.stopped_by_launcher)
     fmt::print(stderr, "attnprof: the other ranks were stopped after rank {} failed\n", res.first_failure);
+  if (res.forwarded_signal) {
+    // A rank that has not stopped within the grace period (one may be left in
+    // a collective its peer never joins) is killed mid-step: its temps are
+    // removed here, not left to the next run.
+    std::vector<std::string> killed;
+    for (const ring::RankOutcome& r : res.ranks)
+      if (r.term_signal == SIGKILL) killed.push_back(std::to_string(r.rank));
+    if (!killed.empty()) {
+      auto own = [](const std::string& rel) {
+        return [rel](const std::string& target) { return is_own_output_path(rel, target); };
+      };
+      io::remove_stale_temps(o.out, own(""));
+      for (const std::string& name : names) {
+        const std::string rel_stem = io::join_path(name, p.file_stem());
+        io::remove_stale_temps(io::join_path(o.out, name), own(name));
+        io::remove_stale_temps(io::join_path(o.out, rel_stem), own(rel_stem));
+      }
+      // Rank 0 says what happened when it stopped itself; when it was killed, this line does.
+      if (killed.front() == "0")
+        notef("attnprof: interrupted by {}: rank{} {} did not stop within {:g} s of it and {} killed; the variants "
+              "finished before keep their files",
+              signal_name(res.forwarded_signal), killed.size() > 1 ? "s" : "", join(killed),
+              ring::LaunchSpec{}.grace_seconds, killed.size() > 1 ? "were" : "was");
+    }
+  }
   return res.exit_code();
 }
 
