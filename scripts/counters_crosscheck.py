@@ -10,14 +10,16 @@ same step, must agree.
 For each variant:
   1. `attnprof --variant V --counters` writes per-kernel counters into its summary;
   2. the same problem runs under `ncu --nvtx --nvtx-include <scope> --page raw --csv
-     --clock-control none --replay-mode application --cache-control none` with a
-     schedule of one profiled step (the unprofiled timing off), so ncu profiles the
-     kernels of exactly one step's scope (`attn_fwd`, `attn_bwd`: start/end NVTX
-     ranges, caught on every thread). Application replay with the caches left alone
-     is what attnprof's pass does in-process (the step rerun once per hardware
-     pass): each kernel runs after the same kernels, in the cache they leave.
-     Kernel replay instead restores memory around every pass, and the restores'
-     dirty lines show up as the kernel's DRAM writes;
+     --clock-control none --replay-mode application` with a schedule of one
+     profiled step (the unprofiled timing off), so ncu profiles the kernels of
+     exactly one step's scope (`attn_fwd`, `attn_bwd`: start/end NVTX ranges,
+     caught on every thread). attnprof's pass reruns the step once per hardware
+     pass and starts each scope on a cold L2; so the scope's first kernel is taken
+     from a run with `--cache-control all --launch-count 1` (L2 flushed and
+     invalidated before it), the others from one with `--cache-control none`
+     (each after the same kernels, in the cache they leave). Kernel replay
+     instead restores memory around every pass, and the restores' dirty lines
+     show up as the kernel's DRAM writes;
   3. kernels are matched by scope and launch order (their function names, without
      namespaces and template arguments, must agree), and
      compared per variant: total duration, total DRAM bytes (read + written) and
@@ -63,25 +65,36 @@ def attnprof_counters(summary):
     return rows
 
 
+def ncu_run(ncu, exe, variant, pargs, scope, cache, tmp, extra=()):
+    """ncu's rows for the kernels of one scope of one profiled step."""
+    cmd = [ncu, "--nvtx", "--nvtx-include", scope, "--clock-control", "none", "--replay-mode", "application",
+           "--cache-control", cache, *extra, "--csv", "--page", "raw",
+           "--metrics", ",".join(METRICS), exe, "--variant", variant, *pargs, "--timing-iters", "0",
+           "--warmup-iters", "1", "--wait", "0", "--warmup", "0", "--active", "1", "--quiet",
+           "--out", os.path.join(tmp, f"ncu_{scope}_{cache}")]
+    p = run(cmd)
+    lines = [l for l in p.stdout.splitlines() if l.startswith('"')]
+    if not lines:
+        raise RuntimeError(f"ncu profiled nothing for {variant} {scope} (exit {p.returncode}): "
+                           f"{(p.stderr or p.stdout).strip().splitlines()[-1:]}")
+    recs = list(csv.DictReader(io.StringIO("\n".join(lines))))
+    recs = [r for r in recs if r.get("ID", "").strip().isdigit()]  # the units row has no ID
+    rows = []
+    for r in sorted(recs, key=lambda r: int(r["ID"])):
+        num = lambda m: float(r[m].replace(",", "")) if r.get(m, "").strip() not in ("", "n/a") else None
+        rows.append((scope, r.get("Kernel Name", "?"), num(METRICS[0]), (num(METRICS[1]) or 0) + (num(METRICS[2]) or 0),
+                     num(METRICS[3])))
+    return rows
+
+
 def ncu_counters(ncu, exe, variant, pargs, scopes, tmp):
+    """Each scope as attnprof counts it: its first kernel from a cold L2 (ncu's
+    --cache-control all: flushed and invalidated before it), the kernels after
+    it in the cache their predecessors leave (--cache-control none)."""
     rows = []
     for scope in scopes:
-        cmd = [ncu, "--nvtx", "--nvtx-include", scope, "--clock-control", "none", "--replay-mode", "application",
-               "--cache-control", "none", "--csv", "--page", "raw",
-               "--metrics", ",".join(METRICS), exe, "--variant", variant, *pargs, "--timing-iters", "0",
-               "--warmup-iters", "1", "--wait", "0", "--warmup", "0", "--active", "1", "--quiet",
-               "--out", os.path.join(tmp, "ncu_" + scope)]
-        p = run(cmd)
-        lines = [l for l in p.stdout.splitlines() if l.startswith('"')]
-        if not lines:
-            raise RuntimeError(f"ncu profiled nothing for {variant} {scope} (exit {p.returncode}): "
-                               f"{(p.stderr or p.stdout).strip().splitlines()[-1:]}")
-        recs = list(csv.DictReader(io.StringIO("\n".join(lines))))
-        recs = [r for r in recs if r.get("ID", "").strip().isdigit()]  # the units row has no ID
-        for r in sorted(recs, key=lambda r: int(r["ID"])):
-            num = lambda m: float(r[m].replace(",", "")) if r.get(m, "").strip() not in ("", "n/a") else None
-            rows.append((scope, r.get("Kernel Name", "?"), num(METRICS[0]), (num(METRICS[1]) or 0) + (num(METRICS[2]) or 0),
-                         num(METRICS[3])))
+        first = ncu_run(ncu, exe, variant, pargs, scope, "all", tmp, ("--launch-count", "1"))
+        rows += first[:1] + ncu_run(ncu, exe, variant, pargs, scope, "none", tmp)[1:]
     return rows
 
 
