@@ -1,0 +1,37 @@
+// What the Hopper forward kernel (flash_fwd_sm90_kernel.cuh) reads, as the
+// launch layer (flash_fwd_sm90_launch.cuh) fills it.
+#pragma once
+
+#include <cuda.h>
+
+#include "kernels/flash_sm90/tail_split.h"
+#include "kernels/flash_sm90/tile_order.h"
+
+namespace attnprof::flash_sm90 {
+
+// What the kernel reads: the tensor maps (kernel parameters, so TMA can read
+// them in place: __grid_constant__) and the sizes the launch layer derived.
+struct KernelArgs {
+  CUtensorMap tma_q;  // [B·Hq][Sq][D], box kBlockM rows × 64 columns
+  CUtensorMap tma_k;  // [B·Hkv][Skv][D], box kBlockN rows × 64 columns
+  CUtensorMap tma_v;
+  void* o;             // [B·Hq][Sq][D]
+  float* lse;          // [B·Hq][Sq]
+  int* tile_counter;   // see FwdParams
+  float* split_partials;  // tail split: one slot of kSplitSlotFloats per piece (2 per block)
+  int* split_counters;    // tail split: one per (split tile, consumer warp), zeroed, left zeroed
+  int heads_q;
+  int heads_kv;
+  int seqlen_q;
+  int seqlen_k;
+  int causal_offset;   // seqlen_k - seqlen_q: key j visible to query i iff j <= i + offset
+  TileOrder order;     // tile index -> (head, query block); holds the query blocks per head
+  TailSplit split;     // the last round cut along the keys (no split: split.tiles == 0)
+  int num_n_blocks;    // key blocks per head
+  int total_tiles;     // query blocks per head · B · Hq
+  float scale;
+  float scale_log2;
+  bool causal;
+};
+
+}  // namespace attnprof::flash_sm90

@@ -1,0 +1,324 @@
+// The Hopper forward's main loop (device code): the producer's TMA loads of
+// Q, K and V into their rings of shared-memory stages, and a consumer
+// warpgroup's GEMMs and softmax over the key blocks of one tile
+// (flash_fwd_sm90_kernel.cuh wires them to the tile scheduler and the
+// epilogue).
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "kernels/common/sm80_primitives.cuh"  // ldmatrix_x4
+#include "kernels/common/sm90_primitives.cuh"
+#include "kernels/common/sm90_wgmma.cuh"
+#include "kernels/flash_sm90/kernel_args_fwd_sm90.h"
+#include "kernels/flash_sm90/softmax_sm90.cuh"
+#include "kernels/flash_sm90/tile_scheduler_fwd_sm90.cuh"
+
+namespace attnprof::flash_sm90::detail {
+
+using namespace kernels;
+
+// Shared-memory addresses (shared window, 1024-byte aligned tiles).
+template <typename Traits>
+struct Smem {
+  uint32_t q, k, v, bar;
+  volatile int* tile_slot;
+
+  static constexpr uint32_t kKV = 16 * Traits::kQStages;  // the K/V barriers follow the Q ones
+  __device__ uint32_t q_tile(uint32_t s) const { return q + s * Traits::kQBytes; }
+  __device__ uint32_t q_full(uint32_t s) const { return bar + 8 * s; }
+  __device__ uint32_t q_empty(uint32_t s) const { return bar + 8 * (Traits::kQStages + s); }
+  __device__ uint32_t k_full(uint32_t s) const { return bar + kKV + 8 * s; }
+  __device__ uint32_t k_empty(uint32_t s) const { return bar + kKV + 8 * (Traits::kStages + s); }
+  __device__ uint32_t v_full(uint32_t s) const { return bar + kKV + 8 * (2 * Traits::kStages + s); }
+  __device__ uint32_t v_empty(uint32_t s) const { return bar + kKV + 8 * (3 * Traits::kStages + s); }
+};
+
+// Position in the K/V ring: stage and the parity of its current phase.
+template <int kStages>
+struct RingPos {
+  uint32_t stage = 0;
+  uint32_t phase = 0;
+  __device__ void advance() {
+    if (++stage == kStages) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+};
+
+// The Q tile of t into Q stage `stage`, completing on its full barrier.
+template <typename Traits>
+__device__ __forceinline__ void load_q_tile(const KernelArgs& a, const Smem<Traits>& sm, const Tile& t, uint32_t stage,
+                                            uint32_t q_full) {
+  if (t.n_hi > t.n_lo) {
+    mbar_arrive_expect_tx(q_full, Traits::kQBytes);
+#pragma unroll
+    for (int cb = 0; cb < Traits::kColBlocks; ++cb)
+      tma_load_3d(sm.q_tile(stage) + cb * Traits::kQColBytes, &a.tma_q, q_full, cb * Traits::kColElems,
+                  t.m_block * Traits::kBlockM, t.bh);
+  } else {
+    mbar_arrive(q_full);  // nothing visible: the consumers write zeros
+  }
+}
+
+// K and V of t's key blocks, the last visible one first, into the K/V ring.
+template <typename Traits>
+__device__ __forceinline__ void load_kv_tiles(const KernelArgs& a, const Smem<Traits>& sm, const Tile& t, int group,
+                                              RingPos<Traits::kStages>& pos) {
+  const int kv_slab = (t.bh / a.heads_q) * a.heads_kv + (t.bh % a.heads_q) / group;
+  // K and V of one key block into the current stage, each once its buffer is free.
+  auto load_kv = [&](const CUtensorMap* map, uint32_t dst, uint32_t full, uint32_t empty, int n) {
+    mbar_wait(empty, pos.phase ^ 1);
+    mbar_arrive_expect_tx(full, Traits::kKVBytes);
+#pragma unroll
+    for (int cb = 0; cb < Traits::kColBlocks; ++cb)
+      tma_load_3d(dst + cb * Traits::kKVColBytes, map, full, cb * Traits::kColElems, n * Traits::kBlockN, kv_slab);
+  };
+  for (int n = t.n_hi - 1; n >= t.n_lo; --n) {
+    const uint32_t kv_off = pos.stage * Traits::kKVBytes;
+    load_kv(&a.tma_k, sm.k + kv_off, sm.k_full(pos.stage), sm.k_empty(pos.stage), n);
+    load_kv(&a.tma_v, sm.v + kv_off, sm.v_full(pos.stage), sm.v_empty(pos.stage), n);
+    pos.advance();
+  }
+}
+
+// Low words of the operand descriptors: the k16 steps along a K-major row
+// (32 bytes, then the next 64-column block) and the K/V ring stages add byte
+// offsets / 16 to the address field.
+template <typename Traits>
+struct DescSteps {
+  static __device__ __forceinline__ uint32_t q_step(int ks) {
+    return static_cast<uint32_t>(((ks / 4) * Traits::kQColBytes + (ks % 4) * 32) >> 4);
+  }
+  static __device__ __forceinline__ uint32_t k_step(int ks) {
+    return static_cast<uint32_t>(((ks / 4) * Traits::kKVColBytes + (ks % 4) * 32) >> 4);
+  }
+  static __device__ __forceinline__ uint32_t stage_off(uint32_t s) {
+    return static_cast<uint32_t>((s * Traits::kKVBytes) >> 4);
+  }
+  static __device__ __forceinline__ uint64_t desc(uint32_t lo) { return smem_desc_sw128_join(lo, 1024); }
+};
+
+// S = Q·Kᵀ over head_dim, Q from registers (qf) or shared memory (dq).
+template <typename Traits, int kSN, typename QFragments>
+__device__ __forceinline__ void qk_gemm(float (&s)[kSN / 2], const QFragments& qf, uint32_t dq, uint32_t dk) {
+  using GemmSx = Wgmma<typename Traits::Element, kSN>;
+  using D = DescSteps<Traits>;
+#pragma unroll
+  for (int ks = 0; ks < Traits::kQKSteps; ++ks) {
+    if constexpr (Traits::kQInRegs)
+      GemmSx::template rs<0>(s, qf[ks], D::desc(dk + D::k_step(ks)), ks > 0);
+    else
+      GemmSx::template ss<0>(s, D::desc(dq + D::q_step(ks)), D::desc(dk + D::k_step(ks)), ks > 0);
+  }
+}
+
+// O += P·V over the first kSteps k16 steps of P.
+template <typename Traits, int kSteps>
+__device__ __forceinline__ void pv_gemm(float (&o)[Traits::kORegs], const uint32_t (&p)[Traits::kPSteps][4],
+                                        uint32_t dv) {
+  using GemmO = Wgmma<typename Traits::Element, Traits::kHeadDim>;
+#pragma unroll
+  for (int kk = 0; kk < kSteps; ++kk)
+    GemmO::template rs<1>(o, p[kk], DescSteps<Traits>::desc(dv + ((kk * 16 * 128) >> 4)), 1);
+}
+
+// P·V done: O and the P registers are free, and the V stage goes back.
+template <typename Traits>
+__device__ __forceinline__ void finish_pv(float (&o)[Traits::kORegs], uint32_t (&p)[Traits::kPSteps][4],
+                                          bool warp_leader, uint32_t v_empty) {
+  wgmma_wait<0>();
+  pin_registers(o);
+#pragma unroll
+  for (int kk = 0; kk < Traits::kPSteps; ++kk) pin_registers(p[kk]);
+  if (warp_leader) mbar_arrive(v_empty);
+}
+
+// Masks: keys past the end, and under causal masking keys after the query
+// (only blocks that reach past this warpgroup's first row's limit).
+template <typename Traits, int kSN>
+__device__ __forceinline__ void mask_scores(const KernelArgs& a, int n_block, int wg_row0, int row0, int lane,
+                                            float (&s)[kSN / 2]) {
+  constexpr int kBN = Traits::kBlockN;
+  const int n0 = n_block * kBN;
+  const bool tail = n0 + kBN > a.seqlen_k;
+  const bool diagonal = a.causal && n0 + kBN - 1 > wg_row0 + a.causal_offset;
+  if (tail || diagonal) {
+    int limit[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      limit[r] = a.seqlen_k - 1 - n0;
+      if (a.causal) limit[r] = min(limit[r], row0 + 8 * r + a.causal_offset - n0);
+    }
+    mask_columns<kSN>(s, lane, limit);
+  }
+}
+
+// P as wgmma A fragments; of a half block (kHalfS) only the computed keys,
+// the rest zero.
+template <typename Traits, bool kHalfS, int kSN>
+__device__ __forceinline__ void pack_p(const float (&s)[kSN / 2], uint32_t (&p)[Traits::kPSteps][4]) {
+  using Element = typename Traits::Element;
+  if constexpr (kHalfS) {
+    uint32_t lower[Traits::kPSteps / 2][4];  // P of the computed keys; the rest is zero
+    pack_a_fragments<Element>(s, lower);
+#pragma unroll
+    for (int kk = 0; kk < Traits::kPSteps; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) p[kk][r] = kk < Traits::kPSteps / 2 ? lower[kk][r] : 0u;
+  } else {
+    pack_a_fragments<Element>(s, p);
+  }
+}
+
+// One tile as a consumer warpgroup runs it.
+struct ConsumerTile {
+  Tile t;
+  int n_count;       // key blocks to run: t.n_hi - t.n_lo
+  uint32_t q_stage;  // the Q stage holding its Q tile
+  uint32_t desc_q;   // low word of the descriptor of this warpgroup's Q rows in that stage
+  int wg_row0;       // first query row of this warpgroup
+  int row0;          // this thread's first row (and + 8)
+};
+
+// A consumer warpgroup's side of the main loop: its place and descriptors,
+// the turns on the tensor cores with the other consumers (ping-pong), the
+// ring position, and the pieces of one key block (issue the GEMMs, release
+// the stages). The walk over a tile's key blocks is the consumer's
+// (flash_fwd_sm90_kernel.cuh), which also holds O and the row state.
+template <typename Traits>
+struct FwdConsumerMainloop {
+  using QFragments = uint32_t[Traits::kQInRegs ? Traits::kQKSteps : 1][4];
+  using PFragments = uint32_t[Traits::kPSteps][4];
+  using D = DescSteps<Traits>;
+  static constexpr int kNumConsumers = Traits::kConsumerWarpgroups;
+  // Issue order among the consumers: a token passed round the ring. Consumer
+  // c waits on barrier c (its own 128 threads + the 128 of consumer c - 1
+  // arriving), issues its GEMMs, then arrives on barrier c + 1. Consumer 0
+  // goes first: the last consumer pre-arrives on barrier 0 once (the
+  // constructor), and every later arrival pairs with one sync (drain()).
+  // Why the token: without it -8 to -11% at head_dim 64 full, +2% at
+  // 8x16x1024x64 causal, -4% at 4x16x4096x128 (H200).
+  static constexpr int kTokenThreads = 2 * 128;
+
+  const KernelArgs& a;
+  const Smem<Traits>& sm;
+  int cwg;
+  int warp, lane;
+  bool warp_leader;
+  int row_in_wg;  // this thread's rows in the warpgroup: + 0 and + 8
+  // Descriptors (sm90_primitives.cuh): Q rows of this warpgroup and K are
+  // K-major (head_dim contiguous); V is the MN-major B of P·V (head_dim, its N,
+  // contiguous), column blocks kKVColBytes apart. Only their low words move
+  // (DescSteps).
+  uint32_t desc_q0;  // Q stage 0
+  uint32_t desc_k, desc_v;
+  int my_barrier, next_barrier;
+  RingPos<Traits::kStages> pos;  // the K/V ring, across tiles
+
+  __device__ __forceinline__ FwdConsumerMainloop(const KernelArgs& args, const Smem<Traits>& smem, int consumer)
+      : a(args), sm(smem), cwg(consumer) {
+    const int tid = threadIdx.x % 128;
+    warp = tid / 32;
+    lane = tid % 32;
+    warp_leader = lane == 0;
+    row_in_wg = 16 * warp + lane / 4;
+    desc_q0 = smem_desc_sw128_lo(sm.q + cwg * 64 * 128, 16);
+    desc_k = smem_desc_sw128_lo(sm.k, 16);
+    desc_v = smem_desc_sw128_lo(sm.v, Traits::kKVColBytes);
+    my_barrier = Traits::kSchedulerBarrier + cwg;
+    next_barrier = Traits::kSchedulerBarrier + (cwg + 1) % kNumConsumers;
+    if (cwg == kNumConsumers - 1) named_bar_arrive(Traits::kSchedulerBarrier, kTokenThreads);
+  }
+
+  // The last consumer's last arrival on barrier 0 is still pending: take it, so
+  // every barrier phase completes before the block exits.
+  __device__ __forceinline__ void drain() const {
+    if (cwg == 0) named_bar_sync(Traits::kSchedulerBarrier, kTokenThreads);
+  }
+
+  __device__ __forceinline__ void take_turn() const { named_bar_sync(my_barrier, kTokenThreads); }
+  __device__ __forceinline__ void pass_turn() const { named_bar_arrive(next_barrier, kTokenThreads); }
+
+  // A GEMM's base descriptor, shuffled from lane 0 so that ptxas knows it is
+  // warp-uniform: it then builds the per-k16-step descriptors in uniform
+  // registers (UIADD3, UMOV) instead of general ones each moved over by R2UR
+  // before its wgmma (d128 bf16: 130 -> 36 R2UR, 2584 -> 2472 instructions).
+  static __device__ __forceinline__ uint32_t uniform(uint32_t x) { return warp_uniform(x); }
+
+  // One key block's GEMMs, issued in this warpgroup's turn: S = Q·Kᵀ and,
+  // after the first block (kFirst), O += P·V of the previous one, each its
+  // own wgmma group (kHalfPV: the first kPSteps / 2 k16 steps of P only).
+  template <bool kFirst, bool kHalfPV, int kSN>
+  __device__ __forceinline__ void issue_gemms(const ConsumerTile& w, float (&s)[kSN / 2], const QFragments& qf,
+                                              const PFragments& p, const RingPos<Traits::kStages>& prev,
+                                              float (&o)[Traits::kORegs]) const {
+    constexpr int kPVSteps = kHalfPV ? Traits::kPSteps / 2 : Traits::kPSteps;
+    // The GEMMs' base descriptors before the waits: their shuffles and
+    // moves to uniform registers then finish while this warpgroup waits.
+    // Left to ptxas, the V one landed between two Q·Kᵀ wgmma in one build
+    // (8x16x1024x64 causal: 276 against 286 TFLOP/s).
+    const uint32_t dk = uniform(desc_k + D::stage_off(pos.stage));
+    // (Unused with Q in registers; computed anyway, it cost the head_dim 64
+    // short-causal kernel 16 instructions, 15 of them UMOV.)
+    [[maybe_unused]] const uint32_t dq = Traits::kQInRegs ? 0u : uniform(w.desc_q);
+    const uint32_t dv = kFirst ? 0u : uniform(desc_v + D::stage_off(prev.stage));
+    mbar_wait(sm.k_full(pos.stage), pos.phase);
+    if constexpr (!kFirst) mbar_wait(sm.v_full(prev.stage), prev.phase);
+    take_turn();  // my turn to use the tensor cores
+    wgmma_fence();
+    qk_gemm<Traits, kSN>(s, qf, dq, dk);
+    wgmma_commit();
+    if constexpr (!kFirst) {
+      pv_gemm<Traits, kPVSteps>(o, p, dv);
+      wgmma_commit();
+    }
+    pass_turn();  // the next consumer's turn
+  }
+
+  // S read: the K stage goes back, and after the tile's last block the Q
+  // stage too (unless Q is in registers, released when loaded).
+  __device__ __forceinline__ void release_k(const ConsumerTile& w, int i) const {
+    if (warp_leader) {
+      if (!Traits::kQInRegs && i == w.n_count - 1) mbar_arrive(sm.q_empty(w.q_stage));  // last read of this Q tile
+      mbar_arrive(sm.k_empty(pos.stage));
+    }
+  }
+
+  // O += P·V of the tile's last key block, then its V stage goes back.
+  __device__ __forceinline__ void last_pv(float (&o)[Traits::kORegs], PFragments& p,
+                                          const RingPos<Traits::kStages>& prev) const {
+    mbar_wait(sm.v_full(prev.stage), prev.phase);
+    const uint32_t dv = uniform(desc_v + D::stage_off(prev.stage));
+    wgmma_fence();
+    pv_gemm<Traits, Traits::kPSteps>(o, p, dv);
+    wgmma_commit();
+    finish_pv<Traits>(o, p, warp_leader, sm.v_empty(prev.stage));
+  }
+
+  // Q as wgmma A fragments (Traits::kQInRegs): this warp's 16 rows, one
+  // ldmatrix.x4 per k16 step. Lanes 0-7 / 8-15 address rows 0-7 / 8-15 of
+  // the step's first 8 columns, lanes 16-31 the same rows of the next 8:
+  // registers 0..3 then hold a[0..3] of sm90_wgmma.cuh's A layout. The
+  // tile is 128-byte swizzled (16-byte chunk c of row r at c ^ (r % 8)).
+  __device__ __forceinline__ void load_q_fragments(const ConsumerTile& w, QFragments& qf) const {
+    const int r = cwg * 64 + 16 * warp + (lane % 8) + 8 * ((lane / 8) % 2);  // row in the Q tile
+    const uint32_t row_base = sm.q_tile(w.q_stage) + r * 128;
+#pragma unroll
+    for (int ks = 0; ks < Traits::kQKSteps; ++ks) {
+      const int chunk = 2 * ks + lane / 16;  // 16-byte chunk along head_dim
+      ldmatrix_x4(qf[ks], row_base + (chunk / 8) * Traits::kQColBytes + (((chunk % 8) ^ (r % 8)) << 4));
+    }
+    // The warp's reads are done (ldmatrix is warp-collective): the
+    // producer may load the tile after next into this buffer.
+    if (warp_leader) mbar_arrive(sm.q_empty(w.q_stage));
+  }
+
+};
+
+}  // namespace attnprof::flash_sm90::detail
