@@ -205,6 +205,83 @@ __device__ __forceinline__ int fresh_ctaid_x() {
   return r;
 }
 
+// The epilogue, once every warp is done with shared memory: the partial dK
+// and dV sums of the query warp groups added up (kWarpsM > 1), then dK
+// (scaled) and dV staged as 16-bit rows in the K and V tiles and written with
+// 16-byte stores. Its indices are recomputed (see fresh_tid).
+template <typename Traits>
+__device__ __forceinline__ void store_dk_dv(const BwdParams& p, unsigned char* smem,
+                                            float (&acc_dk)[Traits::kKeyTiles][Traits::kHeadDim / 8][4],
+                                            float (&acc_dv)[Traits::kKeyTiles][Traits::kHeadDim / 8][4]) {
+  using Element = typename Traits::Element;
+  using RowsD = PaddedRows<Traits::kHeadDim>;  // the K and V tiles
+  constexpr int kD = Traits::kHeadDim, kBN = Traits::kBlockN, kThreads = Traits::kNThreads;
+  constexpr int kWarpsN = Traits::kWarpsN, kWarpKeys = Traits::kWarpKeys;
+  constexpr int kKT = Traits::kKeyTiles, kDTiles = kD / 8;
+  constexpr uint32_t kRS = RowsD::kStride;
+  const int tid_e = fresh_tid();
+  const int warp_e = tid_e / 32;
+  const int lane_e = tid_e % 32;
+  const int wn_e = warp_e % kWarpsN;
+  const int wm_e = warp_e / kWarpsN;
+
+  // kWarpsM > 1: add the partial dK/dV sums of the query warp groups through
+  // the (now free) Q and dO stages, one tensor at a time; warps wm == 0 keep the totals.
+  if constexpr (Traits::kWarpsM > 1) {
+    static_assert(Traits::kWarpsM == 2, "the reduction below adds exactly two partial sums");
+    float4* red = reinterpret_cast<float4*>(smem + Traits::kSmemQ) + (wn_e * kKT * kDTiles) * 32 + lane_e;
+    auto add_partials = [&](float (&acc)[kKT][kDTiles][4]) {
+      if (wm_e == 1) {
+#pragma unroll
+        for (int kt = 0; kt < kKT; ++kt)
+#pragma unroll
+          for (int t = 0; t < kDTiles; ++t)
+            red[(kt * kDTiles + t) * 32] = make_float4(acc[kt][t][0], acc[kt][t][1], acc[kt][t][2], acc[kt][t][3]);
+      }
+      __syncthreads();
+      if (wm_e == 0) {
+#pragma unroll
+        for (int kt = 0; kt < kKT; ++kt)
+#pragma unroll
+          for (int t = 0; t < kDTiles; ++t) {
+            const float4 o = red[(kt * kDTiles + t) * 32];
+            acc[kt][t][0] += o.x, acc[kt][t][1] += o.y, acc[kt][t][2] += o.z, acc[kt][t][3] += o.w;
+          }
+      }
+      __syncthreads();
+    };
+    add_partials(acc_dv);
+    add_partials(acc_dk);
+  }
+
+  // Stage dK (scaled) and dV as 16-bit rows in the K and V tiles, then write
+  // them with 16-byte stores.
+  if (wm_e == 0) {
+    const uint32_t row_base = (wn_e * kWarpKeys + lane_e / 4) * kRS + (lane_e % 4) * 4;
+    const uint32_t base_e = smem_addr(smem);
+    store_acc<Element, kRS>(base_e + Traits::kSmemK + row_base, acc_dk, p.scale);
+    store_acc<Element, kRS>(base_e + Traits::kSmemV + row_base, acc_dv, 1.f);
+  }
+  __syncthreads();
+  const int b_e = fresh_ctaid_x() / p.heads_kv;
+  const int hkv_e = fresh_ctaid_x() % p.heads_kv;
+  const int n0_e = blockIdx.y * kBN;
+  Element* dk = static_cast<Element*>(p.dk) + b_e * p.dk_batch_stride + hkv_e * p.dk_head_stride;
+  Element* dv = static_cast<Element*>(p.dv) + b_e * p.dv_batch_stride + hkv_e * p.dv_head_stride;
+  constexpr int kCh = RowsD::kChunks;
+#pragma unroll
+  for (int i = 0; i < kBN * kCh / kThreads; ++i) {
+    const int idx = i * kThreads + tid_e;
+    const int r = idx / kCh;
+    const int c = idx % kCh;
+    if (n0_e + r < p.seqlen_k) {
+      const int64_t off = static_cast<int64_t>(n0_e + r) * kD + c * 8;
+      *reinterpret_cast<uint4*>(dk + off) = *reinterpret_cast<const uint4*>(smem + Traits::kSmemK + RowsD::offset(r, c));
+      *reinterpret_cast<uint4*>(dv + off) = *reinterpret_cast<const uint4*>(smem + Traits::kSmemV + RowsD::offset(r, c));
+    }
+  }
+}
+
 }  // namespace bwd_detail
 
 template <typename Traits, bool kCausal>
@@ -450,68 +527,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   cp_async_wait<0>();
   __syncthreads();  // every warp is done with shared memory
 
-  // Epilogue indices, recomputed (see fresh_tid).
-  const int tid_e = fresh_tid();
-  const int warp_e = tid_e / 32;
-  const int lane_e = tid_e % 32;
-  const int wn_e = warp_e % kWarpsN;
-  const int wm_e = warp_e / kWarpsN;
-
-  // kWarpsM > 1: add the partial dK/dV sums of the query warp groups through
-  // the (now free) Q and dO stages, one tensor at a time; warps wm == 0 keep the totals.
-  if constexpr (Traits::kWarpsM > 1) {
-    static_assert(Traits::kWarpsM == 2, "the reduction below adds exactly two partial sums");
-    float4* red = reinterpret_cast<float4*>(smem + Traits::kSmemQ) + (wn_e * kKT * kDTiles) * 32 + lane_e;
-    auto add_partials = [&](float (&acc)[kKT][kDTiles][4]) {
-      if (wm_e == 1) {
-#pragma unroll
-        for (int kt = 0; kt < kKT; ++kt)
-#pragma unroll
-          for (int t = 0; t < kDTiles; ++t)
-            red[(kt * kDTiles + t) * 32] = make_float4(acc[kt][t][0], acc[kt][t][1], acc[kt][t][2], acc[kt][t][3]);
-      }
-      __syncthreads();
-      if (wm_e == 0) {
-#pragma unroll
-        for (int kt = 0; kt < kKT; ++kt)
-#pragma unroll
-          for (int t = 0; t < kDTiles; ++t) {
-            const float4 o = red[(kt * kDTiles + t) * 32];
-            acc[kt][t][0] += o.x, acc[kt][t][1] += o.y, acc[kt][t][2] += o.z, acc[kt][t][3] += o.w;
-          }
-      }
-      __syncthreads();
-    };
-    add_partials(acc_dv);
-    add_partials(acc_dk);
-  }
-
-  // Stage dK (scaled) and dV as 16-bit rows in the K and V tiles, then write
-  // them with 16-byte stores.
-  if (wm_e == 0) {
-    const uint32_t row_base = (wn_e * kWarpKeys + lane_e / 4) * kRS + (lane_e % 4) * 4;
-    const uint32_t base_e = smem_addr(smem);
-    store_acc<Element, kRS>(base_e + Traits::kSmemK + row_base, acc_dk, p.scale);
-    store_acc<Element, kRS>(base_e + Traits::kSmemV + row_base, acc_dv, 1.f);
-  }
-  __syncthreads();
-  const int b_e = fresh_ctaid_x() / p.heads_kv;
-  const int hkv_e = fresh_ctaid_x() % p.heads_kv;
-  const int n0_e = blockIdx.y * kBN;
-  Element* dk = static_cast<Element*>(p.dk) + b_e * p.dk_batch_stride + hkv_e * p.dk_head_stride;
-  Element* dv = static_cast<Element*>(p.dv) + b_e * p.dv_batch_stride + hkv_e * p.dv_head_stride;
-  constexpr int kCh = RowsD::kChunks;
-#pragma unroll
-  for (int i = 0; i < kBN * kCh / kThreads; ++i) {
-    const int idx = i * kThreads + tid_e;
-    const int r = idx / kCh;
-    const int c = idx % kCh;
-    if (n0_e + r < p.seqlen_k) {
-      const int64_t off = static_cast<int64_t>(n0_e + r) * kD + c * 8;
-      *reinterpret_cast<uint4*>(dk + off) = *reinterpret_cast<const uint4*>(smem + Traits::kSmemK + RowsD::offset(r, c));
-      *reinterpret_cast<uint4*>(dv + off) = *reinterpret_cast<const uint4*>(smem + Traits::kSmemV + RowsD::offset(r, c));
-    }
-  }
+  store_dk_dv<Traits>(p, smem, acc_dk, acc_dv);
 }
 
 }  // namespace attnprof::flash

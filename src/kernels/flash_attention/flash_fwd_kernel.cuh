@@ -21,6 +21,7 @@
 
 #include "kernels/common/packed_halves.cuh"
 #include "kernels/common/sm80_primitives.cuh"
+#include "kernels/flash_attention/epilogue_fwd.cuh"
 #include "kernels/flash_attention/flash_kernel_traits.h"
 #include "kernels/flash_attention/flash_params.h"
 #include "kernels/flash_attention/masking.cuh"
@@ -85,13 +86,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   // iteration has landed".
   load_tile<Traits, kBM>(sQ_addr, q, m0, p.seqlen_q, tid);
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    const int n = n_begin + s;
-    if (n < n_end) {
-      load_kv_tile(smem, k, v, n, p.seqlen_k, tid);
-    }
-    cp_async_commit();
-  }
+  for (int s = 0; s < kStages - 1; ++s) load_kv_tile_or_none(smem, k, v, n_begin + s, n_end, p.seqlen_k, tid);
 
   // Row state: for each of its m16 tiles a thread holds rows g and g+8 (g = lane/4).
   const int row_in_tile = lane / 4;
@@ -114,13 +109,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
     __syncthreads();  // tile n visible to all; every warp is done with tile n-1
 
     // Refill the stage that held tile n-1 with tile n + kStages - 1.
-    {
-      const int nn = n + kStages - 1;
-      if (nn < n_end) {
-        load_kv_tile(smem, k, v, nn, p.seqlen_k, tid);
-      }
-      cp_async_commit();
-    }
+    load_kv_tile_or_none(smem, k, v, n + kStages - 1, n_end, p.seqlen_k, tid);
 
     if constexpr (kQInRegs) {
       if (n == n_begin) {
@@ -147,69 +136,10 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   float inv_sum[kMT][2];
   softmax.finish(inv_sum);
   if (p.plan.num_splits > 1) {
-    // Split keys: this split's O (normalised by its own sum) and lse, in fp32
-    // straight from the accumulators; flash_combine_kernel merges the splits.
-    const int64_t split_row0 =
-        blockIdx.z * (static_cast<int64_t>(p.batch) * p.heads_q * p.seqlen_q) +
-        static_cast<int64_t>(bh) * p.seqlen_q;
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int grow = query_row(mt, i);
-        if (grow >= p.seqlen_q) continue;
-        float* dst = p.o_accum + (split_row0 + grow) * kD + (lane % 4) * 2;
-#pragma unroll
-        for (int t = 0; t < kOTiles; ++t)
-          *reinterpret_cast<float2*>(dst + t * 8) =
-              make_float2(acc_o[mt][t][2 * i] * inv_sum[mt][i], acc_o[mt][t][2 * i + 1] * inv_sum[mt][i]);
-        if (lane % 4 == 0) p.lse_accum[split_row0 + grow] = softmax.lse(mt, i, p.scale);
-      }
+    store_split_partials<Traits>(p, bh, lane, acc_o, inv_sum, softmax, query_row);
     return;
   }
-
-  // Epilogue: normalise, stage the warp's rows through its own rows of the Q
-  // tile (only this warp ever read them), then write them with 16-byte stores.
-  __syncwarp();  // Q fragments read from smem by every lane before the overwrite
-  uint32_t* sQ32 = reinterpret_cast<uint32_t*>(sQ);
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int t = 0; t < kOTiles; ++t)
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int r = warp_row0 + mt * 16 + row_in_tile + 8 * i;
-        const int off = Traits::smem_offset(r, t) + (lane % 4) * 2;  // element pair of the n8 tile
-        sQ32[off / 2] = pack2<Element>(acc_o[mt][t][2 * i] * inv_sum[mt][i],
-                                       acc_o[mt][t][2 * i + 1] * inv_sum[mt][i]);
-      }
-  __syncwarp();
-
-  Element* o = static_cast<Element*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
-  constexpr int kCh = Traits::kChunksPerRow;
-#pragma unroll
-  for (int i = 0; i < kWarpRows * kCh / 32; ++i) {
-    const int idx = i * 32 + lane;
-    const int r = warp_row0 + idx / kCh;
-    const int c = idx % kCh;
-    const int grow = m0 + r;
-    if (grow < p.seqlen_q) {
-      const uint4 val = *reinterpret_cast<const uint4*>(sQ + Traits::smem_offset(r, c));
-      *reinterpret_cast<uint4*>(o + static_cast<int64_t>(grow) * kD + c * Traits::kChunkElems) = val;
-    }
-  }
-
-  // lse per row; a row that saw no key (causal, seqlen_q > seqlen_k) gets −inf
-  // and zeros above.
-  if (lane % 4 == 0) {
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int grow = query_row(mt, i);
-        if (grow < p.seqlen_q) p.lse[static_cast<int64_t>(bh) * p.seqlen_q + grow] = softmax.lse(mt, i, p.scale);
-      }
-  }
+  store_output<Traits>(p, sQ, b, h, bh, m0, warp_row0, row_in_tile, lane, acc_o, inv_sum, softmax, query_row);
 }
 
 }  // namespace attnprof::flash

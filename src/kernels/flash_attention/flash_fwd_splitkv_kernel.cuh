@@ -18,6 +18,7 @@
 
 #include "kernels/common/packed_halves.cuh"
 #include "kernels/common/sm80_primitives.cuh"
+#include "kernels/flash_attention/epilogue_fwd.cuh"
 #include "kernels/flash_attention/flash_kernel_traits.h"
 #include "kernels/flash_attention/flash_params.h"
 #include "kernels/flash_attention/masking.cuh"
@@ -25,6 +26,34 @@
 #include "kernels/flash_attention/tile_ops.cuh"
 
 namespace attnprof::flash {
+
+namespace detail {
+
+// The block's m16 tile of packed query rows into the Q tile: packed row r of
+// the KV group is query r % seqlen_q of query head h_kv · group + r /
+// seqlen_q; rows past the group's end become zeros.
+template <typename Traits>
+__device__ __forceinline__ void load_group_q(const FwdParams& p, uint32_t sQ_addr, int b, int h_kv, int r0, int rows,
+                                             int tid) {
+  using Element = typename Traits::Element;
+  constexpr int kD = Traits::kHeadDim;
+  constexpr int kBM = Traits::kBlockM;
+  constexpr int kCh = Traits::kChunksPerRow;
+  const Element* q = static_cast<const Element*>(p.q) + b * p.q_batch_stride;
+#pragma unroll
+  for (int idx = tid; idx < kBM * kCh; idx += Traits::kNThreads) {
+    const int rr = idx / kCh;
+    const int c = idx % kCh;
+    const int r = r0 + rr;
+    const bool valid = r < rows;
+    const int head = h_kv * p.group + (valid ? r / p.seqlen_q : 0);
+    const int query = valid ? r % p.seqlen_q : 0;
+    const Element* src = q + head * p.q_head_stride + static_cast<int64_t>(query) * kD + c * Traits::kChunkElems;
+    cp_async_16(sQ_addr + Traits::smem_offset(rr, c) * Traits::kElemBytes, valid ? src : q, valid);
+  }
+}
+
+}  // namespace detail
 
 template <typename Traits, bool kCausal>
 __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
@@ -74,28 +103,9 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   // Prologue: the Q tile (rows past the group's end are zeros) with the first
   // key tile, then the next kStages-2; tile n in ring stage n % kStages, one
   // commit group per tile, as in flash_fwd_kernel.
-  {
-    const Element* q = static_cast<const Element*>(p.q) + b * p.q_batch_stride;
+  load_group_q<Traits>(p, sQ_addr, b, h_kv, r0, rows, tid);
 #pragma unroll
-    for (int idx = tid; idx < kBM * kCh; idx += Traits::kNThreads) {
-      const int rr = idx / kCh;
-      const int c = idx % kCh;
-      const int r = r0 + rr;
-      const bool valid = r < rows;
-      const int head = h_kv * p.group + (valid ? r / p.seqlen_q : 0);
-      const int query = valid ? r % p.seqlen_q : 0;
-      const Element* src = q + head * p.q_head_stride + static_cast<int64_t>(query) * kD + c * Traits::kChunkElems;
-      cp_async_16(sQ_addr + Traits::smem_offset(rr, c) * Traits::kElemBytes, valid ? src : q, valid);
-    }
-  }
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    const int n = n_begin + s;
-    if (n < n_end) {
-      load_kv_tile(smem, k, v, n, p.seqlen_k, tid);
-    }
-    cp_async_commit();
-  }
+  for (int s = 0; s < kStages - 1; ++s) load_kv_tile_or_none(smem, k, v, n_begin + s, n_end, p.seqlen_k, tid);
 
   // This thread's rows g and g + 8 of the tile, as query indices for the mask.
   const int row_in_tile = lane / 4;
@@ -121,13 +131,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   for (int n = n_begin; n < n_end; ++n) {
     cp_async_wait<kStages - 2>();
     __syncthreads();  // tile n visible to all; every warp is done with tile n-1
-    {
-      const int nn = n + kStages - 1;  // into the stage that held tile n-1
-      if (nn < n_end) {
-        load_kv_tile(smem, k, v, nn, p.seqlen_k, tid);
-      }
-      cp_async_commit();
-    }
+    load_kv_tile_or_none(smem, k, v, n + kStages - 1, n_end, p.seqlen_k, tid);
     if (n == n_begin) {
 #pragma unroll
       for (int ks = 0; ks < kDSteps; ++ks) ldmatrix_x4(q_regs[0][ks], q_frag_addr<Traits>(q_off, 0, ks));
@@ -148,68 +152,13 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   cp_async_wait<0>();
   __syncthreads();  // every warp is done with the ring: it becomes the merge buffer
 
-  // Merge the warps: each wrote unnormalised O against its own max m_w with
-  // sum l_w; with M = max_w m_w, O = Σ_w 2^{(m_w − M)c} O_w / Σ_w 2^{(m_w − M)c} l_w.
   float* merge_o = reinterpret_cast<float*>(smem.q_ptr + Traits::kSmemQBytes);  // [kNWarps][kBM][kD]
-  float* merge_max = merge_o + kNWarps * kBM * kD;                       // [kNWarps][kBM]
-  float* merge_sum = merge_max + kNWarps * kBM;                           // [kNWarps][kBM]
-  float unused_inv[1][2];
-  softmax.finish(unused_inv);  // row sums completed across the quad
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int row = row_in_tile + 8 * half;
-    float* dst = merge_o + (warp * kBM + row) * kD + (lane % 4) * 2;
-#pragma unroll
-    for (int t = 0; t < kOTiles; ++t)
-      *reinterpret_cast<float2*>(dst + t * 8) = make_float2(acc_o[0][t][2 * half], acc_o[0][t][2 * half + 1]);
-    if (lane % 4 == 0) {
-      merge_max[warp * kBM + row] = softmax.row_max[0][half];
-      merge_sum[warp * kBM + row] = softmax.row_sum[0][half];
-    }
-  }
+  float* merge_max = merge_o + kNWarps * kBM * kD;                              // [kNWarps][kBM]
+  float* merge_sum = merge_max + kNWarps * kBM;                                  // [kNWarps][kBM]
+  write_warp_partials<Traits>(merge_o, merge_max, merge_sum, warp, lane, row_in_tile, acc_o, softmax);
   __syncthreads();
 
-  // Each thread finishes 4 consecutive columns of one row per pass.
-  constexpr int kQuadsPerRow = kD / 4;
-  const bool split_out = p.plan.num_splits > 1;
-  const int64_t rows_total = static_cast<int64_t>(p.batch) * p.heads_q * p.seqlen_q;
-#pragma unroll
-  for (int idx = tid; idx < kBM * kQuadsPerRow; idx += Traits::kNThreads) {
-    const int rr = idx / kQuadsPerRow;
-    const int c = (idx % kQuadsPerRow) * 4;
-    const int r = r0 + rr;
-    if (r >= rows) continue;
-    float m = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kNWarps; ++w) m = fmaxf(m, merge_max[w * kBM + rr]);
-    const float m_scaled = m == -INFINITY ? 0.f : m * scale_log2;
-    float l = 0.f;
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-    for (int w = 0; w < kNWarps; ++w) {
-      // A warp that saw no key has max −inf: factor exp2(−inf) = 0.
-      const float f = exp2_approx(merge_max[w * kBM + rr] * scale_log2 - m_scaled);
-      l += f * merge_sum[w * kBM + rr];
-      const float4 o_w = *reinterpret_cast<const float4*>(merge_o + (w * kBM + rr) * kD + c);
-      acc.x += f * o_w.x, acc.y += f * o_w.y, acc.z += f * o_w.z, acc.w += f * o_w.w;
-    }
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    const float lse = l > 0.f ? m * p.scale + logf(l) : -INFINITY;
-    const int64_t row = group_row0 + r;
-    if (split_out) {
-      const int64_t at = split * rows_total + row;
-      *reinterpret_cast<float4*>(p.o_accum + at * kD + c) =
-          make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
-      if (c == 0) p.lse_accum[at] = lse;
-    } else {
-      const int head = h_kv * p.group + r / p.seqlen_q;
-      Element* o = static_cast<Element*>(p.o) + b * p.o_batch_stride + head * p.o_head_stride +
-                   static_cast<int64_t>(r % p.seqlen_q) * kD + c;
-      *reinterpret_cast<uint2*>(o) = make_uint2(pack2<Element>(acc.x * inv, acc.y * inv),
-                                                pack2<Element>(acc.z * inv, acc.w * inv));
-      if (c == 0) p.lse[row] = lse;
-    }
-  }
+  store_merged_rows<Traits>(p, merge_o, merge_max, merge_sum, b, h_kv, split, r0, rows, group_row0, tid, scale_log2);
 }
 
 // Merges the key splits of every row: lse = log Σ_s exp(lse_s),

@@ -72,6 +72,19 @@ __device__ __forceinline__ void load_kv_tile(const SmemTiles<Traits>& smem,
   load_tile<Traits, kBN>(smem.v + stage_off, v, n * kBN, seqlen_k, tid);
 }
 
+// Key tile n into its ring stage if n < n_end, then one cp.async commit
+// group either way: with empty groups counted too, wait_group<kStages - 2>
+// always means "the tile for this iteration has landed".
+template <typename Traits>
+__device__ __forceinline__ void load_kv_tile_or_none(const SmemTiles<Traits>& smem, const typename Traits::Element* k,
+                                                     const typename Traits::Element* v, int n, int n_end, int seqlen_k,
+                                                     int tid) {
+  if (n < n_end) {
+    load_kv_tile(smem, k, v, n, seqlen_k, tid);
+  }
+  cp_async_commit();
+}
+
 // ldmatrix lane addressing. In all three tiles a lane's row is ≡ lane (mod 8),
 // so its swizzle key is lane & 7, and the swizzled chunk of an even chunk pair
 // c0 + hi is (c0 + hi) ^ key = c0 ^ (hi ^ key): a per-lane byte offset (row
