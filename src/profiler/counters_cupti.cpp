@@ -513,30 +513,35 @@ class ColdL2 {
   at::Tensor scratch_;
 };
 
-// Runs one pass of the range profiler per step until CUPTI has every metric
-// pass it needs; `body` is the step, which starts and stops the profiler.
-void replay(const std::string& what, ScopeProfiler& profiler, bool& done, const std::function<void()>& body) {
-  for (int passes = 1; !done; ++passes) {
+// Runs `pass` (one step, which starts and stops the profiler and says whether
+// CUPTI has every metric pass it needs) until it has; returns how many it took.
+int replay(const std::string& what, const std::function<bool()>& pass) {
+  for (int passes = 1;; ++passes) {
     if (passes > kMaxPasses)
       throw CuptiError(what + " did not finish its metric passes in " + std::to_string(kMaxPasses) + " steps", false);
-    body();
+    const bool done = pass();
     throw_if_interrupted();  // between passes; the profiler is disabled on the way out
+    if (done) return passes;
   }
 }
 
-// How many auto ranges (kernel launches) one ColdL2::evict() makes: counted
-// once, so no assumption about how PyTorch launches a reduction.
-size_t evict_ranges(MetricHost& host, CUcontext ctx, const ColdL2& cold) {
+// How many auto ranges (kernel launches) one ColdL2::evict() makes on `device`:
+// counted once per process, so no assumption about how PyTorch launches a
+// reduction, and no extra replay for each variant of a run.
+size_t evict_ranges(int device, MetricHost& host, CUcontext ctx, const ColdL2& cold) {
+  static std::mutex mutex;
+  static auto* counts = new std::map<int, size_t>();  // never freed, as metric_host's
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = counts->find(device); it != counts->end()) return it->second;
   ScopeProfiler profiler(host, ctx);
-  bool done = false;
-  replay("emptying the L2", profiler, done, [&] {
+  replay("emptying the L2", [&] {
     profiler.start();
     cold.evict();
-    done = profiler.stop_pass();
+    return profiler.stop_pass();
   });
   const size_t n = profiler.values().size();
   if (n == 0) throw CuptiError("emptying the L2 launched no kernel the range profiler saw", false);
-  return n;
+  return counts->emplace(device, n).first->second;
 }
 
 // The kernels of one measured scope, counted into pass.kernels: the whole step
@@ -555,10 +560,9 @@ void count_scope(Variant& variant, const Problem& p, const Inputs& in, const std
   hooks.leave = [&](const char* s) {
     if (s == scope) done = profiler.stop_pass();
   };
-  int passes = 0;
-  replay(scope, profiler, done, [&] {
-    ++passes;
+  const int passes = replay(scope, [&] {
     run_pass_step(variant, p, in, /*scoped=*/true, &hooks);
+    return done;
   });
   std::vector<std::vector<double>> ranges = profiler.values();
   if (ranges.size() < cold_ranges)
@@ -584,8 +588,9 @@ void count_scope(Variant& variant, const Problem& p, const Inputs& in, const std
 
 void count_step(Variant& variant, const Problem& p, const Inputs& in, MetricHost& host, CUcontext ctx,
                 CounterPass& pass, Laps& laps) {
-  const ColdL2 cold(at::Device(p.device).index());
-  const size_t cold_ranges = evict_ranges(host, ctx, cold);
+  const int device = at::Device(p.device).index();
+  const ColdL2 cold(device);
+  const size_t cold_ranges = evict_ranges(device, host, ctx, cold);
   laps.lap(pass.phases_ms, "L2 eviction: " + std::to_string(cold_ranges) + " kernel(s)");
   for (const std::string& scope : pass_scopes(p.pass))
     count_scope(variant, p, in, scope, host, ctx, cold, cold_ranges, pass, laps);
