@@ -53,15 +53,15 @@ def problem_args(shape, pass_):
 
 
 def attnprof_counters(summary):
-    """[(scope, kernel, duration_ns, dram_bytes, tensor_pct)] from a summary's counter pass."""
+    """[(scope, kernel, duration_ns, dram_bytes, tensor_pct, read_bytes, write_bytes)] from a summary's counter pass."""
     cp = summary.get("counters") or {}
     if cp.get("state") != "collected":
         raise RuntimeError(f"counter pass {cp.get('state')}: {cp.get('reason')}")
     rows = []
     for k in cp["kernels"]:
         v = k.get("values", k)
-        rows.append((k["scope"], k["kernel"], v.get("duration_ns"),
-                     (v.get("dram_read_bytes") or 0) + (v.get("dram_write_bytes") or 0), v.get("tensor_active_pct")))
+        rd, wr = v.get("dram_read_bytes") or 0, v.get("dram_write_bytes") or 0
+        rows.append((k["scope"], k["kernel"], v.get("duration_ns"), rd + wr, v.get("tensor_active_pct"), rd, wr))
     return rows
 
 
@@ -82,8 +82,8 @@ def ncu_run(ncu, exe, variant, pargs, scope, cache, tmp, extra=()):
     rows = []
     for r in sorted(recs, key=lambda r: int(r["ID"])):
         num = lambda m: float(r[m].replace(",", "")) if r.get(m, "").strip() not in ("", "n/a") else None
-        rows.append((scope, r.get("Kernel Name", "?"), num(METRICS[0]), (num(METRICS[1]) or 0) + (num(METRICS[2]) or 0),
-                     num(METRICS[3])))
+        rd, wr = num(METRICS[1]) or 0, num(METRICS[2]) or 0
+        rows.append((scope, r.get("Kernel Name", "?"), num(METRICS[0]), rd + wr, num(METRICS[3]), rd, wr))
     return rows
 
 
@@ -144,6 +144,9 @@ def main():
            "| variant | kernels | duration us (attnprof / ncu) | DRAM MB (attnprof / ncu) | tensor % (attnprof / ncu) | verdict |",
            "|---|---:|---:|---:|---:|---|"]
     bad = 0
+    # Per kernel, DRAM read and write apart: where a total disagrees, which side moved.
+    detail = ["", "## Per kernel: DRAM read / write MB (attnprof / ncu)", "",
+              "| variant | scope | kernel | us (attnprof / ncu) | read MB | write MB |", "|---|---|---|---:|---:|---:|"]
     with tempfile.TemporaryDirectory(prefix="attnprof_counters_") as tmp:
         for variant in args.variants.split(","):
             p = run([args.attnprof, "--variant", variant, *pargs, "--counters", "--quiet", "--out", tmp])
@@ -173,6 +176,9 @@ def main():
                         for i, what, floor in ((2, "duration", 0.0), (3, "DRAM bytes", 0.0), (4, "tensor %", 1.0)):
                             if not close(a[i], b[i], args.tolerance, floor):
                                 problems.append(f"{a[1][:30]} {what} {a[i]:.4g} vs {b[i]:.4g}")
+            for a, b in zip(ours, theirs):
+                detail.append(f"| {variant} | {a[0]} | {base_name(a[1])[:40]} | {(a[2] or 0) / 1e3:.1f} / {(b[2] or 0) / 1e3:.1f} | "
+                              f"{a[5] / 1e6:.2f} / {b[5] / 1e6:.2f} | {a[6] / 1e6:.2f} / {b[6] / 1e6:.2f} |")
             dur = (sum(r[2] or 0 for r in ours), sum(r[2] or 0 for r in theirs))
             dram = (sum(r[3] for r in ours), sum(r[3] for r in theirs))
             tens = (weighted(ours, 4), weighted(theirs, 4))
@@ -183,7 +189,7 @@ def main():
             out.append(f"| {variant} | {len(ours)} | {dur[0] / 1e3:.1f} / {dur[1] / 1e3:.1f} | "
                        f"{dram[0] / 1e6:.1f} / {dram[1] / 1e6:.1f} | {tens[0]:.1f} / {tens[1]:.1f} | "
                        f"{'agree' if not problems else 'DISAGREE: ' + '; '.join(problems[:4])} |")
-    text = "\n".join(out)
+    text = "\n".join(out + detail)
     print(text)
     if args.report:
         with open(args.report, "w") as fh:

@@ -13,7 +13,7 @@
 #     counters    the counter pass: its GPU ctests (COUNTERS_NO_CTEST=1 leaves them to
 #                 `test`), scripts/counters_crosscheck.py against ncu (COUNTERS_XC, pass:shape
 #                 pairs), `--variant all --counters` at 8x16x1024x64 and 4x16x4096x128
-#                 (COUNTERS_SHAPES), and the wall time the pass adds
+#                 (COUNTERS_SHAPES; `none` skips), and the wall time the pass adds
 #     run         wall time of the README's first command; `--variant all --kernels` at
 #                 8x16x1024x64 and 4x16x4096x128 (at-a-glance, merged trace, timeline)
 #     bench       scripts/bench_kernels.py, suites from BENCH_SUITES (forward,shapes,backward)
@@ -161,9 +161,10 @@ if has counters; then
     while read -r l; do summary+=("  $l"); done < <(grep -E '^\| [a-z]' "$W/counters_crosscheck_${pass}_$xshape.log" | head -8)
   done
   # What the pass adds to a whole run: the same run without and with it
-  # (the ceilings calibrated, and cached, first).
-  ./build/attnprof --variant naive --counters --quiet --out "$W/counters_out/calibration" > /dev/null 2>&1
+  # (the ceilings calibrated, and cached, first). COUNTERS_SHAPES=none skips it.
+  [ "${COUNTERS_SHAPES:-}" = none ] || ./build/attnprof --variant naive --counters --quiet --out "$W/counters_out/calibration" > /dev/null 2>&1
   IFS=';' read -r -a shapes <<< "${COUNTERS_SHAPES:---batch 8 --seq 1024 --head-dim 64;--batch 4 --seq 4096 --head-dim 128}"
+  [ "${COUNTERS_SHAPES:-}" = none ] && shapes=()
   for shape in "${shapes[@]}"; do
     tag=$(echo "$shape" | tr -d ' -')
     ms=()
