@@ -434,13 +434,13 @@ TEST(FlashSm90Op, RejectsBadInputs) {
   expect_error(q, q.to(at::kHalf), q, "must have one dtype");
   // No CPU kernel is registered: the dispatcher refuses, naming the op and the backend.
   expect_error(q.cpu(), q.cpu(), q.cpu(), "'CPU' backend");
-  expect_error(q, q.cpu(), q, "must be CUDA tensors");
+  expect_error(q, q.cpu(), q, "k must be a CUDA tensor");
   const at::Tensor kv3 = at::randn({1, 3, 32, 64}, bf16);
-  expect_error(q, kv3, kv3, "must be a multiple of the key/value heads");
+  expect_error(q, kv3, kv3, "must be a multiple of key/value heads (3)");
   const at::Tensor kv_b2 = at::randn({2, 4, 32, 64}, bf16);
   expect_error(q, kv_b2, kv_b2, "differ in batch or head_dim");
   expect_error(q, q, at::randn({1, 4, 31, 64}, bf16), "k and v must have one shape");
-  expect_error(q[0], q[0], q[0], "must be [batch, heads, seq, head_dim]");
+  expect_error(q[0], q[0], q[0], "[batch, heads_q, seq_q, head_dim]");
   // Contiguous but one element off a 16-byte boundary: TMA cannot read it.
   const at::Tensor flat = at::randn({1 + 4 * 32 * 64}, bf16);
   const at::Tensor shifted = flat.narrow(0, 1, 4 * 32 * 64).view({1, 4, 32, 64});

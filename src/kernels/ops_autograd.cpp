@@ -19,6 +19,7 @@
 #include <tuple>
 
 #include "kernels/flash_bwd_choice.h"
+#include "kernels/flash_sm90/hopper_support.h"
 #include "kernels/ops_signatures.h"
 
 namespace attnprof {
@@ -35,11 +36,9 @@ bool hopper_backward_applies(std::initializer_list<const at::Tensor*> ts) {
     return handle && handle->hasKernelForDispatchKey(c10::DispatchKey::CUDA);
   }();
   if (!built) return false;
-  const at::Tensor& first = **ts.begin();
-  const cudaDeviceProp* prop = at::cuda::getDeviceProperties(first.device().index());
-  if (prop->major != 9 || prop->minor != 0) return false;
+  if (flash_sm90::device_unsupported((*ts.begin())->device().index())) return false;
   for (const at::Tensor* t : ts)
-    if (!t->is_contiguous() || reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 != 0) return false;
+    if (flash_sm90::layout_unsupported(*t, "")) return false;
   return true;
 }
 

@@ -14,12 +14,16 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <tuple>
 #include <utility>
 
 #include "kernels/flash_attention/flash_bwd_params.h"
 #include "kernels/flash_bwd_boundary.h"
 #include "kernels/flash_sm90/flash_sm90_params.h"
+#include "kernels/flash_sm90/hopper_support.h"
+#include "kernels/tensor_checks.h"
 
 namespace attnprof {
 namespace {
@@ -28,20 +32,14 @@ constexpr const char* kOp = "attnprof::flash_attention_sm90";
 constexpr const char* kBwdOp = "attnprof::flash_attention_backward_sm90";
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
-// The tensor maps describe dense [slabs][rows][head_dim] tensors, and TMA reads
-// from 16-byte aligned addresses only.
 void check_layout(const at::Tensor& t, const char* name, const char* op = kOp) {
-  TORCH_CHECK(t.is_contiguous(), op, ": ", name, " must be contiguous (sizes ", t.sizes(),
-              ", strides ", t.strides(), "); call .contiguous() first");
-  TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, op, ": ", name,
-              " must start at a 16-byte aligned address (storage offset ", t.storage_offset(), ")");
+  const std::optional<std::string> why = flash_sm90::layout_unsupported(t, name);
+  TORCH_CHECK(!why, op, ": ", *why);
 }
 
 void check_hopper(const at::Device& device, const char* op) {
-  const cudaDeviceProp* prop = at::cuda::getDeviceProperties(device.index());
-  TORCH_CHECK(prop->major == 9 && prop->minor == 0, op,
-              ": needs a compute capability 9.0 GPU (Hopper, e.g. H100/H200: wgmma and TMA); ", device, " is ",
-              prop->name, " with compute capability ", prop->major, ".", prop->minor);
+  const std::optional<std::string> why = flash_sm90::device_unsupported(device.index());
+  TORCH_CHECK(!why, op, ": ", *why);
 }
 
 // The forward's counters for the current stream, zeroed once: the causal tile
@@ -96,29 +94,9 @@ int* stream_counters(const at::Device& device, int ints, at::Tensor& fresh) {
 std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_cuda(const at::Tensor& q, const at::Tensor& k,
                                                              const at::Tensor& v, bool causal,
                                                              double scale) {
-  TORCH_CHECK(q.defined() && k.defined() && v.defined(), kOp, ": q, k, v must be defined");
-  TORCH_CHECK(q.is_cuda() && k.is_cuda() && v.is_cuda(), kOp, ": q, k, v must be CUDA tensors, got ",
-              q.device(), ", ", k.device(), ", ", v.device());
-  TORCH_CHECK(k.device() == q.device() && v.device() == q.device(), kOp,
-              ": q, k, v must be on one device, got ", q.device(), ", ", k.device(), ", ", v.device());
-  TORCH_CHECK(q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kHalf, kOp,
-              ": q must be bfloat16 or float16, got ", q.scalar_type());
-  TORCH_CHECK(k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type(), kOp,
-              ": q, k, v must have one dtype, got ", q.scalar_type(), ", ", k.scalar_type(), ", ",
-              v.scalar_type());
-  TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, kOp,
-              ": q, k, v must be [batch, heads, seq, head_dim], got ", q.sizes(), ", ", k.sizes(), ", ",
-              v.sizes());
-  TORCH_CHECK(k.sizes() == v.sizes(), kOp, ": k and v must have one shape, got ", k.sizes(), " and ",
-              v.sizes());
+  kernels::check_flash_fwd_inputs(kOp, q, k, v, scale);
   const int64_t batch = q.size(0), heads_q = q.size(1), seq_q = q.size(2), head_dim = q.size(3);
   const int64_t heads_kv = k.size(1), seq_k = k.size(2);
-  TORCH_CHECK(k.size(0) == batch && k.size(3) == head_dim, kOp, ": q ", q.sizes(), " and k ", k.sizes(),
-              " differ in batch or head_dim");
-  TORCH_CHECK(heads_kv > 0 && heads_q % heads_kv == 0, kOp, ": the query heads (", heads_q,
-              ") must be a multiple of the key/value heads (", heads_kv, ")");
-  TORCH_CHECK(head_dim == 64 || head_dim == 128, kOp, ": head_dim must be 64 or 128, got ", head_dim);
-  TORCH_CHECK(std::isfinite(scale) && scale > 0, kOp, ": scale must be finite and positive, got ", scale);
 
   c10::cuda::CUDAGuard guard(q.device());
   check_hopper(q.device(), kOp);

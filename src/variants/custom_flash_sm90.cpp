@@ -4,6 +4,8 @@
 #include <ATen/ATen.h>
 #ifdef ATTNPROF_HAVE_SM90_KERNELS
 #include <ATen/cuda/CUDAContext.h>
+
+#include "kernels/flash_sm90/hopper_support.h"
 #endif
 
 #include <cstdint>
@@ -72,12 +74,8 @@ class CustomFlashSm90 final : public CustomOpVariant {
     if (!base.ok) return base;
 #ifdef ATTNPROF_HAVE_SM90_KERNELS
     const at::Device dev = torch_device(p);
-    const int index = dev.has_index() ? dev.index() : at::cuda::current_device();
-    const cudaDeviceProp* prop = at::cuda::getDeviceProperties(index);
-    if (prop->major != 9 || prop->minor != 0)
-      return Support::no(name() + " needs a compute capability 9.0 GPU (Hopper: wgmma, TMA); " + p.device +
-                         " is " + prop->name + " (" + std::to_string(prop->major) + "." +
-                         std::to_string(prop->minor) + ")");
+    if (const auto why = flash_sm90::device_unsupported(dev.has_index() ? dev.index() : at::cuda::current_device()))
+      return Support::no(name() + " " + *why);
 #endif
     if (p.dtype == DType::FP32)
       return Support::no(name() + " supports bf16 and fp16, not fp32 (wgmma takes 16-bit inputs here)");

@@ -28,37 +28,12 @@ constexpr int64_t kMaxSeq = int64_t{1} << 30;
 constexpr int64_t kMaxGridY = 65535;
 constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
 
+// The shared checks (tensor_checks.h), then this family's index and grid limits.
 void check_fwd_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale) {
-  using kernels::check_cuda_tensor;
-  check_cuda_tensor(q, kOp, "q");
-  check_cuda_tensor(k, kOp, "k");
-  check_cuda_tensor(v, kOp, "v");
-  TORCH_CHECK(q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kHalf, kOp,
-              ": q must be bfloat16 or float16, got ", q.scalar_type());
-  TORCH_CHECK(k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type(), kOp,
-              ": q, k, v must have one dtype, got ", q.scalar_type(), ", ", k.scalar_type(), ", ",
-              v.scalar_type());
-  TORCH_CHECK(k.device() == q.device() && v.device() == q.device(), kOp,
-              ": q, k, v must be on one device, got ", q.device(), ", ", k.device(), ", ", v.device());
-  TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, kOp,
-              ": q must be [batch, heads_q, seq_q, head_dim] and k, v [batch, heads_kv, seq_kv, "
-              "head_dim], got ", q.sizes(), ", ", k.sizes(), ", ", v.sizes());
-  TORCH_CHECK(k.sizes() == v.sizes(), kOp, ": k and v must have one shape, got ", k.sizes(),
-              " and ", v.sizes());
-  TORCH_CHECK(q.size(0) == k.size(0) && q.size(3) == k.size(3), kOp, ": q ", q.sizes(), " and k ",
-              k.sizes(), " differ in batch or head_dim");
-  const int64_t heads_q = q.size(1), heads_kv = k.size(1);
-  TORCH_CHECK(heads_kv >= 1, kOp, ": k and v need at least one head, got ", k.sizes());
-  TORCH_CHECK(heads_q % heads_kv == 0, kOp, ": query heads (", heads_q,
-              ") must be a multiple of key/value heads (", heads_kv, ")");
-  const int64_t head_dim = q.size(3);
-  TORCH_CHECK(head_dim == 64 || head_dim == 128, kOp, ": head_dim must be 64 or 128, got ",
-              head_dim);
-  TORCH_CHECK(std::isfinite(scale) && scale > 0, kOp, ": scale must be finite and positive, got ",
-              scale);
+  kernels::check_flash_fwd_inputs(kOp, q, k, v, scale);
   // Grids: prefill (batch·heads_q, ⌈seq_q / 128⌉, splits), decode (batch·heads_kv,
   // splits, row tiles), combine (⌈batch·heads_q·seq_q / 4⌉).
-  const int64_t batch = q.size(0), seq_q = q.size(2), seq_kv = k.size(2);
+  const int64_t batch = q.size(0), heads_q = q.size(1), seq_q = q.size(2), seq_kv = k.size(2);
   TORCH_CHECK(seq_q <= kMaxSeq && seq_kv <= kMaxSeq && batch * heads_q <= kMaxGridX &&
                   (seq_q + 127) / 128 <= kMaxGridY && batch * heads_q * seq_q / 4 <= kMaxGridX,
               kOp, ": sizes too large for the kernels' 32-bit indices and grid limits: q ",
