@@ -21,6 +21,7 @@
 #include "attnprof/report/run_files.h"
 #include "attnprof/report/sweep.h"
 #include "attnprof/report/table_data.h"
+#include "attnprof/run_units.h"
 #include "attnprof/session.h"
 #include "attnprof/variant.h"
 #include "cli/exit_codes.h"
@@ -177,60 +178,43 @@ int run_sweep(SweepOptions& o) {
   // Progress on stderr, one header line per point; end() clears it before anything else is printed.
   ProgressDisplay progress(progress_settings(o.run.quiet), n);
   settings.measure.progress = progress.callback();
-  int ok = 0, skipped = 0, failed = 0;
   CounterNotes counter_notes;
-  size_t attempted = 0;
-  std::string write_error;  // files that could not be written after a signal
-  for (size_t i = 0; i < n && !interrupt_signal(); ++i, attempted = i) {
-    Point& pt = points[i];
-    const Problem& p = pt.problem;
-    const std::string name = fmt::format("{} {} {}{}", pt.variant, p.shape_string(), dtype_name(p.dtype),
+  std::vector<RunUnit> units;
+  for (const Point& pt : points)
+    units.push_back({pt.variant, pt.problem,
+                     pt.record.status == Status::skipped ? std::optional<RunRecord>(pt.record) : std::nullopt});
+  UnitObserver observer;
+  observer.begin = [&](size_t i, const RunUnit& u) {
+    const Problem& p = u.problem;
+    const std::string name = fmt::format("{} {} {}{}", u.variant, p.shape_string(), dtype_name(p.dtype),
                                          p.pass == Pass::fwd ? "" : std::string(" ") + pass_name(p.pass));
     progress.begin(i, {name, name, "for this point", p,
                        {settings.measure.schedule, settings.measure.timing_iters, p.on_cuda(), 0}, false});
-    RunRecord& r = pt.record;
-    r.variant = pt.variant;
-    r.problem = p;
-    if (r.status == Status::skipped) {  // not a valid problem: said when the axes were read
-      progress.end();
-      ++skipped;
-      notef("  skipped: {}", r.reason);
-      continue;
-    }
-    try {
-      // Support, the memory prediction and out-of-memory all come back as a skip.
-      Measurement m = run_variant(pt.variant, p, settings.measure);
-      settings.measure.startup_ms.reset();
-      r = std::move(m.record);
-      if (r.ok()) {
-        progress.writing();
-        report::write_run_files(r, m.trace_json, settings.files);
-      }
-      progress.end();
-    } catch (const io::FileError& e) {
-      progress.end();
-      if (!interrupt_signal()) throw;  // exit 4, one line (main)
-      // A signal came first: it decides the exit code; the point counts as interrupted.
-      r.status = Status::interrupted;
-      r.reason = std::string("its files could not be written: ") + e.what();
-      write_error = "; point " + std::to_string(i + 1) + "'s files could not be written: " + e.what();
-    }
-    if (r.status == Status::interrupted) {
-      attempted = i + 1;
-      break;
-    }
-    if (const std::string line = counter_notes.line_for(r); !line.empty()) note(line);
-    if (r.ok()) ++ok;
-    else if (r.status == Status::skipped) ++skipped, notef("  skipped: {}", r.reason);
-    else ++failed, notef("  failed: {}", r.reason);
+  };
+  observer.writing = [&] { progress.writing(); };
+  observer.end = [&] { progress.end(); };
+  observer.done = [&](size_t i, const UnitOutcome& u) {
+    const RunRecord& r = u.record;
+    // A point that is not a valid problem was said when the axes were read.
+    if (!units[i].decided)
+      if (const std::string line = counter_notes.line_for(r); !line.empty()) note(line);
+    if (r.status == Status::skipped) notef("  skipped: {}", r.reason);
+    else if (!r.ok()) notef("  failed: {}", r.reason);
+  };
+  RunUnitsResult run = run_units(units, {settings.measure, settings.files, /*write_interrupted_summary=*/false}, observer);
+  const int ok = run.ok, skipped = run.skipped, failed = run.failed;
+  const size_t attempted = run.records.size();
+  std::string write_error;  // files that could not be written after a signal
+  if (run.interrupted && !run.interrupted->files_error.empty()) {
+    run.records.back().reason = "its files could not be written: " + run.interrupted->files_error;
+    write_error = "; point " + std::to_string(attempted) + "'s files could not be written: " + run.interrupted->files_error;
   }
 
   progress.finish();
   const int sig = interrupt_signal();
-  const bool interrupted_point = attempted > 0 && points[attempted - 1].record.status == Status::interrupted;
-  points.resize(attempted);  // an interrupted sweep reports the points it reached
-  std::vector<RunRecord> records;
-  for (const Point& pt : points) records.push_back(pt.record);
+  const bool interrupted_point = run.interrupted.has_value();
+  // An interrupted sweep reports the points it reached.
+  const std::vector<RunRecord>& records = run.records;
   const report::Table table = report::sweep_table(records);
   // One set: tables and plots. An interrupted sweep never replaces a complete
   // one: what it reached goes to sweep/partial/.
