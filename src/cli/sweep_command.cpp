@@ -23,6 +23,7 @@
 #include "attnprof/report/table_data.h"
 #include "attnprof/run_units.h"
 #include "attnprof/session.h"
+#include "attnprof/sweep_plan.h"
 #include "attnprof/variant.h"
 #include "cli/exit_codes.h"
 #include "cli/options.h"
@@ -35,28 +36,10 @@ namespace {
 
 struct SweepOptions {
   CliOptions run;  // device, causal, seed, out, schedule
-  std::vector<int64_t> seq, head_dim, batch, heads;
-  std::vector<int64_t> kv_heads, seq_q, seq_kv;  // empty: as --heads, as --seq
-  std::vector<std::string> dtype, variant, pass;
+  SweepAxes axes;  // kv_heads, seq_q, seq_kv empty: as --heads, as --seq
   bool seq_given = false;
   int64_t max_points = kDefaultMaxPoints;
 };
-
-// (seq_q, seq_kv) pairs: --seq moves both; --seq-kv with --seq-q crosses them
-// (--seq-q alone pairs each query length with itself... as --seq does).
-std::vector<std::pair<int64_t, int64_t>> sequence_pairs(const SweepOptions& o) {
-  std::vector<std::pair<int64_t, int64_t>> pairs;
-  if (o.seq_q.empty() && o.seq_kv.empty()) {
-    for (int64_t s : o.seq) pairs.emplace_back(s, s);
-    return pairs;
-  }
-  const std::vector<int64_t>& kv = o.seq_kv.empty() ? o.seq : o.seq_kv;
-  for (int64_t k : kv) {
-    if (o.seq_q.empty()) pairs.emplace_back(k, k);
-    for (int64_t q : o.seq_q) pairs.emplace_back(q, k);
-  }
-  return pairs;
-}
 
 struct Point {
   std::string variant;
@@ -65,79 +48,62 @@ struct Point {
 };
 
 int run_sweep(SweepOptions& o) {
-  o.variant = expand_variants(o.variant);
-  for (const auto& [flag, values] : {std::pair<const char*, const std::vector<int64_t>*>{"--seq", &o.seq},
-                                     {"--head-dim", &o.head_dim}, {"--batch", &o.batch}, {"--heads", &o.heads}})
+  o.axes.variant = expand_variants(o.axes.variant);
+  for (const auto& [flag, values] : {std::pair<const char*, const std::vector<int64_t>*>{"--seq", &o.axes.seq},
+                                     {"--head-dim", &o.axes.head_dim}, {"--batch", &o.axes.batch}, {"--heads", &o.axes.heads}})
     if (values->empty()) throw UsageError(fmt::format("{} needs at least one value", flag));
   // Each value on its own is checked as the single-run flag is (--seq 0 is a
   // usage error in a sweep too); only combinations that are not a problem
   // (--kv-heads not dividing --heads, more queries than keys under the causal
   // mask) are skipped point by point.
   for (const auto& [flag, values, max] :
-       {std::tuple<const char*, const std::vector<int64_t>*, int64_t>{"--seq", &o.seq, kMaxSeq},
-        {"--seq-q", &o.seq_q, kMaxSeq}, {"--seq-kv", &o.seq_kv, kMaxSeq}, {"--head-dim", &o.head_dim, kMaxHeadDim},
-        {"--batch", &o.batch, kMaxBatch}, {"--heads", &o.heads, kMaxHeads}, {"--kv-heads", &o.kv_heads, kMaxHeads}})
+       {std::tuple<const char*, const std::vector<int64_t>*, int64_t>{"--seq", &o.axes.seq, kMaxSeq},
+        {"--seq-q", &o.axes.seq_q, kMaxSeq}, {"--seq-kv", &o.axes.seq_kv, kMaxSeq}, {"--head-dim", &o.axes.head_dim, kMaxHeadDim},
+        {"--batch", &o.axes.batch, kMaxBatch}, {"--heads", &o.axes.heads, kMaxHeads}, {"--kv-heads", &o.axes.kv_heads, kMaxHeads}})
     for (int64_t v : *values) check_positive(flag, v, max);
-  for (const std::string& d : o.dtype)
+  for (const std::string& d : o.axes.dtype)
     if (!parse_dtype(d)) throw UsageError(invalid_choice("--dtype", d, dtype_names()));
-  for (const std::string& ps : o.pass)
+  for (const std::string& ps : o.axes.pass)
     if (!parse_pass(ps)) throw UsageError(invalid_choice("--pass", ps, pass_names()));
-  if (o.seq_given && (!o.seq_q.empty() || !o.seq_kv.empty()))
+  if (o.seq_given && (!o.axes.seq_q.empty() || !o.axes.seq_kv.empty()))
     throw UsageError("sweep: give --seq, or --seq-q / --seq-kv, not both");
   // Every point validated (sizes, device) before the first one runs. A point
   // that is not a valid problem (kv-heads not dividing heads, more queries
   // than keys under the causal mask) is skipped with the reason, unless no
   // point is valid: then the axes are wrong and that is a usage error.
-  const auto seqs = sequence_pairs(o);
-  const std::string axes =
-      fmt::format("{} variant x {} seq x {} head_dim x {} batch x {} heads x {} kv-heads x {} dtype x {} pass",
-                  o.variant.size(), seqs.size(), o.head_dim.size(), o.batch.size(), o.heads.size(),
-                  std::max<size_t>(1, o.kv_heads.size()), o.dtype.size(), o.pass.size());
-  // Counted before anything is built: thousands of points would run for days
-  // (and a typo in a list can ask for more points than memory holds).
-  uint64_t count = 1;
-  bool overflow = false;
-  for (size_t k : {o.variant.size(), seqs.size(), o.head_dim.size(), o.batch.size(), o.heads.size(),
-                   std::max<size_t>(1, o.kv_heads.size()), o.dtype.size(), o.pass.size()})
-    overflow = overflow || __builtin_mul_overflow(count, uint64_t(k), &count);
-  if (overflow || count > uint64_t(o.max_points))
+  const std::string axes = sweep_axes_text(o.axes);
+  const std::optional<uint64_t> count = sweep_point_count(o.axes);
+  if (!count || *count > uint64_t(o.max_points))
     throw UsageError(fmt::format("sweep: {} configurations ({}) exceed --max-points {}; narrow the axes or pass "
                                  "--max-points {}",
-                                 overflow ? std::string("more than 2^64") : std::to_string(count), axes, o.max_points,
-                                 overflow ? std::string("N") : std::to_string(count)));
-  const std::vector<int64_t> no_kv_heads = {0};  // 0: as --heads
+                                 count ? std::to_string(*count) : std::string("more than 2^64"), axes, o.max_points,
+                                 count ? std::to_string(*count) : std::string("N")));
   std::vector<Point> points;
   size_t invalid = 0;
   std::string first_invalid;
-  for (const std::string& ps : o.pass)
-    for (const std::string& dt : o.dtype)
-      for (int64_t b : o.batch)
-        for (int64_t h : o.heads)
-          for (int64_t hkv : o.kv_heads.empty() ? no_kv_heads : o.kv_heads)
-            for (int64_t d : o.head_dim)
-              for (const std::string& v : o.variant)
-                for (const auto& [sq, skv] : seqs) {
-                  CliOptions c = o.run;
-                  c.dtype = dt, c.batch = b, c.heads = h, c.head_dim = d, c.pass = ps;
-                  c.seq = skv, c.seq_q = sq, c.seq_kv = skv;
-                  if (hkv > 0) c.kv_heads = hkv;
-                  Point pt{v, {}, {}};
-                  try {
-                    pt.problem = build_problem(c);
-                  } catch (const UsageError& e) {
-                    if (std::string(e.what()).rfind("--device", 0) == 0) throw;
-                    if (first_invalid.empty()) first_invalid = e.what();
-                    ++invalid;
-                    pt.problem.batch = b, pt.problem.heads_q = h, pt.problem.heads_kv = hkv > 0 ? hkv : h;
-                    pt.problem.seq_q = sq, pt.problem.seq_kv = skv, pt.problem.head_dim = d;
-                    pt.problem.dtype = parse_dtype(dt).value_or(DType::BF16);
-                    pt.problem.pass = parse_pass(ps).value_or(Pass::fwd);
-                    pt.problem.mask = o.run.no_causal_given ? Mask::none : Mask::causal_bottom_right;
-                    pt.record.status = Status::skipped;
-                    pt.record.reason = std::string("not a valid problem: ") + e.what();
-                  }
-                  points.push_back(std::move(pt));
-                }
+  for (const SweepPoint& sp : sweep_points(o.axes)) {
+    CliOptions c = o.run;
+    c.dtype = sp.dtype, c.batch = sp.batch, c.heads = sp.heads, c.head_dim = sp.head_dim, c.pass = sp.pass;
+    c.seq = sp.seq_kv, c.seq_q = sp.seq_q, c.seq_kv = sp.seq_kv;
+    if (sp.kv_heads > 0) c.kv_heads = sp.kv_heads;
+    Point pt{sp.variant, {}, {}};
+    try {
+      pt.problem = build_problem(c);
+    } catch (const UsageError& e) {
+      if (std::string(e.what()).rfind("--device", 0) == 0) throw;
+      if (first_invalid.empty()) first_invalid = e.what();
+      ++invalid;
+      pt.problem.batch = sp.batch, pt.problem.heads_q = sp.heads;
+      pt.problem.heads_kv = sp.kv_heads > 0 ? sp.kv_heads : sp.heads;
+      pt.problem.seq_q = sp.seq_q, pt.problem.seq_kv = sp.seq_kv, pt.problem.head_dim = sp.head_dim;
+      pt.problem.dtype = parse_dtype(sp.dtype).value_or(DType::BF16);
+      pt.problem.pass = parse_pass(sp.pass).value_or(Pass::fwd);
+      pt.problem.mask = o.run.no_causal_given ? Mask::none : Mask::causal_bottom_right;
+      pt.record.status = Status::skipped;
+      pt.record.reason = std::string("not a valid problem: ") + e.what();
+    }
+    points.push_back(std::move(pt));
+  }
   if (invalid == points.size()) throw UsageError(first_invalid);
   std::string device;
   for (const Point& pt : points)
@@ -226,7 +192,7 @@ int run_sweep(SweepOptions& o) {
       io::StagedFiles sweep_set;
       sweep_set.make_dir(dir);
       files = report::stage_table_files(sweep_set, table, io::join_path(dir, "sweep"));
-      for (const std::string& f : report::stage_sweep_plots(sweep_set, records, o.variant, dir)) files.push_back(f);
+      for (const std::string& f : report::stage_sweep_plots(sweep_set, records, o.axes.variant, dir)) files.push_back(f);
       sweep_set.publish();  // FileError: exit 4
     } catch (const io::FileError& e) {
       if (!interrupt_signal()) throw;
@@ -264,29 +230,29 @@ int run_sweep(SweepOptions& o) {
 Subcommand add_sweep_command(CLI::App& app) {
   auto o = std::make_shared<SweepOptions>();
   const CliOptions defaults;
-  o->seq = {defaults.seq};
-  o->head_dim = {defaults.head_dim};
-  o->batch = {defaults.batch};
-  o->heads = {defaults.heads};
-  o->dtype = {defaults.dtype};
-  o->pass = {defaults.pass};
-  o->variant = variants_tagged(VariantTag::default_sweep);
+  o->axes.seq = {defaults.seq};
+  o->axes.head_dim = {defaults.head_dim};
+  o->axes.batch = {defaults.batch};
+  o->axes.heads = {defaults.heads};
+  o->axes.dtype = {defaults.dtype};
+  o->axes.pass = {defaults.pass};
+  o->axes.variant = variants_tagged(VariantTag::default_sweep);
   Subcommand s;
   s.app = app.add_subcommand("sweep",
                              "Sweep shapes, dtypes and variants (comma lists); write OUT/sweep/sweep.csv and SVG "
                              "plots of forward time and TFLOP/s vs seq");
   CLI::App& sub = *s.app;
-  add_integer_list_option(sub, "--seq", o->seq, "Sequence lengths (queries and keys), e.g. 512,1024,2048",
+  add_integer_list_option(sub, "--seq", o->axes.seq, "Sequence lengths (queries and keys), e.g. 512,1024,2048",
                           &o->seq_given);
-  add_integer_list_option(sub, "--seq-q", o->seq_q, "Query lengths, e.g. 1,16 for decode (crossed with --seq-kv)");
-  add_integer_list_option(sub, "--seq-kv", o->seq_kv, "Key/value lengths, e.g. 4096,32768 (the x axis of the plots)");
-  add_integer_list_option(sub, "--kv-heads", o->kv_heads, "Key/value head counts (default: as --heads)");
-  add_name_list_option(sub, "--pass", o->pass, "Passes: fwd, bwd, fwd+bwd");
-  add_integer_list_option(sub, "--head-dim", o->head_dim, "Head dimensions");
-  add_integer_list_option(sub, "--batch", o->batch, "Batch sizes");
-  add_integer_list_option(sub, "--heads", o->heads, "Head counts");
-  add_name_list_option(sub, "--dtype", o->dtype, "Dtypes: bf16, fp16, fp32");
-  add_name_list_option(sub, "--variant", o->variant, "Variants (comma list, or 'all')");
+  add_integer_list_option(sub, "--seq-q", o->axes.seq_q, "Query lengths, e.g. 1,16 for decode (crossed with --seq-kv)");
+  add_integer_list_option(sub, "--seq-kv", o->axes.seq_kv, "Key/value lengths, e.g. 4096,32768 (the x axis of the plots)");
+  add_integer_list_option(sub, "--kv-heads", o->axes.kv_heads, "Key/value head counts (default: as --heads)");
+  add_name_list_option(sub, "--pass", o->axes.pass, "Passes: fwd, bwd, fwd+bwd");
+  add_integer_list_option(sub, "--head-dim", o->axes.head_dim, "Head dimensions");
+  add_integer_list_option(sub, "--batch", o->axes.batch, "Batch sizes");
+  add_integer_list_option(sub, "--heads", o->axes.heads, "Head counts");
+  add_name_list_option(sub, "--dtype", o->axes.dtype, "Dtypes: bf16, fp16, fp32");
+  add_name_list_option(sub, "--variant", o->axes.variant, "Variants (comma list, or 'all')");
   sub.add_option("--max-points", o->max_points,
                  "Refuse sweeps of more configurations than this (a typo in a list can ask for days)")
       ->capture_default_str()
