@@ -88,7 +88,7 @@ bool output_dir_ready(const std::string& dir) {
     io::ensure_writable_dir(dir);
     return true;
   } catch (const io::FileError& e) {
-    fmt::print(stderr, "attnprof: error: {}\n", e.what());
+    error(e.what());
     return false;
   }
 }
@@ -114,7 +114,7 @@ int launch(const CliOptions& o, const std::vector<std::string>& names) {
   if (why.empty() && p.on_cuda() && nproc > cuda_device_count())
     why = fmt::format("--nproc {} needs {} GPUs; this host has {}", nproc, nproc, cuda_device_count());
   if (!why.empty()) {
-    fmt::print(stderr, "attnprof: {} cannot run here: {}\n", join(names), why);
+    notef("attnprof: {} cannot run here: {}", join(names), why);
     return exit_code::kUnsupported;
   }
   (void)file_baseline(o, p, names, nproc);
@@ -136,11 +136,11 @@ int launch(const CliOptions& o, const std::vector<std::string>& names) {
   for (const ring::RankOutcome& r : res.ranks) {
     if (r.rank == 0 || r.ok() || r.stopped_by_launcher) continue;
     if (!lead.stopped_by_launcher && r.exit_code == lead.exit_code && r.term_signal == lead.term_signal) continue;
-    fmt::print(stderr, "attnprof: rank {} ended with {}{}\n", r.rank, r.how(),
+    notef("attnprof: rank {} ended with {}{}", r.rank, r.how(),
                r.last_line.empty() ? "" : ": " + r.last_line);
   }
   if (res.first_failure > 0 && lead.stopped_by_launcher)
-    fmt::print(stderr, "attnprof: the other ranks were stopped after rank {} failed\n", res.first_failure);
+    notef("attnprof: the other ranks were stopped after rank {} failed", res.first_failure);
   if (res.forwarded_signal) {
     // A rank that has not stopped within the grace period (one may be left in
     // a collective its peer never joins) is killed mid-step: its temps are
@@ -280,24 +280,24 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
     if (!refusal.empty()) {
       ++refused;
       if (names.size() == 1) {
-        if (lead) fmt::print(stderr, "attnprof: {} cannot run here: {}\n", name, refusal);
+        if (lead) notef("attnprof: {} cannot run here: {}", name, refusal);
         code = exit_code::kUnsupported;
       } else if (lead) {
-        fmt::print(stderr, "  skipped {}: {}\n", name, refusal);
+        notef("  skipped {}: {}", name, refusal);
       }
       continue;
     }
-    if (lead && names.size() > 1 && !o.quiet) fmt::print(stderr, "[{}/{}] {}\n", i + 1, names.size(), run_label(name, p));
+    if (lead && names.size() > 1 && !o.quiet) notef("[{}/{}] {}", i + 1, names.size(), run_label(name, p));
     Measurement m = run_variant(name, p, s.measure);
     s.measure.startup_ms.reset();  // process start-up belongs to the first variant only
     RunRecord& r = m.record;
     if (r.status == Status::interrupted) {
       const std::string path = report::write_interrupted_summary(r, s.files);
-      fmt::print(stderr, "attnprof: rank {} interrupted during {}{}\n", env.rank, name, path.empty() ? "" : "; " + path + " marks it interrupted");
+      notef("attnprof: rank {} interrupted during {}{}", env.rank, name, path.empty() ? "" : "; " + path + " marks it interrupted");
       return 128 + interrupt_signal();
     }
     if (!r.ok()) {  // its peers would wait for it in the next transfer: leave, the launcher stops them
-      fmt::print(stderr, "attnprof: rank {}: {} {}: {}\n", env.rank, name, r.status == Status::failed ? "failed" : "could not run", r.reason);
+      notef("attnprof: rank {}: {} {}: {}", env.rank, name, r.status == Status::failed ? "failed" : "could not run", r.reason);
       return exit_code::kRunFailed;
     }
     // A rank computes 1/world of the forward: its rate is that share over its
@@ -311,13 +311,13 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
     try {
       report::write_run_files(r, m.trace_json, s.files);
     } catch (const io::FileError& e) {
-      fmt::print(stderr, "attnprof: error: {}\n", e.what());
+      error(e.what());
       return exit_code::kOutput;
     }
     const auto all = group.all_gather_strings(
         key + "/figures", report::rank_figures_json(figures).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     if (!lead) continue;
-    fmt::print("{}", run_text(r, table, o.kernels, s.files.out_dir));
+    out(run_text(r, table, o.kernels, s.files.out_dir));
     report::RingSummary sum;
     sum.variant = name;
     const ring::InnerSpec& spec = *ring::find_inner(name);
@@ -341,26 +341,24 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
     sum.single_gpu_source = base.source;
     try {
       const auto files = report::write_ring_report(sum, s.files.out_dir);
-      fmt::print("\n{}, rank by rank: {}\n{}  files: {} (+ .csv, .md, .json, .summary.json)\n",
+      outf("\n{}, rank by rank: {}\n{}  files: {} (+ .csv, .md, .json, .summary.json)\n",
                  capitalised(sum.scheme), report::ring_headline(sum),
                  report::to_text(report::ring_table(sum)), io::visible(files.front()));
     } catch (const io::FileError& e) {
-      fmt::print(stderr, "attnprof: error: {}\n", e.what());
+      error(e.what());
       return exit_code::kOutput;
     }
     summaries.push_back(sum);
-    std::fflush(stdout);
   }
   if (lead && summaries.size() > 1 && !interrupt_signal()) {
     try {
       const auto files = report::write_context_parallel_table(summaries, s.files.out_dir);
-      fmt::print("\nContext parallel, side by side:\n{}  files: {} (+ .csv, .md, .json)\n",
+      outf("\nContext parallel, side by side:\n{}  files: {} (+ .csv, .md, .json)\n",
                  report::to_text(report::context_parallel_table(summaries)), io::visible(files.front()));
     } catch (const io::FileError& e) {
-      fmt::print(stderr, "attnprof: error: {}\n", e.what());
+      error(e.what());
       return exit_code::kOutput;
     }
-    std::fflush(stdout);
   }
   if (const int sig = interrupt_signal()) return 128 + sig;  // peers may have stopped at another step
   try {

@@ -14,6 +14,7 @@
 #include "attnprof/report/run_files.h"
 #include "attnprof/report/table_data.h"
 #include "attnprof/report/trace_comparison.h"
+#include "attnprof/run_units.h"
 #include "attnprof/session.h"
 #include "attnprof/variant.h"
 #include "cli/exit_codes.h"
@@ -122,56 +123,46 @@ int run_profile(const CliOptions& o) {
   }
 
   const TableOptions table = s.table_for(p);
-  int failed = 0, skipped = 0;
   CounterNotes counter_notes;
   std::vector<std::string> skipped_lines;
-  std::vector<RunRecord> records;  // every variant's outcome, for the at-a-glance table
-  std::string interrupted_marker;  // what the interrupted variant left
   // Progress on stderr; end() clears it before anything else is printed.
   ProgressDisplay progress(progress_settings(o.quiet), names.size(), o.startup_ms.value_or(0.0) / 1e3);
   s.measure.progress = progress.callback();
-  for (size_t i = 0; i < names.size() && !interrupt_signal(); ++i) {
-    progress.begin(i, {names[i], run_label(names[i], p), names.size() > 1 ? "for this variant" : "in all", p,
+  std::vector<RunUnit> units;
+  for (const std::string& n : names) units.push_back({n, p, std::nullopt});
+  UnitObserver observer;
+  observer.begin = [&](size_t i, const RunUnit& u) {
+    progress.begin(i, {u.variant, run_label(u.variant, p), names.size() > 1 ? "for this variant" : "in all", p,
                        {s.measure.schedule, s.measure.timing_iters, p.on_cuda(), 0}, names.size() == 1});
-    Measurement m = run_variant(names[i], p, s.measure);
-    s.measure.startup_ms.reset();  // process start-up belongs to the first variant only
-    RunRecord& r = m.record;
-    try {
-      if (r.status == Status::ok) {
-        progress.writing();
-        report::write_run_files(r, m.trace_json, s.files);
-      }
-      progress.end();
-      if (r.status == Status::interrupted) {
-        const std::string path = report::write_interrupted_summary(r, s.files);
-        interrupted_marker = path.empty() ? "; its earlier complete summary is kept" : "; " + path + " marks it interrupted";
-      }
-    } catch (const io::FileError& e) {
-      progress.end();
-      if (!interrupt_signal()) throw;  // exit 4, one line (main)
-      // A signal came first: it decides the exit code, and the line says both.
-      r.status = Status::interrupted;
-      interrupted_marker = std::string("; its files could not be written: ") + e.what();
-    }
-    records.push_back(r);
-    if (r.status == Status::interrupted) break;
+  };
+  observer.writing = [&] { progress.writing(); };
+  observer.end = [&] { progress.end(); };
+  observer.done = [&](size_t, const UnitOutcome& u) {
+    const RunRecord& r = u.record;
     if (r.status == Status::skipped) {
-      ++skipped;
-      if (names.size() == 1) {
-        notef("attnprof: {} cannot run here: {}", r.variant, r.reason);
-        return exit_code::kUnsupported;
-      }
+      if (names.size() == 1) return;  // one line and exit 3, below
       skipped_lines.push_back(fmt::format("  {}: {}", r.variant, r.reason));
       notef("  skipped: {}", r.reason);
-      continue;
-    }
-    if (r.status == Status::failed) {
-      ++failed;
+    } else if (r.status == Status::failed) {
       notef("attnprof: {} failed: {}", r.variant, r.reason);
-      continue;
+    } else {
+      out(run_text(r, table, o.kernels, s.files.out_dir));
+      if (const std::string line = counter_notes.line_for(r); !line.empty()) note(line);
     }
-    out(run_text(r, table, o.kernels, s.files.out_dir));
-    if (const std::string line = counter_notes.line_for(r); !line.empty()) note(line);
+  };
+  RunUnitsResult run = run_units(units, {s.measure, s.files, /*write_interrupted_summary=*/true}, observer);
+  const std::vector<RunRecord>& records = run.records;  // every variant's outcome, for the at-a-glance table
+  if (names.size() == 1 && !records.empty() && records.front().status == Status::skipped) {
+    notef("attnprof: {} cannot run here: {}", records.front().variant, records.front().reason);
+    return exit_code::kUnsupported;
+  }
+  const int failed = run.failed, skipped = run.skipped;
+  std::string interrupted_marker;  // what the interrupted variant left
+  if (run.interrupted) {
+    const UnitOutcome& u = *run.interrupted;
+    if (!u.files_error.empty()) interrupted_marker = "; its files could not be written: " + u.files_error;
+    else if (u.interrupted_summary.empty()) interrupted_marker = "; its earlier complete summary is kept";
+    else interrupted_marker = "; " + u.interrupted_summary + " marks it interrupted";
   }
   int sig = interrupt_signal();
   const bool complete = !sig || (records.size() == names.size() && records.back().status != Status::interrupted);

@@ -21,7 +21,9 @@
 #include "attnprof/report/run_files.h"
 #include "attnprof/report/sweep.h"
 #include "attnprof/report/table_data.h"
+#include "attnprof/run_units.h"
 #include "attnprof/session.h"
+#include "attnprof/sweep_plan.h"
 #include "attnprof/variant.h"
 #include "cli/exit_codes.h"
 #include "cli/options.h"
@@ -34,28 +36,10 @@ namespace {
 
 struct SweepOptions {
   CliOptions run;  // device, causal, seed, out, schedule
-  std::vector<int64_t> seq, head_dim, batch, heads;
-  std::vector<int64_t> kv_heads, seq_q, seq_kv;  // empty: as --heads, as --seq
-  std::vector<std::string> dtype, variant, pass;
+  SweepAxes axes;  // kv_heads, seq_q, seq_kv empty: as --heads, as --seq
   bool seq_given = false;
   int64_t max_points = kDefaultMaxPoints;
 };
-
-// (seq_q, seq_kv) pairs: --seq moves both; --seq-kv with --seq-q crosses them
-// (--seq-q alone pairs each query length with itself... as --seq does).
-std::vector<std::pair<int64_t, int64_t>> sequence_pairs(const SweepOptions& o) {
-  std::vector<std::pair<int64_t, int64_t>> pairs;
-  if (o.seq_q.empty() && o.seq_kv.empty()) {
-    for (int64_t s : o.seq) pairs.emplace_back(s, s);
-    return pairs;
-  }
-  const std::vector<int64_t>& kv = o.seq_kv.empty() ? o.seq : o.seq_kv;
-  for (int64_t k : kv) {
-    if (o.seq_q.empty()) pairs.emplace_back(k, k);
-    for (int64_t q : o.seq_q) pairs.emplace_back(q, k);
-  }
-  return pairs;
-}
 
 struct Point {
   std::string variant;
@@ -64,79 +48,62 @@ struct Point {
 };
 
 int run_sweep(SweepOptions& o) {
-  o.variant = expand_variants(o.variant);
-  for (const auto& [flag, values] : {std::pair<const char*, const std::vector<int64_t>*>{"--seq", &o.seq},
-                                     {"--head-dim", &o.head_dim}, {"--batch", &o.batch}, {"--heads", &o.heads}})
+  o.axes.variant = expand_variants(o.axes.variant);
+  for (const auto& [flag, values] : {std::pair<const char*, const std::vector<int64_t>*>{"--seq", &o.axes.seq},
+                                     {"--head-dim", &o.axes.head_dim}, {"--batch", &o.axes.batch}, {"--heads", &o.axes.heads}})
     if (values->empty()) throw UsageError(fmt::format("{} needs at least one value", flag));
   // Each value on its own is checked as the single-run flag is (--seq 0 is a
   // usage error in a sweep too); only combinations that are not a problem
   // (--kv-heads not dividing --heads, more queries than keys under the causal
   // mask) are skipped point by point.
   for (const auto& [flag, values, max] :
-       {std::tuple<const char*, const std::vector<int64_t>*, int64_t>{"--seq", &o.seq, kMaxSeq},
-        {"--seq-q", &o.seq_q, kMaxSeq}, {"--seq-kv", &o.seq_kv, kMaxSeq}, {"--head-dim", &o.head_dim, kMaxHeadDim},
-        {"--batch", &o.batch, kMaxBatch}, {"--heads", &o.heads, kMaxHeads}, {"--kv-heads", &o.kv_heads, kMaxHeads}})
+       {std::tuple<const char*, const std::vector<int64_t>*, int64_t>{"--seq", &o.axes.seq, kMaxSeq},
+        {"--seq-q", &o.axes.seq_q, kMaxSeq}, {"--seq-kv", &o.axes.seq_kv, kMaxSeq}, {"--head-dim", &o.axes.head_dim, kMaxHeadDim},
+        {"--batch", &o.axes.batch, kMaxBatch}, {"--heads", &o.axes.heads, kMaxHeads}, {"--kv-heads", &o.axes.kv_heads, kMaxHeads}})
     for (int64_t v : *values) check_positive(flag, v, max);
-  for (const std::string& d : o.dtype)
+  for (const std::string& d : o.axes.dtype)
     if (!parse_dtype(d)) throw UsageError(invalid_choice("--dtype", d, dtype_names()));
-  for (const std::string& ps : o.pass)
+  for (const std::string& ps : o.axes.pass)
     if (!parse_pass(ps)) throw UsageError(invalid_choice("--pass", ps, pass_names()));
-  if (o.seq_given && (!o.seq_q.empty() || !o.seq_kv.empty()))
+  if (o.seq_given && (!o.axes.seq_q.empty() || !o.axes.seq_kv.empty()))
     throw UsageError("sweep: give --seq, or --seq-q / --seq-kv, not both");
   // Every point validated (sizes, device) before the first one runs. A point
   // that is not a valid problem (kv-heads not dividing heads, more queries
   // than keys under the causal mask) is skipped with the reason, unless no
   // point is valid: then the axes are wrong and that is a usage error.
-  const auto seqs = sequence_pairs(o);
-  const std::string axes =
-      fmt::format("{} variant x {} seq x {} head_dim x {} batch x {} heads x {} kv-heads x {} dtype x {} pass",
-                  o.variant.size(), seqs.size(), o.head_dim.size(), o.batch.size(), o.heads.size(),
-                  std::max<size_t>(1, o.kv_heads.size()), o.dtype.size(), o.pass.size());
-  // Counted before anything is built: thousands of points would run for days
-  // (and a typo in a list can ask for more points than memory holds).
-  uint64_t count = 1;
-  bool overflow = false;
-  for (size_t k : {o.variant.size(), seqs.size(), o.head_dim.size(), o.batch.size(), o.heads.size(),
-                   std::max<size_t>(1, o.kv_heads.size()), o.dtype.size(), o.pass.size()})
-    overflow = overflow || __builtin_mul_overflow(count, uint64_t(k), &count);
-  if (overflow || count > uint64_t(o.max_points))
+  const std::string axes = sweep_axes_text(o.axes);
+  const std::optional<uint64_t> count = sweep_point_count(o.axes);
+  if (!count || *count > uint64_t(o.max_points))
     throw UsageError(fmt::format("sweep: {} configurations ({}) exceed --max-points {}; narrow the axes or pass "
                                  "--max-points {}",
-                                 overflow ? std::string("more than 2^64") : std::to_string(count), axes, o.max_points,
-                                 overflow ? std::string("N") : std::to_string(count)));
-  const std::vector<int64_t> no_kv_heads = {0};  // 0: as --heads
+                                 count ? std::to_string(*count) : std::string("more than 2^64"), axes, o.max_points,
+                                 count ? std::to_string(*count) : std::string("N")));
   std::vector<Point> points;
   size_t invalid = 0;
   std::string first_invalid;
-  for (const std::string& ps : o.pass)
-    for (const std::string& dt : o.dtype)
-      for (int64_t b : o.batch)
-        for (int64_t h : o.heads)
-          for (int64_t hkv : o.kv_heads.empty() ? no_kv_heads : o.kv_heads)
-            for (int64_t d : o.head_dim)
-              for (const std::string& v : o.variant)
-                for (const auto& [sq, skv] : seqs) {
-                  CliOptions c = o.run;
-                  c.dtype = dt, c.batch = b, c.heads = h, c.head_dim = d, c.pass = ps;
-                  c.seq = skv, c.seq_q = sq, c.seq_kv = skv;
-                  if (hkv > 0) c.kv_heads = hkv;
-                  Point pt{v, {}, {}};
-                  try {
-                    pt.problem = build_problem(c);
-                  } catch (const UsageError& e) {
-                    if (std::string(e.what()).rfind("--device", 0) == 0) throw;
-                    if (first_invalid.empty()) first_invalid = e.what();
-                    ++invalid;
-                    pt.problem.batch = b, pt.problem.heads_q = h, pt.problem.heads_kv = hkv > 0 ? hkv : h;
-                    pt.problem.seq_q = sq, pt.problem.seq_kv = skv, pt.problem.head_dim = d;
-                    pt.problem.dtype = parse_dtype(dt).value_or(DType::BF16);
-                    pt.problem.pass = parse_pass(ps).value_or(Pass::fwd);
-                    pt.problem.mask = o.run.no_causal_given ? Mask::none : Mask::causal_bottom_right;
-                    pt.record.status = Status::skipped;
-                    pt.record.reason = std::string("not a valid problem: ") + e.what();
-                  }
-                  points.push_back(std::move(pt));
-                }
+  for (const SweepPoint& sp : sweep_points(o.axes)) {
+    CliOptions c = o.run;
+    c.dtype = sp.dtype, c.batch = sp.batch, c.heads = sp.heads, c.head_dim = sp.head_dim, c.pass = sp.pass;
+    c.seq = sp.seq_kv, c.seq_q = sp.seq_q, c.seq_kv = sp.seq_kv;
+    if (sp.kv_heads > 0) c.kv_heads = sp.kv_heads;
+    Point pt{sp.variant, {}, {}};
+    try {
+      pt.problem = build_problem(c);
+    } catch (const UsageError& e) {
+      if (std::string(e.what()).rfind("--device", 0) == 0) throw;
+      if (first_invalid.empty()) first_invalid = e.what();
+      ++invalid;
+      pt.problem.batch = sp.batch, pt.problem.heads_q = sp.heads;
+      pt.problem.heads_kv = sp.kv_heads > 0 ? sp.kv_heads : sp.heads;
+      pt.problem.seq_q = sp.seq_q, pt.problem.seq_kv = sp.seq_kv, pt.problem.head_dim = sp.head_dim;
+      pt.problem.dtype = parse_dtype(sp.dtype).value_or(DType::BF16);
+      pt.problem.pass = parse_pass(sp.pass).value_or(Pass::fwd);
+      pt.problem.mask = o.run.no_causal_given ? Mask::none : Mask::causal_bottom_right;
+      pt.record.status = Status::skipped;
+      pt.record.reason = std::string("not a valid problem: ") + e.what();
+    }
+    points.push_back(std::move(pt));
+  }
   if (invalid == points.size()) throw UsageError(first_invalid);
   std::string device;
   for (const Point& pt : points)
@@ -177,60 +144,43 @@ int run_sweep(SweepOptions& o) {
   // Progress on stderr, one header line per point; end() clears it before anything else is printed.
   ProgressDisplay progress(progress_settings(o.run.quiet), n);
   settings.measure.progress = progress.callback();
-  int ok = 0, skipped = 0, failed = 0;
   CounterNotes counter_notes;
-  size_t attempted = 0;
-  std::string write_error;  // files that could not be written after a signal
-  for (size_t i = 0; i < n && !interrupt_signal(); ++i, attempted = i) {
-    Point& pt = points[i];
-    const Problem& p = pt.problem;
-    const std::string name = fmt::format("{} {} {}{}", pt.variant, p.shape_string(), dtype_name(p.dtype),
+  std::vector<RunUnit> units;
+  for (const Point& pt : points)
+    units.push_back({pt.variant, pt.problem,
+                     pt.record.status == Status::skipped ? std::optional<RunRecord>(pt.record) : std::nullopt});
+  UnitObserver observer;
+  observer.begin = [&](size_t i, const RunUnit& u) {
+    const Problem& p = u.problem;
+    const std::string name = fmt::format("{} {} {}{}", u.variant, p.shape_string(), dtype_name(p.dtype),
                                          p.pass == Pass::fwd ? "" : std::string(" ") + pass_name(p.pass));
     progress.begin(i, {name, name, "for this point", p,
                        {settings.measure.schedule, settings.measure.timing_iters, p.on_cuda(), 0}, false});
-    RunRecord& r = pt.record;
-    r.variant = pt.variant;
-    r.problem = p;
-    if (r.status == Status::skipped) {  // not a valid problem: said when the axes were read
-      progress.end();
-      ++skipped;
-      notef("  skipped: {}", r.reason);
-      continue;
-    }
-    try {
-      // Support, the memory prediction and out-of-memory all come back as a skip.
-      Measurement m = run_variant(pt.variant, p, settings.measure);
-      settings.measure.startup_ms.reset();
-      r = std::move(m.record);
-      if (r.ok()) {
-        progress.writing();
-        report::write_run_files(r, m.trace_json, settings.files);
-      }
-      progress.end();
-    } catch (const io::FileError& e) {
-      progress.end();
-      if (!interrupt_signal()) throw;  // exit 4, one line (main)
-      // A signal came first: it decides the exit code; the point counts as interrupted.
-      r.status = Status::interrupted;
-      r.reason = std::string("its files could not be written: ") + e.what();
-      write_error = "; point " + std::to_string(i + 1) + "'s files could not be written: " + e.what();
-    }
-    if (r.status == Status::interrupted) {
-      attempted = i + 1;
-      break;
-    }
-    if (const std::string line = counter_notes.line_for(r); !line.empty()) note(line);
-    if (r.ok()) ++ok;
-    else if (r.status == Status::skipped) ++skipped, notef("  skipped: {}", r.reason);
-    else ++failed, notef("  failed: {}", r.reason);
+  };
+  observer.writing = [&] { progress.writing(); };
+  observer.end = [&] { progress.end(); };
+  observer.done = [&](size_t i, const UnitOutcome& u) {
+    const RunRecord& r = u.record;
+    // A point that is not a valid problem was said when the axes were read.
+    if (!units[i].decided)
+      if (const std::string line = counter_notes.line_for(r); !line.empty()) note(line);
+    if (r.status == Status::skipped) notef("  skipped: {}", r.reason);
+    else if (!r.ok()) notef("  failed: {}", r.reason);
+  };
+  RunUnitsResult run = run_units(units, {settings.measure, settings.files, /*write_interrupted_summary=*/false}, observer);
+  const int ok = run.ok, skipped = run.skipped, failed = run.failed;
+  const size_t attempted = run.records.size();
+  std::string write_error;  // files that could not be written after a signal
+  if (run.interrupted && !run.interrupted->files_error.empty()) {
+    run.records.back().reason = "its files could not be written: " + run.interrupted->files_error;
+    write_error = "; point " + std::to_string(attempted) + "'s files could not be written: " + run.interrupted->files_error;
   }
 
   progress.finish();
   const int sig = interrupt_signal();
-  const bool interrupted_point = attempted > 0 && points[attempted - 1].record.status == Status::interrupted;
-  points.resize(attempted);  // an interrupted sweep reports the points it reached
-  std::vector<RunRecord> records;
-  for (const Point& pt : points) records.push_back(pt.record);
+  const bool interrupted_point = run.interrupted.has_value();
+  // An interrupted sweep reports the points it reached.
+  const std::vector<RunRecord>& records = run.records;
   const report::Table table = report::sweep_table(records);
   // One set: tables and plots. An interrupted sweep never replaces a complete
   // one: what it reached goes to sweep/partial/.
@@ -242,7 +192,7 @@ int run_sweep(SweepOptions& o) {
       io::StagedFiles sweep_set;
       sweep_set.make_dir(dir);
       files = report::stage_table_files(sweep_set, table, io::join_path(dir, "sweep"));
-      for (const std::string& f : report::stage_sweep_plots(sweep_set, records, o.variant, dir)) files.push_back(f);
+      for (const std::string& f : report::stage_sweep_plots(sweep_set, records, o.axes.variant, dir)) files.push_back(f);
       sweep_set.publish();  // FileError: exit 4
     } catch (const io::FileError& e) {
       if (!interrupt_signal()) throw;
@@ -280,29 +230,29 @@ int run_sweep(SweepOptions& o) {
 Subcommand add_sweep_command(CLI::App& app) {
   auto o = std::make_shared<SweepOptions>();
   const CliOptions defaults;
-  o->seq = {defaults.seq};
-  o->head_dim = {defaults.head_dim};
-  o->batch = {defaults.batch};
-  o->heads = {defaults.heads};
-  o->dtype = {defaults.dtype};
-  o->pass = {defaults.pass};
-  o->variant = variants_tagged(VariantTag::default_sweep);
+  o->axes.seq = {defaults.seq};
+  o->axes.head_dim = {defaults.head_dim};
+  o->axes.batch = {defaults.batch};
+  o->axes.heads = {defaults.heads};
+  o->axes.dtype = {defaults.dtype};
+  o->axes.pass = {defaults.pass};
+  o->axes.variant = variants_tagged(VariantTag::default_sweep);
   Subcommand s;
   s.app = app.add_subcommand("sweep",
                              "Sweep shapes, dtypes and variants (comma lists); write OUT/sweep/sweep.csv and SVG "
                              "plots of forward time and TFLOP/s vs seq");
   CLI::App& sub = *s.app;
-  add_integer_list_option(sub, "--seq", o->seq, "Sequence lengths (queries and keys), e.g. 512,1024,2048",
+  add_integer_list_option(sub, "--seq", o->axes.seq, "Sequence lengths (queries and keys), e.g. 512,1024,2048",
                           &o->seq_given);
-  add_integer_list_option(sub, "--seq-q", o->seq_q, "Query lengths, e.g. 1,16 for decode (crossed with --seq-kv)");
-  add_integer_list_option(sub, "--seq-kv", o->seq_kv, "Key/value lengths, e.g. 4096,32768 (the x axis of the plots)");
-  add_integer_list_option(sub, "--kv-heads", o->kv_heads, "Key/value head counts (default: as --heads)");
-  add_name_list_option(sub, "--pass", o->pass, "Passes: fwd, bwd, fwd+bwd");
-  add_integer_list_option(sub, "--head-dim", o->head_dim, "Head dimensions");
-  add_integer_list_option(sub, "--batch", o->batch, "Batch sizes");
-  add_integer_list_option(sub, "--heads", o->heads, "Head counts");
-  add_name_list_option(sub, "--dtype", o->dtype, "Dtypes: bf16, fp16, fp32");
-  add_name_list_option(sub, "--variant", o->variant, "Variants (comma list, or 'all')");
+  add_integer_list_option(sub, "--seq-q", o->axes.seq_q, "Query lengths, e.g. 1,16 for decode (crossed with --seq-kv)");
+  add_integer_list_option(sub, "--seq-kv", o->axes.seq_kv, "Key/value lengths, e.g. 4096,32768 (the x axis of the plots)");
+  add_integer_list_option(sub, "--kv-heads", o->axes.kv_heads, "Key/value head counts (default: as --heads)");
+  add_name_list_option(sub, "--pass", o->axes.pass, "Passes: fwd, bwd, fwd+bwd");
+  add_integer_list_option(sub, "--head-dim", o->axes.head_dim, "Head dimensions");
+  add_integer_list_option(sub, "--batch", o->axes.batch, "Batch sizes");
+  add_integer_list_option(sub, "--heads", o->axes.heads, "Head counts");
+  add_name_list_option(sub, "--dtype", o->axes.dtype, "Dtypes: bf16, fp16, fp32");
+  add_name_list_option(sub, "--variant", o->axes.variant, "Variants (comma list, or 'all')");
   sub.add_option("--max-points", o->max_points,
                  "Refuse sweeps of more configurations than this (a typo in a list can ask for days)")
       ->capture_default_str()
