@@ -293,7 +293,8 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
     RunRecord& r = m.record;
     if (r.status == Status::interrupted) {
       const std::string path = report::write_interrupted_summary(r, s.files);
-      notef("attnprof: rank {} interrupted during {}{}", env.rank, name, path.empty() ? "" : "; " + path + " marks it interrupted");
+      notef("attnprof: rank {} interrupted by {} during {}{}", env.rank, signal_name(interrupt_signal()), name,
+            path.empty() ? "" : "; " + path + " marks it interrupted");
       return 128 + interrupt_signal();
     }
     if (!r.ok()) {  // its peers would wait for it in the next transfer: leave, the launcher stops them
