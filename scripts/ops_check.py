@@ -54,11 +54,12 @@ def flash_inputs(dev, dtype=torch.bfloat16, b=2, hq=4, hkv=2, sq=64, skv=80, d=6
     return q, k, v
 
 
-def flash_cases(dev, name="flash_attention", empty="ok"):
+def flash_cases(dev, name="flash_attention", empty="ok", *extra):
     """(name, thunk, expectation): 'error' must raise naming the op, 'ok' must
-    return, 'either' may do one or the other (never crash)."""
+    return, 'either' may do one or the other (never crash). `extra`: the
+    arguments after the scale (a by-name operator's configuration)."""
     q, k, v = flash_inputs(dev)
-    f = op(name)
+    f = (lambda *a: op(name)(*a, *extra)) if extra else op(name)
     s = 0.125
     bsd = lambda t: t.transpose(1, 2).contiguous().transpose(1, 2)  # [b, s, h, d] storage viewed as [b, h, s, d]
     return [
@@ -99,11 +100,11 @@ def flash_autograd_cases(dev):
     return [("gradients through the autograd kernel", grads, "ok")]
 
 
-def flash_backward_cases(dev, name="flash_attention_backward"):
+def flash_backward_cases(dev, name="flash_attention_backward", *extra):
     q, k, v = flash_inputs(dev)
     out, lse = op("flash_attention")(q, k, v, True, 0.125)
     g = torch.randn_like(q)
-    f = op(name)
+    f = (lambda *a: op(name)(*a, *extra)) if extra else op(name)
     s = 0.125
     bsd = lambda t: t.transpose(1, 2).contiguous().transpose(1, 2)
     return [
@@ -164,22 +165,59 @@ def softmax_cases(dev):
     ]
 
 
+def hopper_only(cases):
+    """On a GPU other than compute capability 9.0 a valid call raises too."""
+    return [(w, t, "either" if e == "ok" else e) for w, t, e in cases]
+
+
+def config_cases(dev, name, backward):
+    """The by-name operators: the other flash cases with a head_dim-64
+    configuration, then names that are not built or not for q's head_dim."""
+    cfg = "sm90_bwd_hdim64" if backward else "sm90_fwd_hdim64"
+    other = "sm90_bwd_hdim128" if backward else "sm90_fwd_hdim128"
+    base = flash_backward_cases(dev, name, cfg) if backward else flash_cases(dev, name, "either", cfg)
+    q, k, v = flash_inputs(dev)
+    if backward:
+        out, lse = op("flash_attention")(q, k, v, True, 0.125)
+        g = torch.randn_like(q)
+        call = lambda c: op(name)(g, q, k, v, out, lse, True, 0.125, c)
+    else:
+        call = lambda c: op(name)(q, k, v, True, 0.125, c)
+    return hopper_only(base) + [
+        ("a configuration that is not built", lambda: call("no_such_config"), "error"),
+        ("an empty configuration name", lambda: call(""), "error"),
+        ("a configuration for another head_dim", lambda: call(other), "error"),
+    ]
+
+
+def configs_list_cases(dev):
+    f = op("flash_attention_sm90_configs")
+    def names(backward):
+        got = f(backward)
+        if not isinstance(got, list) or not all(isinstance(n, str) and n for n in got):
+            raise AssertionError(f"not a list of names: {got!r}")
+        return got
+    return [("forward names", lambda: names(False), "ok"), ("backward names", lambda: names(True), "ok")]
+
+
 KNOWN = {
     "flash_attention": lambda dev: flash_cases(dev) + flash_autograd_cases(dev),
     # On a GPU other than compute capability 9.0 its valid call raises too.
-    "flash_attention_sm90": lambda dev: [(w, t, "either" if e == "ok" else e)
-                                         for w, t, e in flash_cases(dev, "flash_attention_sm90", "either")],
+    "flash_attention_sm90": lambda dev: hopper_only(flash_cases(dev, "flash_attention_sm90", "either")),
+    "flash_attention_sm90_config": lambda dev: config_cases(dev, "flash_attention_sm90_config", False),
+    "flash_attention_backward_sm90_config": lambda dev: config_cases(dev, "flash_attention_backward_sm90_config", True),
+    "flash_attention_sm90_configs": configs_list_cases,
     "scaled_masked_softmax": softmax_cases,
     "flash_attention_backward": flash_backward_cases,
-    # On a GPU other than compute capability 9.0 its valid call raises too.
-    "flash_attention_backward_sm90": lambda dev: [(w, t, "either" if e == "ok" else e) for w, t, e in
-                                                  flash_backward_cases(dev, "flash_attention_backward_sm90")],
+    "flash_attention_backward_sm90": lambda dev: hopper_only(flash_backward_cases(dev, "flash_attention_backward_sm90")),
     "scaled_masked_softmax_backward": softmax_backward_cases,
 }
 SCHEMAS = {  # what the Python user calls; the test fails if one changes unnoticed
     "flash_attention": "attnprof::flash_attention(Tensor q, Tensor k, Tensor v, bool causal, float scale) "
                        "-> (Tensor out, Tensor lse)",
     "scaled_masked_softmax": "attnprof::scaled_masked_softmax(Tensor scores, float scale, bool causal) -> Tensor",
+    "flash_attention_sm90_config": "attnprof::flash_attention_sm90_config(Tensor q, Tensor k, Tensor v, bool causal, "
+                                   "float scale, str config) -> (Tensor out, Tensor lse)",
 }
 
 
@@ -213,14 +251,18 @@ def generic_cases(name, dev):
         elif t in ("bool", "float", "int"):
             cases.append((f"{a.name} a string", lambda i=i: op(name)(*["x" if j == i else x for j, x in enumerate(base())]),
                           "error"))
-    if dev == "cpu":
+    if dev == "cpu" and any(str(a.type).startswith("Tensor") for a in args):
         cases.append(("CPU tensors (no CPU kernel)", lambda: op(name)(*base()), "error"))
     return cases
 
 
+# Known operators whose table also runs on the CPU: they take no tensor.
+NO_TENSORS = {"flash_attention_sm90_configs"}
+
+
 def cases_for(name, dev):
     cases = []
-    if name in KNOWN and dev == "cuda":
+    if name in KNOWN and (dev == "cuda" or name in NO_TENSORS):
         cases += KNOWN[name](dev)
     cases += generic_cases(name, dev)
     return cases
@@ -251,7 +293,8 @@ def check(name, thunk, expect):
     for o in outs:
         if o is None:
             return "an output is None"
-        if o.is_floating_point() and o.numel() and not torch.isfinite(o[o != float("-inf")]).all():
+        if isinstance(o, torch.Tensor) and o.is_floating_point() and o.numel() and \
+                not torch.isfinite(o[o != float("-inf")]).all():
             return "output not finite"
     return ""
 

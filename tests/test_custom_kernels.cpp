@@ -264,10 +264,10 @@ TEST(FlashAttentionOp, RejectsBadInputs) {
   auto call = [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
     return [=] { flash_op().call(a, b, c, true, 0.125); };
   };
-  expect_error("fp32", call(q.to(at::kFloat), kv.to(at::kFloat), kv.to(at::kFloat)), "bfloat16 or float16");
+  expect_error("fp32", call(q.to(at::kFloat), kv.to(at::kFloat), kv.to(at::kFloat)), "supports bf16 and fp16, not fp32");
   expect_error("mixed dtypes", call(q, kv.to(at::kHalf), kv), "one dtype");
   const at::Tensor q96 = at::randn({1, 2, 32, 96}, bf16);
-  expect_error("head_dim 96", call(q96, q96, q96), "head_dim must be 64 or 128, got 96");
+  expect_error("head_dim 96", call(q96, q96, q96), "supports head_dim 64 and 128, not 96");
   expect_error("head_dim mismatch", call(q, at::randn({1, 2, 40, 128}, bf16), at::randn({1, 2, 40, 128}, bf16)),
                "differ in batch or head_dim");
   expect_error("batch mismatch", call(q, at::randn({2, 2, 40, 64}, bf16), at::randn({2, 2, 40, 64}, bf16)),

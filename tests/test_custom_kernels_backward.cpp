@@ -26,10 +26,11 @@
 
 #include "attnprof/problem.h"
 #include "attnprof/variant.h"
+#include "kernels/flash_sm90/flash_sm90_params.h"
 #ifdef ATTNPROF_HAVE_CUDA_KERNELS
-#include "kernels/flash_bwd_choice.h"
+#include "kernels/operators/backward_choice.h"
 #endif
-#include "kernels/ops_signatures.h"
+#include "kernels/operators/signatures.h"
 #include "variants/torch_problem.h"
 
 namespace attnprof {
@@ -216,10 +217,15 @@ std::string describe(const BwdCase& c, uint64_t seed) {
          " seed " + std::to_string(seed);
 }
 
+using BwdCall = std::function<std::tuple<at::Tensor, at::Tensor, at::Tensor>(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
+    const at::Tensor& lse, bool causal, double scale)>;
+
 // A backward operator on its own: out and lse come from the float64
 // reference (rounded to the dtype / float32), so the cases need no forward
-// support for grouped heads or seq_q != seq_k.
-void check_backward_op(const char* op_name) {
+// support for grouped heads or seq_q != seq_k. `call` runs it; head_dims: the
+// ones it takes.
+void check_backward_op(const BwdCall& call, const std::vector<int64_t>& head_dims = {64, 128}) {
   const std::vector<std::pair<int64_t, int64_t>> seqs = {
       {1, 1},    {17, 17},   {65, 65},    {1000, 1000}, {1025, 1025},
       {17, 1000}, {1, 1025}, {1025, 65},  {128, 4096}};  // seq_q > seq_k: rows with no key (causal)
@@ -227,7 +233,7 @@ void check_backward_op(const char* op_name) {
   FailureBudget budget(8);
   for (auto [sq, sk] : seqs)
     for (auto [hq, hkv] : heads)
-      for (int64_t d : {64, 128})
+      for (int64_t d : head_dims)
         for (auto dt : {at::kBFloat16, at::kHalf})
           for (bool causal : {false, true}) {
             const BwdCase c{sq, sk, hq, hkv, d, dt, causal};
@@ -250,7 +256,7 @@ void check_backward_op(const char* op_name) {
                                      {{2, hkv, sk, d}, dt},
                                      {{2, hq, sq_pad, d}, at::kFloat},
                                      {{2, 2, hq, sq_pad}, at::kFloat}});
-            auto [dq, dk, dv] = op_handle<FlashBwdFn>(op_name).call(dout, q, k, v, out, lse, causal, scale);
+            auto [dq, dk, dv] = call(dout, q, k, v, out, lse, causal, scale);
             ASSERT_EQ(dq.sizes(), q.sizes());
             ASSERT_EQ(dk.sizes(), k.sizes());
             ASSERT_EQ(dv.sizes(), v.sizes());
@@ -317,9 +323,18 @@ void check_backward_rejects(const char* op_name, bool tensor_maps) {
   expect_each_rejected(bad, op_name);
 }
 
+// The operator `op_name`, called through the dispatcher.
+BwdCall bwd_op(const char* op_name) {
+  return [handle = op_handle<FlashBwdFn>(op_name)](const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k,
+                                                   const at::Tensor& v, const at::Tensor& out, const at::Tensor& lse,
+                                                   bool causal, double scale) {
+    return handle.call(dout, q, k, v, out, lse, causal, scale);
+  };
+}
+
 TEST(FlashAttentionBackwardOp, MatchesFloat64Autograd) {
   REQUIRE_CUDA_BACKWARD();
-  check_backward_op("attnprof::flash_attention_backward");
+  check_backward_op(bwd_op("attnprof::flash_attention_backward"));
 }
 
 // The Hopper backward runs only where it was built and on compute capability
@@ -337,11 +352,43 @@ TEST(FlashAttentionBackwardOp, MatchesFloat64Autograd) {
 
 TEST(FlashAttentionBackwardSm90Op, MatchesFloat64Autograd) {
   REQUIRE_SM90_BACKWARD();
-  check_backward_op("attnprof::flash_attention_backward_sm90");
+  check_backward_op(bwd_op("attnprof::flash_attention_backward_sm90"));
+}
+
+// attnprof::flash_attention_backward_sm90_config runs each configuration the
+// build has by name (the operator's own and the alternatives of
+// -DATTNPROF_KERNEL_CONFIGS): every one passes the same cases at its head dim;
+// a name that is not built, or is for another head dim, is refused.
+TEST(FlashAttentionBackwardSm90Op, EachBuiltConfigurationByNameMatchesFloat64Autograd) {
+  REQUIRE_SM90_BACKWARD();
+  using ConfigBwdFn = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
+      const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+      const at::Tensor&, bool, double, c10::string_view);
+  constexpr const char* kConfigOp = "attnprof::flash_attention_backward_sm90_config";
+  const auto by_name = op_handle<ConfigBwdFn>(kConfigOp);
+  const auto names = op_handle<std::vector<std::string>(bool)>("attnprof::flash_attention_sm90_configs").call(true);
+  ASSERT_FALSE(names.empty());
+  for (const std::string& name : names) {
+    SCOPED_TRACE(name);
+    const auto* entry = attnprof::flash_sm90::find_bwd_config(name, /*is_bf16=*/true);
+    ASSERT_NE(entry, nullptr);
+    const int64_t d = entry->head_dim;
+    check_backward_op([&](const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                          const at::Tensor& out, const at::Tensor& lse, bool causal, double scale) {
+      return by_name.call(dout, q, k, v, out, lse, causal, scale, name);
+    }, {d});
+  }
+  const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  const at::Tensor q = at::randn({1, 4, 32, 64}, bf16), lse = at::zeros({1, 4, 32}, bf16.dtype(at::kFloat));
+  expect_each_rejected({{"a name that is not built", [&] { by_name.call(q, q, q, q, q, lse, true, 0.125, "no_such"); }},
+                        {"a configuration for head_dim 128", [&] {
+                           by_name.call(q, q, q, q, q, lse, true, 0.125, "sm90_bwd_hdim128");
+                         }}},
+                       kConfigOp);
 }
 
 // Both Hopper-capable forward operators record an autograd node whose
-// backward runs the Hopper kernel on this GPU (ops_autograd.cpp); the
+// backward runs the Hopper kernel on this GPU (kernels/operators/autograd.cpp); the
 // gradients match, for square and grouped-query shapes.
 TEST(FlashAttentionBackwardSm90Op, ThroughAutogradFromBothForwards) {
   REQUIRE_SM90_BACKWARD();
@@ -366,7 +413,7 @@ TEST(FlashAttentionBackwardSm90Op, ThroughAutogradFromBothForwards) {
           auto [out, lse] = op_handle<FlashFn>(fwd_name).call(q, k, v, causal, scale);
           ASSERT_TRUE(out.grad_fn() != nullptr) << "no autograd node recorded";
 #ifdef ATTNPROF_HAVE_CUDA_KERNELS  // (always, where REQUIRE_SM90_BACKWARD lets the test run)
-          // The node's choice (kernels/flash_bwd_choice.h) must be the Hopper kernel here.
+          // The node's choice (kernels/operators/backward_choice.h) must be the Hopper kernel here.
           ASSERT_TRUE(attnprof::kernels::hopper_backward_applies({&q, &k, &v, &dout}));
 #endif
           out.backward(dout);

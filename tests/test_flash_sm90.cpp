@@ -21,18 +21,20 @@
 #include <cmath>
 #include <iostream>
 #include <limits>
+#include <functional>
 #include <random>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "attention_test_inputs.h"
 #include "attnprof/problem.h"
+#include "kernels/flash_sm90/flash_bwd_sm90_traits.h"
+#include "kernels/flash_sm90/flash_sm90_traits.h"
 #include "kernels/flash_sm90/tail_split.h"
 #include "kernels/flash_sm90/tile_order.h"
-#ifdef ATTNPROF_HAVE_SM90_KERNELS
 #include "kernels/flash_sm90/flash_sm90_params.h"
-#endif
 #include "attnprof/variant.h"
 #include "variants/factories.h"
 #include "variants/torch_problem.h"
@@ -122,10 +124,20 @@ struct Tally {
   }
 };
 
-// Runs the op on (q, k, v) and applies the pass rule.
-void check_case(Tally& tally, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, double scale) {
+using ForwardCall = std::function<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
+                                                                      const at::Tensor&, bool, double)>;
+
+// attnprof::flash_attention_sm90 through the dispatcher.
+std::tuple<at::Tensor, at::Tensor> call_op(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                           bool causal, double scale) {
+  return flash_op().call(q, k, v, causal, scale);
+}
+
+// Runs the op (or `call`) on (q, k, v) and applies the pass rule.
+void check_case(Tally& tally, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, double scale,
+                const ForwardCall& call = call_op) {
   poison_next_allocations(q);
-  auto [out, lse] = flash_op().call(q, k, v, causal, scale);
+  auto [out, lse] = call(q, k, v, causal, scale);
   ASSERT_EQ(out.sizes(), q.sizes());
   ASSERT_EQ(out.scalar_type(), q.scalar_type());
   ASSERT_EQ(lse.sizes(), (std::vector<int64_t>{q.size(0), q.size(1), q.size(2)}));
@@ -171,10 +183,11 @@ std::string describe(const Shape& s, int64_t d, at::ScalarType dt, bool causal) 
          std::to_string(s.seq_k) + (dt == at::kBFloat16 ? " bf16" : " fp16") + (causal ? " causal" : " full");
 }
 
-void run_shapes(const char* what, const std::vector<Shape>& shapes, uint64_t seed) {
+void run_shapes(const char* what, const std::vector<Shape>& shapes, uint64_t seed,
+                const ForwardCall& call = call_op, const std::vector<int64_t>& head_dims = {64, 128}) {
   Tally tally;
   for (const Shape& s : shapes)
-    for (int64_t d : {64, 128})
+    for (int64_t d : head_dims)
       for (auto dt : {at::kBFloat16, at::kHalf})
         for (bool causal : {false, true}) {
           SCOPED_TRACE(describe(s, d, dt, causal) + ", seed " + std::to_string(seed));
@@ -182,7 +195,7 @@ void run_shapes(const char* what, const std::vector<Shape>& shapes, uint64_t see
           const at::Tensor q = at::randn({s.batch, s.heads_q, s.seq_q, d}, opts);
           const at::Tensor k = at::randn({s.batch, s.heads_kv, s.seq_k, d}, opts);
           const at::Tensor v = at::randn({s.batch, s.heads_kv, s.seq_k, d}, opts);
-          check_case(tally, q, k, v, causal, 1.0 / std::sqrt(static_cast<double>(d)));
+          check_case(tally, q, k, v, causal, 1.0 / std::sqrt(static_cast<double>(d)), call);
         }
   tally.print(what);
 }
@@ -249,7 +262,7 @@ TEST(FlashSm90Op, RowMaxDriftingAcrossKeyBlocks) {
 }
 
 // The forward keeps its counters per stream and its kernel leaves them
-// zeroed (ops_sm90.cpp): the causal tile counter, and the tail split's
+// zeroed (flash_sm90/api.cpp): the causal tile counter, and the tail split's
 // per-warp counters. Calls back to back, on a second stream, with the two
 // streams' calls interleaved, on cudaStreamPerThread, and replays of a
 // captured CUDA graph must all give the bit-identical result of the first
@@ -426,9 +439,9 @@ TEST(FlashSm90Op, RejectsBadInputs) {
     }
   };
   const at::Tensor f32 = q.to(at::kFloat);
-  expect_error(f32, f32, f32, "must be bfloat16 or float16");
+  expect_error(f32, f32, f32, "supports bf16 and fp16, not fp32");
   const at::Tensor q96 = at::randn({1, 4, 32, 96}, bf16);
-  expect_error(q96, q96, q96, "head_dim must be 64 or 128, got 96");
+  expect_error(q96, q96, q96, "supports head_dim 64 and 128, not 96");
   const at::Tensor qt = at::randn({1, 32, 4, 64}, bf16).transpose(1, 2);
   expect_error(qt, q, q, "must be contiguous");
   expect_error(q, q.to(at::kHalf), q, "must have one dtype");
@@ -736,6 +749,84 @@ TEST(CustomFlashSm90Variant, SupportsGivesReasons) {
   bool facts_name_the_kernel = false;
   for (const auto& f : v->facts()) facts_name_the_kernel |= f.value.find("flash_fwd_sm90_kernel") != std::string::npos;
   EXPECT_TRUE(facts_name_the_kernel);
+}
+
+
+using ConfigFwdFn = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, bool,
+                                                      double, c10::string_view);
+constexpr const char* kConfigOp = "attnprof::flash_attention_sm90_config";
+
+std::vector<std::string> built_configs(bool backward) {
+  return c10::Dispatcher::singleton()
+      .findSchemaOrThrow("attnprof::flash_attention_sm90_configs", "")
+      .typed<std::vector<std::string>(bool)>()
+      .call(backward);
+}
+
+// Every configuration of the operators' lists is built and runs by name; of
+// the alternatives, exactly those ATTNPROF_KERNEL_CONFIGS asked for (no GPU
+// needed: the registry fills as the library loads).
+TEST(FlashSm90Configs, TheBuildRegistersEveryListedConfigurationByName) {
+#ifndef ATTNPROF_HAVE_SM90_KERNELS
+  GTEST_SKIP() << "attnprof was built without its sm_90a kernels: no configuration is built";
+#else
+  namespace fs = attnprof::flash_sm90;
+  auto expect = [](const std::vector<std::string>& built, auto configs, auto alternatives) {
+    std::set<std::string> listed, allowed;
+    attnprof::kernels::for_each_config(configs, [&](auto c) { listed.insert(decltype(c)::kName); });
+    allowed = listed;
+    attnprof::kernels::for_each_config(alternatives, [&](auto c) { allowed.insert(decltype(c)::kName); });
+    const std::set<std::string> got(built.begin(), built.end());
+    EXPECT_EQ(got.size(), built.size()) << "a name listed twice";
+    for (const std::string& n : listed) EXPECT_EQ(got.count(n), 1u) << n << " is not built";
+    for (const std::string& n : got) EXPECT_EQ(allowed.count(n), 1u) << n << " is no listed configuration";
+  };
+  expect(built_configs(false), fs::Sm90FwdConfigs{}, fs::Sm90FwdAlternatives{});
+  expect(built_configs(true), fs::Sm90BwdConfigs{}, fs::Sm90BwdAlternatives{});
+#endif
+}
+
+// Each built forward configuration by name passes the pass rule at its head
+// dim; the operator's own configuration gives the operator's bits (the same
+// kernel); names that are not built or are for another head dim are refused.
+TEST(FlashSm90Configs, EachBuiltConfigurationByNameMatchesFloat64Reference) {
+  REQUIRE_SM90();
+  const uint64_t seed = fresh_seed();
+  const auto by_name = c10::Dispatcher::singleton().findSchemaOrThrow(kConfigOp, "").typed<ConfigFwdFn>();
+  for (const std::string& name : built_configs(false)) {
+    SCOPED_TRACE(name);
+    const auto* entry = attnprof::flash_sm90::find_fwd_config(name, /*is_bf16=*/true);
+    ASSERT_NE(entry, nullptr);
+    run_shapes(name.c_str(), {{1, 1, 1, 17, 17}, {2, 8, 2, 1000, 1000}, {1, 4, 2, 300, 1000}, {2, 4, 1, 1, 1000},
+                              {1, 8, 2, 4096, 4096}},
+               seed,
+               [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, double scale) {
+                 return by_name.call(q, k, v, causal, scale, name);
+               },
+               {entry->head_dim});
+  }
+  const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  for (auto [d, seq, causal, own] : {std::tuple<int64_t, int64_t, bool, const char*>{128, 1000, true, "sm90_fwd_hdim128"},
+                                     {64, 1000, true, "sm90_fwd_hdim64_short_causal"},
+                                     {64, 1000, false, "sm90_fwd_hdim64"}}) {
+    SCOPED_TRACE(std::string(own) + ", seed " + std::to_string(seed));
+    const at::Tensor q = at::randn({2, 4, seq, d}, bf16), k = at::randn({2, 4, seq, d}, bf16),
+                     v = at::randn({2, 4, seq, d}, bf16);
+    auto [o1, l1] = flash_op().call(q, k, v, causal, 0.125);
+    auto [o2, l2] = by_name.call(q, k, v, causal, 0.125, own);
+    EXPECT_TRUE(at::equal(o1, o2) && at::equal(l1, l2)) << "the operator's own configuration by name differs";
+  }
+  const at::Tensor q = at::randn({1, 4, 32, 64}, bf16);
+  for (auto [name, why] : {std::pair<const char*, const char*>{"no_such", "no configuration 'no_such' in this build"},
+                           {"sm90_fwd_hdim128", "is for head_dim 128"}}) {
+    try {
+      by_name.call(q, q, q, true, 0.125, name);
+      ADD_FAILURE() << name << ": no error";
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(kConfigOp), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/ops_signatures.h"
+#include "kernels/operators/signatures.h"
 #include "variants/torch_problem.h"
 
 namespace {

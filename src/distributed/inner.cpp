@@ -7,7 +7,7 @@
 
 #include "distributed/process_group.h"
 #include "distributed/ulysses.h"
-#include "kernels/ops_signatures.h"
+#include "kernels/operators/signatures.h"
 
 namespace attnprof::ring {
 

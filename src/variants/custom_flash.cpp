@@ -11,11 +11,9 @@
 
 #include "attnprof/problem.h"
 #include "attnprof/variant.h"
+#include "kernels/flash_attention/api.h"
 #include "kernels/flash_attention/flash_fwd_plan.h"
-#ifdef ATTNPROF_HAVE_CUDA_KERNELS
-#include "kernels/flash_attention/flash_fwd_api.h"
-#endif
-#include "kernels/ops_signatures.h"
+#include "kernels/operators/signatures.h"
 #include "variants/custom_op_variant.h"
 #include "variants/flash_backward_facts.h"
 #include "variants/factories.h"
@@ -33,12 +31,7 @@ class CustomFlash final : public CustomOpVariant {
 
   Support supports(const Problem& p) const override {
     const Support base = operator_support("attnprof::flash_attention", p);
-    if (!base.ok) return base;
-    if (p.dtype == DType::FP32)
-      return Support::no("custom-flash supports bf16 and fp16, not fp32 (its tensor-core MMA takes 16-bit inputs)");
-    if (p.head_dim != 64 && p.head_dim != 128)
-      return Support::no("custom-flash supports head_dim 64 and 128, not " + std::to_string(p.head_dim));
-    return Support::yes();
+    return base.ok ? family_support(&flash::unsupported, p) : base;
   }
 
   void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k,

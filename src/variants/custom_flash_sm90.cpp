@@ -2,11 +2,6 @@
 // TMA + wgmma; src/kernels/flash_sm90), one persistent kernel per forward,
 // called through the dispatcher as attnprof::flash_attention_sm90.
 #include <ATen/ATen.h>
-#ifdef ATTNPROF_HAVE_SM90_KERNELS
-#include <ATen/cuda/CUDAContext.h>
-
-#include "kernels/flash_sm90/hopper_support.h"
-#endif
 
 #include <cstdint>
 #include <memory>
@@ -16,24 +11,22 @@
 
 #include "attnprof/problem.h"
 #include "attnprof/variant.h"
+#include "kernels/flash_sm90/api.h"
 #include "kernels/flash_sm90/flash_sm90_traits.h"
-#include "kernels/ops_signatures.h"
+#include "kernels/operators/signatures.h"
 #include "variants/custom_op_variant.h"
 #include "variants/flash_backward_facts.h"
 #include "variants/factories.h"
-#include "variants/torch_problem.h"
 
 namespace attnprof {
 namespace {
 
-// The configuration one (head dim, mask) runs, in words, from its named
-// configuration and the traits it builds (Element only sets the element size:
-// any 16-bit type gives the same shape).
-template <int kHeadDim, bool kShortCausal>
+// One named configuration in words, from the traits it builds (the element
+// type only sets the element size: any 16-bit type gives the same shape).
+template <typename Config>
 std::string describe_config() {
-  using C = flash_sm90::FwdConfig<kHeadDim, uint16_t, kShortCausal>;
-  using T = typename C::Traits;
-  return std::string(C::Config::kName) + ", " + std::to_string(T::kThreads) + "-thread blocks (" +
+  using T = flash_sm90::FwdTraits<Config, uint16_t>;
+  return std::string(T::kName) + ", " + std::to_string(T::kThreads) + "-thread blocks (" +
          std::to_string(T::kConsumerWarpgroups) +
          " consumer warpgroups, " + std::to_string(T::kProducerRegs) + "/" + std::to_string(T::kConsumerRegs) +
          " registers per producer/consumer thread by setmaxnreg), tiles of " + std::to_string(T::kBlockM) +
@@ -46,15 +39,24 @@ std::string describe_config() {
          std::to_string(T::kSmemBytes / 1024) + " KiB shared memory";
 }
 
-template <int kHeadDim>
-std::string describe_head_dim() {
-  const std::string short_causal = describe_config<kHeadDim, true>(), other = describe_config<kHeadDim, false>();
-  const std::string d = "head_dim " + std::to_string(kHeadDim) + ": ";
-  using Short = typename flash_sm90::FwdConfig<kHeadDim, uint16_t, true>::Traits;
-  return short_causal == other ? d + other
-                               : d + other + "; causal with " + std::to_string(Short::kBlockM + 1) + " to " +
-                                     std::to_string(flash_sm90::kShortCausalRows - 1) + " query rows " +
-                                     short_causal;
+// Per head dim of the operator's configurations: the general one, then where
+// a short-causal one takes over, e.g. "head_dim 64: <general>; causal with 129
+// to 2047 query rows <short causal>".
+std::string describe_configs() {
+  std::string out;
+  for (int d : kernels::head_dims(flash_sm90::Sm90FwdConfigs{})) {
+    std::string general, short_causal;
+    kernels::for_each_config(flash_sm90::Sm90FwdConfigs{}, [&](auto c) {
+      using C = decltype(c);
+      if (C::kHeadDim != d) return;
+      if (!C::kShortCausal) general = describe_config<C>();
+      else
+        short_causal += "; causal with " + std::to_string(64 * C::kConsumerWarpgroups + 1) + " to " +
+                        std::to_string(flash_sm90::kShortCausalRows - 1) + " query rows " + describe_config<C>();
+    });
+    out += (out.empty() ? "" : " | ") + ("head_dim " + std::to_string(d) + ": ") + general + short_causal;
+  }
+  return out;
 }
 
 class CustomFlashSm90 final : public CustomOpVariant {
@@ -67,21 +69,10 @@ class CustomFlashSm90 final : public CustomOpVariant {
 
   Support supports(const Problem& p) const override {
 #if defined(ATTNPROF_HAVE_CUDA_KERNELS) && !defined(ATTNPROF_HAVE_SM90_KERNELS)
-    return Support::no(name() + " needs attnprof built with its sm_90a kernels (this build has none: "
-                                "configured with ATTNPROF_SM90_KERNELS=OFF)");
+    return family_support(&flash_sm90::unsupported, p);  // the build has no sm_90a kernels: say so first
 #endif
     const Support base = operator_support("attnprof::flash_attention_sm90", p);
-    if (!base.ok) return base;
-#ifdef ATTNPROF_HAVE_SM90_KERNELS
-    const at::Device dev = torch_device(p);
-    if (const auto why = flash_sm90::device_unsupported(dev.has_index() ? dev.index() : at::cuda::current_device()))
-      return Support::no(name() + " " + *why);
-#endif
-    if (p.dtype == DType::FP32)
-      return Support::no(name() + " supports bf16 and fp16, not fp32 (wgmma takes 16-bit inputs here)");
-    if (p.head_dim != 64 && p.head_dim != 128)
-      return Support::no(name() + " supports head_dim 64 and 128, not " + std::to_string(p.head_dim));
-    return Support::yes();
+    return base.ok ? family_support(&flash_sm90::unsupported, p) : base;
   }
 
   void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
@@ -102,8 +93,8 @@ class CustomFlashSm90 final : public CustomOpVariant {
                    "tiles of one cost (no mask, or one query block per head) in whole rounds, the last partial "
                    "round cut along the keys into a range per SM and merged by log-sum-exp in the kernel; "
                    "programmatic dependent launch: its blocks set up in the previous kernel's tail)"},
-        {"tiles", describe_head_dim<64>() + " | " + describe_head_dim<128>()}};
-    // Its backward is custom-flash's (the same autograd node, ops_autograd.cpp).
+        {"tiles", describe_configs()}};
+    // Its backward is custom-flash's (the same autograd node, kernels/operators/autograd.cpp).
     if (pass_ != Pass::fwd) f.push_back({"backward kernels", flash::describe_bwd(head_dim_, hopper_bwd_)});
     return f;
   }

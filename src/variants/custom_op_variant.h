@@ -5,9 +5,12 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include <optional>
 #include <string>
 
 #include "attnprof/variant.h"
+#include "kernels/common/boundary.h"
+#include "variants/torch_problem.h"
 
 namespace attnprof {
 
@@ -35,7 +38,7 @@ class CustomOpVariant : public Variant {
     if (!handle || !handle->hasKernelForDispatchKey(c10::DispatchKey::CUDA))
       return Support::no(name() + ": " + op + " has no CUDA kernel registered");
     // attnprof's own autograd kernels are registered under the Autograd alias
-    // key (ops_autograd.cpp), which hasKernelForDispatchKey(AutogradCUDA) does not see.
+    // key (kernels/operators/autograd.cpp), which hasKernelForDispatchKey(AutogradCUDA) does not see.
     if (p.pass != Pass::fwd && !handle->hasKernelForDispatchKey(c10::DispatchKey::Autograd) &&
         !handle->hasKernelForDispatchKey(c10::DispatchKey::AutogradCUDA))
       return Support::no(name() + ": " + op + " has no backward (no autograd kernel registered)");
@@ -44,6 +47,16 @@ class CustomOpVariant : public Variant {
                                   "seq_kv - seq_q), not top-left");
     return Support::yes();
 #endif
+  }
+
+  // The family's answer (its unsupported(), kernels/<family>/api.h) for the
+  // problem's device, dtype and head_dim, its forward and, for a pass with a
+  // backward, its backward too, with this variant's name in front.
+  Support family_support(std::optional<std::string> (*unsupported)(const kernels::KernelQuery&),
+                         const Problem& p) const {
+    std::optional<std::string> why = unsupported({torch_device(p), scalar_type(p.dtype), p.head_dim, false});
+    if (!why && p.pass != Pass::fwd) why = unsupported({torch_device(p), scalar_type(p.dtype), p.head_dim, true});
+    return why ? Support::no(name() + " " + *why) : Support::yes();
   }
 
   double scale_ = 1.0;

@@ -9,7 +9,7 @@
 
 #include "attnprof/problem.h"
 #include "attnprof/variant.h"
-#include "kernels/ops_signatures.h"
+#include "kernels/operators/signatures.h"
 #include "variants/custom_op_variant.h"
 #include "variants/factories.h"
 #include "variants/torch_problem.h"

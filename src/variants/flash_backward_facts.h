@@ -1,7 +1,7 @@
 // For the "backward kernels" fact of the flash variants (custom-flash,
 // custom-flash-sm90): both forwards record the same autograd node, whose
 // backward runs the Hopper kernel where it applies and the portable one
-// elsewhere (kernels/flash_bwd_choice.h); the fact names the one that runs
+// elsewhere (kernels/operators/backward_choice.h); the fact names the one that runs
 // (flash::describe_bwd).
 #pragma once
 
@@ -9,7 +9,7 @@
 
 #include "kernels/flash_attention/flash_bwd_describe.h"
 #ifdef ATTNPROF_HAVE_CUDA_KERNELS
-#include "kernels/flash_bwd_choice.h"
+#include "kernels/operators/backward_choice.h"
 #endif
 
 namespace attnprof {

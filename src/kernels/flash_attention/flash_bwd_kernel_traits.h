@@ -17,33 +17,27 @@
 
 #include <cstdint>
 
+#include "kernels/common/config_list.h"
 #include "kernels/flash_attention/flash_bwd_params.h"
 
 namespace attnprof::flash {
 
-template <int kHeadDim_, int kBlockM_, int kBlockN_, int kWarpsN_, int kWarpsM_, int kParts_,
-          int kDqWarpsM_, int kMinBlocksPerSm_, typename Element_>
-struct BwdKernelTraits {
+// Everything the kernel derives from one named configuration (below), whose
+// values it inherits, and the element type.
+template <typename Config, typename Element_>
+struct BwdKernelTraits : Config {
   using Element = Element_;  // __nv_bfloat16 or __half
-  static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kBlockM = kBlockM_;  // query rows per step
-  static constexpr int kBlockN = kBlockN_;  // keys per block
-  static constexpr int kWarpsN = kWarpsN_;
-  static constexpr int kWarpsM = kWarpsM_;
+  // Query rows per step, keys per block, the warp grid over Sᵀ (keys x queries).
+  using Config::kBlockM, Config::kBlockN, Config::kDqWarpsM, Config::kHeadDim, Config::kParts, Config::kWarpsM,
+      Config::kWarpsN;
   static constexpr int kNWarps = kWarpsN * kWarpsM;
   static constexpr int kNThreads = kNWarps * 32;
-  static constexpr int kMinBlocksPerSm = kMinBlocksPerSm_;
 
   static constexpr int kWarpKeys = kBlockN / kWarpsN;  // Sᵀ rows of one warp
   static constexpr int kKeyTiles = kWarpKeys / 16;
   static constexpr int kWarpQ = kBlockM / kWarpsM;  // Sᵀ columns of one warp
   static constexpr int kQTiles = kWarpQ / 8;         // n8 tiles of Sᵀ
 
-  // Sᵀ and dPᵀ are formed in this many slices of a warp's queries: fewer
-  // fp32 registers live at once, for K/V fragments loaded once per slice.
-  static constexpr int kParts = kParts_;
-
-  static constexpr int kDqWarpsM = kDqWarpsM_;
   static constexpr int kDqWarpsD = kNWarps / kDqWarpsM;
   static constexpr int kDqRows = kBlockM / kDqWarpsM;  // dQ tile of one warp
   static constexpr int kDqCols = kHeadDim / kDqWarpsD;
@@ -91,9 +85,9 @@ struct BwdKernelTraits {
   static_assert(kSmemBytes <= 227 * 1024, "over the per-block shared memory limit of sm_80/sm_90");
 };
 
-// Named configurations, one per head dim; the element type only sets the
-// element size. Measured on the H200, bf16, op time (CUDA-event medians, two
-// runs):
+// Named configurations: what each one changes from the defaults; the
+// element type only sets the element size. Measured on the H200, bf16, op
+// time (CUDA-event medians, two runs):
 // d64: BLOCK_M 64, BLOCK_N 128, 4x2 warps (32 keys x 32 queries each), 2
 //   query slices, 8 warps per SM at 251-253 registers: 268-270 us causal /
 //   430-432 full at 8x16x1024x64. 8x1 warps (16 keys each): 279 / 458.
@@ -117,50 +111,32 @@ struct BwdKernelTraits {
 //   full. Holding a warp's Q/dO slice in registers for both uses (movmatrix
 //   for the transpose) saves little: K and V must then be re-read per slice,
 //   since dK and dV alone take 128 of the 255 registers.
-struct FlashBwdHdim64 {
+// kWarpsN x kWarpsM warps over Sᵀ; Sᵀ and dPᵀ formed in kParts slices of a
+// warp's queries (fewer fp32 registers live at once, for K/V fragments loaded
+// once per slice); dQ by kDqWarpsM x (warps / kDqWarpsM) warps.
+struct FlashBwdDefaults {
+  // Query rows per step (d128: 128 is over the shared-memory limit), keys per
+  // block (d128: 64 with 4 warps spilled 64-68 bytes, its 64x128 dQ tile
+  // taking 64 registers per thread).
+  static constexpr int kBlockM = 64, kBlockN = 128;
+  static constexpr int kMinBlocksPerSm = 1, kDqWarpsM = 2;
+};
+
+struct FlashBwdHdim64 : FlashBwdDefaults {
   static constexpr const char* kName = "flash_bwd_hdim64";
   static constexpr int kHeadDim = 64;
-  static constexpr int kBlockM = 64;
-  static constexpr int kBlockN = 128;
   // 4x2 warps against 8x1: 268-270 / 430-432 us against 279 / 458 (causal / full, 8x16x1024x64).
-  static constexpr int kWarpsN = 4;
-  static constexpr int kWarpsM = 2;
-  static constexpr int kParts = 2;
-  static constexpr int kMinBlocksPerSm = 1;
-  static constexpr int kDqWarpsM = 2;
+  static constexpr int kWarpsN = 4, kWarpsM = 2, kParts = 2;
 };
 
-struct FlashBwdHdim128 {
+struct FlashBwdHdim128 : FlashBwdDefaults {
   static constexpr const char* kName = "flash_bwd_hdim128";
   static constexpr int kHeadDim = 128;
-  static constexpr int kBlockM = 64;  // 128: over the shared-memory limit
-  static constexpr int kBlockN = 128;  // 64 with 4 warps spilled 64-68 bytes
-  static constexpr int kWarpsN = 8;
-  static constexpr int kWarpsM = 1;
-  static constexpr int kParts = 1;  // 2 slices: 4% slower (5731 vs 5513 us full), fp16 spilled
-  static constexpr int kMinBlocksPerSm = 1;
-  static constexpr int kDqWarpsM = 2;
+  // 2 slices: 4% slower (5731 vs 5513 us full), and fp16 spilled.
+  static constexpr int kWarpsN = 8, kWarpsM = 1, kParts = 1;
 };
 
-// The traits a named configuration builds, for one element type.
-template <typename Config, typename Element>
-using BwdTraitsOf = BwdKernelTraits<Config::kHeadDim, Config::kBlockM, Config::kBlockN, Config::kWarpsN,
-                                    Config::kWarpsM, Config::kParts, Config::kDqWarpsM, Config::kMinBlocksPerSm,
-                                    Element>;
-
-template <int kHeadDim, typename Element>
-struct BwdConfig;
-
-template <typename Element>
-struct BwdConfig<64, Element> {
-  using Config = FlashBwdHdim64;
-  using Traits = BwdTraitsOf<Config, Element>;
-};
-
-template <typename Element>
-struct BwdConfig<128, Element> {
-  using Config = FlashBwdHdim128;
-  using Traits = BwdTraitsOf<Config, Element>;
-};
+// The configurations the operator is built with, one per head dim.
+using BwdConfigs = kernels::ConfigList<FlashBwdHdim64, FlashBwdHdim128>;
 
 }  // namespace attnprof::flash

@@ -4,6 +4,7 @@
 #include <c10/cuda/CUDAException.h>
 #include <cuda_runtime.h>
 
+#include "kernels/common/static_switch.h"
 #include "kernels/flash_attention/flash_bwd_kernel.cuh"
 #include "kernels/flash_attention/flash_bwd_kernel_traits.h"
 #include "kernels/flash_attention/flash_bwd_params.h"
@@ -59,30 +60,26 @@ void run_convert_dq_hdim(const BwdParams& p, cudaStream_t stream, const char* op
 // Hopper backward shares.
 enum class BwdPart { kAll, kPreprocess, kConvertDq };
 
-template <int kHeadDim, typename Element>
-void run_part_hdim(const BwdParams& p, cudaStream_t stream, BwdPart part, const char* op) {
+template <typename Config, typename Element>
+void run_part_config(const BwdParams& p, cudaStream_t stream, BwdPart part, const char* op) {
+  constexpr int kHeadDim = Config::kHeadDim;
   if (part == BwdPart::kPreprocess || part == BwdPart::kAll) run_preprocess_hdim<kHeadDim, Element>(p, stream, op);
   if (part == BwdPart::kAll) {
-    using Traits = typename BwdConfig<kHeadDim, Element>::Traits;
-    if (p.causal) {
-      launch_flash_bwd_main<Traits, true>(p, stream);
-    } else {
-      launch_flash_bwd_main<Traits, false>(p, stream);
-    }
+    kernels::bool_switch(p.causal, [&](auto causal) {
+      launch_flash_bwd_main<BwdKernelTraits<Config, Element>, decltype(causal)::value>(p, stream);
+    });
   }
   if (part == BwdPart::kConvertDq || part == BwdPart::kAll) run_convert_dq_hdim<kHeadDim, Element>(p, stream, op);
 }
 
+// The preprocessing and dQ conversion take the head dim of the configuration
+// (the Hopper backward's head dims are the same: Sm90BwdConfigs).
 void run_part(const BwdParams& p, cudaStream_t stream, BwdPart part, const char* op) {
-  TORCH_CHECK(p.head_dim == 64 || p.head_dim == 128, op, ": no kernel for head_dim ", p.head_dim,
-              " (supported: 64, 128)");
-  if (p.is_bf16) {
-    p.head_dim == 64 ? run_part_hdim<64, __nv_bfloat16>(p, stream, part, op)
-                     : run_part_hdim<128, __nv_bfloat16>(p, stream, part, op);
-  } else {
-    p.head_dim == 64 ? run_part_hdim<64, __half>(p, stream, part, op)
-                     : run_part_hdim<128, __half>(p, stream, part, op);
-  }
+  kernels::dtype_switch(p.is_bf16, [&](auto element) {
+    kernels::head_dim_switch(BwdConfigs{}, p.head_dim, op, [&](auto config) {
+      run_part_config<decltype(config), decltype(element)>(p, stream, part, op);
+    });
+  });
 }
 
 }  // namespace

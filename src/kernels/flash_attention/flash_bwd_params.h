@@ -1,6 +1,6 @@
 // Plain parameters of one fused-attention backward: pointers, strides, sizes
 // and flags. No templates and no LibTorch types: the boundary
-// (ops_backward.cpp) fills it, the launch layer (flash_bwd_launch.cu) reads it.
+// (api.cpp) fills it, the launch layer (flash_bwd_launch.cu) reads it.
 //
 // Memory beyond the inputs and the three gradients (allocated by the boundary,
 // sizes with Sq_pad = seqlen_q rounded up to kBwdSeqQPad):

@@ -4,6 +4,7 @@
 // translation units, built in parallel).
 #include <cuda_runtime.h>
 
+#include "kernels/common/static_switch.h"
 #include "kernels/flash_attention/flash_fwd_launch_template.cuh"
 #include "kernels/flash_attention/flash_kernel_traits.h"
 #include "kernels/flash_attention/flash_params.h"
@@ -15,23 +16,14 @@ void run_flash_fwd(const FwdParams& p, CUstream_st* stream) {
   // than runtime strides); batch and head strides stay runtime.
   TORCH_CHECK(p.q_row_stride == p.head_dim && p.k_row_stride == p.head_dim &&
                   p.v_row_stride == p.head_dim && p.o_row_stride == p.head_dim,
-              "attnprof flash_attention: rows of q, k, v, out must be head_dim contiguous elements");
-  TORCH_CHECK(p.plan.num_splits == 1 || (p.o_accum != nullptr && p.lse_accum != nullptr),
-              "attnprof flash_attention: ", p.plan.num_splits, " key splits need a workspace");
+              kFwdOp, ": rows of q, k, v, out must be head_dim contiguous elements");
+  TORCH_CHECK(p.plan.num_splits == 1 || (p.o_accum != nullptr && p.lse_accum != nullptr), kFwdOp, ": ",
+              p.plan.num_splits, " key splits need a workspace");
   if (p.plan.path == FwdPath::kDecode) {
     run_flash_fwd_splitkv(p, stream);
   } else {
-    switch (p.head_dim) {
-      case 64:
-        run_flash_fwd_tile<DefaultFwdTile<64>::Tile>(p, stream);
-        break;
-      case 128:
-        run_flash_fwd_tile<DefaultFwdTile<128>::Tile>(p, stream);
-        break;
-      default:
-        TORCH_CHECK(false, "attnprof flash_attention: no kernel for head_dim ", p.head_dim,
-                    " (supported: 64, 128)");
-    }
+    kernels::head_dim_switch(FwdTiles{}, p.head_dim, kFwdOp,
+                             [&](auto tile) { run_flash_fwd_tile<decltype(tile)>(p, stream); });
   }
   if (p.plan.num_splits > 1) run_flash_combine(p, stream);
 }

@@ -12,12 +12,15 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/common/static_switch.h"
 #include "kernels/flash_attention/flash_fwd_kernel.cuh"
 #include "kernels/flash_attention/flash_fwd_splitkv_kernel.cuh"
 #include "kernels/flash_attention/flash_kernel_traits.h"
 #include "kernels/flash_attention/flash_params.h"
 
 namespace attnprof::flash {
+
+inline constexpr const char* kFwdOp = "attnprof::flash_attention";
 
 // Runs `configure` (cudaFuncSetAttribute calls) the first time a kernel is
 // launched on the current device: `devices` is that kernel's bit set of
@@ -77,21 +80,11 @@ void launch_flash_fwd_splitkv(const FwdParams& p, cudaStream_t stream) {
 // Runs launch<Traits, causal> for p's dtype and mask: {bf16, fp16} × {causal, full}.
 template <template <typename, typename> class TraitsOf, typename Tile, typename Launch>
 void dispatch_dtype_mask(const FwdParams& p, Launch launch) {
-  TORCH_CHECK(p.head_dim == Tile::kHeadDim, "attnprof flash_attention: tile ", Tile::kName,
-              " is for head_dim ", Tile::kHeadDim, ", got ", p.head_dim);
-  auto by_mask = [&](auto element) {
-    using Traits = TraitsOf<Tile, decltype(element)>;
-    if (p.causal) {
-      launch(Traits{}, std::true_type{});
-    } else {
-      launch(Traits{}, std::false_type{});
-    }
-  };
-  if (p.is_bf16) {
-    by_mask(__nv_bfloat16{});
-  } else {
-    by_mask(__half{});
-  }
+  TORCH_CHECK(p.head_dim == Tile::kHeadDim, kFwdOp, ": tile ", Tile::kName, " is for head_dim ", Tile::kHeadDim,
+              ", got ", p.head_dim);
+  kernels::dtype_switch(p.is_bf16, [&](auto element) {
+    kernels::bool_switch(p.causal, [&](auto causal) { launch(TraitsOf<Tile, decltype(element)>{}, causal); });
+  });
 }
 
 // The prefill kernel for one tile configuration.

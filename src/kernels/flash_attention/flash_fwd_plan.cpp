@@ -26,11 +26,17 @@ TileFacts decode_facts() {
   return {T::kBlockM, T::kBlockN, Tile::kBlocksPerSm};
 }
 
+// The path's tile for a head dim (the boundary admits only the lists' head dims).
 TileFacts tile_facts(FwdPath path, int64_t head_dim) {
-  const bool d64 = head_dim == 64;
+  TileFacts facts;
+  auto pick = [&](auto tile, auto of) {
+    if (decltype(tile)::kHeadDim == head_dim) facts = of(tile);
+  };
   if (path == FwdPath::kDecode)
-    return d64 ? decode_facts<DefaultDecodeTile<64>::Tile>() : decode_facts<DefaultDecodeTile<128>::Tile>();
-  return d64 ? prefill_facts<DefaultFwdTile<64>::Tile>() : prefill_facts<DefaultFwdTile<128>::Tile>();
+    kernels::for_each_config(DecodeTiles{}, [&](auto t) { pick(t, [](auto x) { return decode_facts<decltype(x)>(); }); });
+  else
+    kernels::for_each_config(FwdTiles{}, [&](auto t) { pick(t, [](auto x) { return prefill_facts<decltype(x)>(); }); });
+  return facts;
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -87,7 +93,7 @@ std::string count(int n, const std::string& one, const std::string& many) {
 
 }  // namespace
 
-FwdPlan plan_fwd(const FwdShape& s, int num_sms, const FwdPlanRequest& request) {
+FwdPlan plan_fwd(const FwdShape& s, int num_sms) {
   FwdPlan plan;
   const int64_t group = s.heads_kv > 0 ? s.heads_q / s.heads_kv : 1;
   const TileFacts prefill = tile_facts(FwdPath::kPrefill, s.head_dim);
@@ -95,9 +101,7 @@ FwdPlan plan_fwd(const FwdShape& s, int num_sms, const FwdPlanRequest& request) 
   const int64_t prefill_blocks_per_group = group * ceil_div(s.seqlen_q, prefill.block_m);
   const int64_t decode_tiles = ceil_div(group * s.seqlen_q, decode.block_m);
   constexpr int64_t kMaxRowTiles = 65535;  // grid.z of the decode kernel
-  plan.path = request.force_path ? request.path
-              : decode_tiles <= kDecodeTilesPerPrefillBlock * prefill_blocks_per_group &&
-                        decode_tiles <= kMaxRowTiles
+  plan.path = decode_tiles <= kDecodeTilesPerPrefillBlock * prefill_blocks_per_group && decode_tiles <= kMaxRowTiles
                   ? FwdPath::kDecode
                   : FwdPath::kPrefill;
   const TileFacts tile = plan.path == FwdPath::kDecode ? decode : prefill;
@@ -112,7 +116,7 @@ FwdPlan plan_fwd(const FwdShape& s, int num_sms, const FwdPlanRequest& request) 
   }
   const int64_t n_tiles = std::max<int64_t>(1, ceil_div(s.seqlen_k, tile.block_n));
   const int64_t slots = static_cast<int64_t>(std::max(num_sms, 1)) * tile.blocks_per_sm;
-  int splits = request.num_splits > 0 ? request.num_splits : choose_splits(blocks, slots, n_tiles);
+  int splits = choose_splits(blocks, slots, n_tiles);
   splits = static_cast<int>(std::clamp<int64_t>(splits, 1, n_tiles));
   const int64_t tiles_per_split = ceil_div(n_tiles, splits);
   plan.num_splits = static_cast<int>(ceil_div(n_tiles, tiles_per_split));  // no empty split
@@ -121,7 +125,16 @@ FwdPlan plan_fwd(const FwdShape& s, int num_sms, const FwdPlanRequest& request) 
 }
 
 std::string describe_fwd(int head_dim, bool is_bf16, const FwdPlan& plan) {
-  if (head_dim != 64 && head_dim != 128) return "no kernel for head_dim " + std::to_string(head_dim);
+  std::string tile;  // the path's tile configuration in words
+  if (plan.path == FwdPath::kDecode)
+    kernels::for_each_config(DecodeTiles{}, [&](auto t) {
+      if (decltype(t)::kHeadDim == head_dim) tile = describe_decode_tile<decltype(t)>();
+    });
+  else
+    kernels::for_each_config(FwdTiles{}, [&](auto t) {
+      if (decltype(t)::kHeadDim == head_dim) tile = describe_prefill_tile<decltype(t)>();
+    });
+  if (tile.empty()) return "no kernel for head_dim " + std::to_string(head_dim);
   const std::string instance =
       std::string("<") + (is_bf16 ? "bf16" : "fp16") + ", d" + std::to_string(head_dim) + ">";
   const std::string splits =
@@ -134,13 +147,9 @@ std::string describe_fwd(int head_dim, bool is_bf16, const FwdPlan& plan) {
     return "split-KV decode, attnprof::flash::flash_fwd_splitkv_kernel" + instance + ": " +
            count(plan.group, "query head", "query heads") + " x " +
            count(plan.seqlen_q, "query", "queries") +
-           " per KV group packed in " + count(plan.row_tiles, "m16 tile", "m16 tiles") + splits + "; " +
-           (head_dim == 64 ? describe_decode_tile<DefaultDecodeTile<64>::Tile>()
-                           : describe_decode_tile<DefaultDecodeTile<128>::Tile>());
+           " per KV group packed in " + count(plan.row_tiles, "m16 tile", "m16 tiles") + splits + "; " + tile;
   }
-  return "prefill, attnprof::flash::flash_fwd_kernel" + instance + splits + "; " +
-         (head_dim == 64 ? describe_prefill_tile<DefaultFwdTile<64>::Tile>()
-                         : describe_prefill_tile<DefaultFwdTile<128>::Tile>());
+  return "prefill, attnprof::flash::flash_fwd_kernel" + instance + splits + "; " + tile;
 }
 
 }  // namespace attnprof::flash

@@ -33,14 +33,6 @@ struct FwdShape {
   bool causal = false;
 };
 
-// A development override: force the path and/or the
-// number of splits (0: the planner's choice).
-struct FwdPlanRequest {
-  bool force_path = false;
-  FwdPath path = FwdPath::kPrefill;
-  int num_splits = 0;
-};
-
 // The decode path runs when its m16 row tiles per KV head are at most this
 // many times the prefill path's query blocks per KV head (group · ⌈seq_q / 128⌉).
 // Measured on the H200 (8 x 32q/8kv x 8192 keys x 128,
@@ -56,7 +48,7 @@ constexpr int64_t kDecodeTilesPerPrefillBlock = 3;
 // above (and the decode grid's 65535 row-tile limit). Splits the keys when the
 // grid alone would leave SMs idle (fewer blocks than ~0.8 of a wave of
 // resident blocks), as few splits as reach >= 85% of the best wave efficiency.
-FwdPlan plan_fwd(const FwdShape& shape, int num_sms, const FwdPlanRequest& request = {});
+FwdPlan plan_fwd(const FwdShape& shape, int num_sms);
 
 // The path and tile configuration in words, from the traits, e.g.
 // "attnprof::flash::flash_fwd_kernel<bf16, d128> (...): BLOCK_M 128 (4 warps x 2 m16 tiles), ...".

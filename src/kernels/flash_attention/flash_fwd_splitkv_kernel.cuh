@@ -58,8 +58,8 @@ __device__ __forceinline__ void load_group_q(const FwdParams& p, uint32_t sQ_add
 template <typename Traits, bool kCausal>
 __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
     flash_fwd_splitkv_kernel(const __grid_constant__ FwdParams p) {
-  using namespace detail;
   using Element = typename Traits::Element;
+  using namespace detail;
   constexpr int kD = Traits::kHeadDim;
   constexpr int kBM = Traits::kBlockM;  // 16 packed query rows
   constexpr int kBN = Traits::kBlockN;

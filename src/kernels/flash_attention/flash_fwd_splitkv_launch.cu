@@ -2,6 +2,7 @@
 // (flash_fwd_splitkv_kernel.cuh) for the operator's head dims.
 #include <cuda_runtime.h>
 
+#include "kernels/common/static_switch.h"
 #include "kernels/flash_attention/flash_fwd_launch_template.cuh"
 #include "kernels/flash_attention/flash_kernel_traits.h"
 #include "kernels/flash_attention/flash_params.h"
@@ -9,37 +10,16 @@
 namespace attnprof::flash {
 
 void run_flash_fwd_splitkv(const FwdParams& p, CUstream_st* stream) {
-  switch (p.head_dim) {
-    case 64:
-      run_flash_fwd_splitkv_tile<DefaultDecodeTile<64>::Tile>(p, stream);
-      return;
-    case 128:
-      run_flash_fwd_splitkv_tile<DefaultDecodeTile<128>::Tile>(p, stream);
-      return;
-    default:
-      TORCH_CHECK(false, "attnprof flash_attention: no decode kernel for head_dim ", p.head_dim);
-  }
+  kernels::head_dim_switch(DecodeTiles{}, p.head_dim, kFwdOp,
+                           [&](auto tile) { run_flash_fwd_splitkv_tile<decltype(tile)>(p, stream); });
 }
 
 void run_flash_combine(const FwdParams& p, CUstream_st* stream) {
-  auto by_dim = [&](auto element) {
-    using Element = decltype(element);
-    switch (p.head_dim) {
-      case 64:
-        launch_flash_combine<Element, 64>(p, stream);
-        return;
-      case 128:
-        launch_flash_combine<Element, 128>(p, stream);
-        return;
-      default:
-        TORCH_CHECK(false, "attnprof flash_attention: no combine kernel for head_dim ", p.head_dim);
-    }
-  };
-  if (p.is_bf16) {
-    by_dim(__nv_bfloat16{});
-  } else {
-    by_dim(__half{});
-  }
+  kernels::dtype_switch(p.is_bf16, [&](auto element) {
+    kernels::head_dim_switch(DecodeTiles{}, p.head_dim, kFwdOp, [&](auto tile) {
+      launch_flash_combine<decltype(element), decltype(tile)::kHeadDim>(p, stream);
+    });
+  });
 }
 
 }  // namespace attnprof::flash

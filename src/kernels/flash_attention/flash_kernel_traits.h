@@ -1,8 +1,8 @@
 // Compile-time shape of the fused-attention forward kernel.
 //
 // A tile configuration is a plain struct of numbers (FwdTileD64, FwdTileD128,
-// and the alternatives below); FwdKernelTraits derives
-// everything else from it and the element type. Each warp owns kMTiles m16
+// DecodeTileD64, DecodeTileD128); FwdKernelTraits and DecodeKernelTraits
+// derive everything else from it and the element type. Each warp owns kMTiles m16
 // MMA tiles of query rows, so kBlockM = 16 · kMTiles · kNWarps; every K/V
 // fragment a warp loads from shared memory feeds kMTiles MMAs (2 halves the
 // shared-memory traffic per MMA). K/V tiles of kBlockN keys stream through
@@ -14,108 +14,48 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define ATTNPROF_HOST_DEVICE __host__ __device__
-#else
-#define ATTNPROF_HOST_DEVICE
-#endif
+#include "kernels/common/config_list.h"
+#include "kernels/common/host_device.h"
 
 namespace attnprof::flash {
 
-// The configurations the operator runs, measured on the H200, bf16
-// (op time):
-// d=64: 4 warps x 2 row tiles (BLOCK_M 128), BLOCK_N 64, 3 stages, 2 blocks/SM
-//   (~240 regs): 74 us causal / 117 us full at 8x16x1024x64; 1 row tile per warp
-//   (BLOCK_M 64) took 78 / 134 us; 8 warps x 1 tile took 100 / 160 us. A rescale
-//   slack of 8 made it 3-6% slower (16 key blocks: the max still moves often).
-struct FwdTileD64 {
-  static constexpr const char* kName = "d64";
-  static constexpr int kHeadDim = 64;
-  static constexpr int kBlockN = 64;
-  static constexpr int kNWarps = 4;
-  static constexpr int kMTiles = 2;
-  static constexpr int kStages = 3;
-  static constexpr int kMinBlocksPerSm = 2;
-  static constexpr int kBlocksPerSm = 2;  // resident blocks per SM, for the split planner
+// Named tile configurations: what each one changes from the defaults, with
+// the measured reason (H200, bf16, op time).
+struct TileDefaults {
+  // Keys per K/V tile, warps, K/V tiles in flight; resident blocks per SM
+  // for __launch_bounds__ and for the split planner.
+  static constexpr int kBlockN = 64, kNWarps = 4, kStages = 3, kMinBlocksPerSm = 2, kBlocksPerSm = 2;
   // Online-softmax rescale policy: < 0 rescales O whenever a row max grows;
   // >= 0 keeps a stale max until the new one exceeds it by more than this many
   // powers of two (online_softmax.cuh).
   static constexpr int kRescaleSlack = -1;
 };
 
-// d=128: 4 warps x 2 row tiles (BLOCK_M 128), BLOCK_N 48, 2 stages (80 KB smem,
-//   2 blocks/SM, 253-255 regs, no spills), slack 8: 336-338 causal / 340-353 full
-//   TFLOP/s at 4x16x4096x128 and 362-367 / 362-365 at 1x16x16384x128.
-//   Against it: BLOCK_N 32, 3 stages, eager rescale (the first version) 311-321
-//   full; BLOCK_N 64 needs 2 stages to keep 2 blocks/SM (3 stages = 128 KB) and
-//   then matches BLOCK_N 48 full (351-354) but spills 8 B causal; the slack alone
-//   is worth 4-6% full at BLOCK_N 48 (slack 0: rescale on every max increase, 2-3%).
-//   Larger key tiles cut the Q re-reads from shared memory (Q takes 64 registers
-//   at d128 x 2 tiles, so it is not held) and the barriers per FLOP.
-struct FwdTileD128 {
+// Prefill (flash_fwd_kernel). d64: 4 warps x 2 row tiles (BLOCK_M 128),
+// BLOCK_N 64, 3 stages, 2 blocks/SM (~240 regs): 74 us causal / 117 us full at
+// 8x16x1024x64; 1 row tile per warp (BLOCK_M 64) took 78 / 134 us; 8 warps x 1
+// tile took 100 / 160 us. A rescale slack of 8 made it 3-6% slower (16 key
+// blocks: the max still moves often).
+struct FwdTileD64 : TileDefaults {
+  static constexpr const char* kName = "d64";
+  static constexpr int kHeadDim = 64, kMTiles = 2;
+};
+
+// d128: BLOCK_N 48, 2 stages (80 KB smem, 2 blocks/SM, 253-255 regs, no
+// spills), slack 8: 336-338 causal / 340-353 full TFLOP/s at 4x16x4096x128 and
+// 362-367 / 362-365 at 1x16x16384x128. Against it: BLOCK_N 32, 3 stages, eager
+// rescale (the first version) 311-321 full; BLOCK_N 64 needs 2 stages to keep
+// 2 blocks/SM (3 stages = 128 KB) and then matches BLOCK_N 48 full (351-354)
+// but spills 8 B causal; the slack alone is worth 4-6% full at BLOCK_N 48
+// (slack 0: rescale on every max increase, 2-3%). Larger key tiles cut the Q
+// re-reads from shared memory (Q takes 64 registers at d128 x 2 tiles, so it
+// is not held) and the barriers per FLOP. kMinBlocksPerSm 1 or 2 give ptxas
+// the same cap (65536 registers / 256 threads > 255), and 2 blocks fit in
+// shared memory (80 KB each).
+struct FwdTileD128 : TileDefaults {
   static constexpr const char* kName = "d128";
-  static constexpr int kHeadDim = 128;
-  static constexpr int kBlockN = 48;
-  static constexpr int kNWarps = 4;
-  static constexpr int kMTiles = 2;
-  static constexpr int kStages = 2;
-  // 1 or 2 give ptxas the same cap (65536 registers / 256 threads > 255), and
-  // 2 blocks fit in shared memory (80 KB each).
-  static constexpr int kMinBlocksPerSm = 1;
-  static constexpr int kBlocksPerSm = 2;
+  static constexpr int kHeadDim = 128, kBlockN = 48, kMTiles = 2, kStages = 2, kMinBlocksPerSm = 1;
   static constexpr int kRescaleSlack = 8;
-};
-
-// The alternatives of the measurements above; never dispatched by the operator.
-// BLOCK_M 64.
-struct FwdTileD64OneRowTile : FwdTileD64 {
-  static constexpr const char* kName = "d64m1";
-  static constexpr int kMTiles = 1;
-  static constexpr int kMinBlocksPerSm = 3;
-  static constexpr int kBlocksPerSm = 3;
-};
-struct FwdTileD64Slack8 : FwdTileD64 {
-  static constexpr const char* kName = "d64s8";
-  static constexpr int kRescaleSlack = 8;
-};
-// custom-flash d128 as first written.
-struct FwdTileD128First : FwdTileD128 {
-  static constexpr const char* kName = "d128first";
-  static constexpr int kBlockN = 32;
-  static constexpr int kStages = 3;
-  static constexpr int kRescaleSlack = -1;
-};
-struct FwdTileD128Eager : FwdTileD128 {
-  static constexpr const char* kName = "d128eager";
-  static constexpr int kRescaleSlack = -1;
-};
-struct FwdTileD128Slack0 : FwdTileD128 {
-  static constexpr const char* kName = "d128slack0";
-  static constexpr int kRescaleSlack = 0;
-};
-struct FwdTileD128N64 : FwdTileD128 {
-  static constexpr const char* kName = "d128n64";
-  static constexpr int kBlockN = 64;
-};
-struct FwdTileD128N32 : FwdTileD128 {
-  static constexpr const char* kName = "d128n32";
-  static constexpr int kBlockN = 32;
-};
-struct FwdTileD128Stages3 : FwdTileD128 {
-  static constexpr const char* kName = "d128s3";
-  static constexpr int kStages = 3;
-};
-
-// The tile the operator dispatches for a head dim.
-template <int kHeadDim>
-struct DefaultFwdTile;
-template <>
-struct DefaultFwdTile<64> {
-  using Tile = FwdTileD64;
-};
-template <>
-struct DefaultFwdTile<128> {
-  using Tile = FwdTileD128;
 };
 
 // Split-KV decode (flash_fwd_splitkv_kernel): one m16 tile of packed query
@@ -126,37 +66,18 @@ struct DefaultFwdTile<128> {
 // of MMAs, so the ring is sized for bytes in flight rather than for reuse:
 // (kStages − 1) tiles per block, 2 blocks per SM (d128: 3 × 32 KB + 4 KB of
 // shared memory per block).
-struct DecodeTileD64 {
+struct DecodeTileD64 : TileDefaults {
   static constexpr const char* kName = "decode_d64";
-  static constexpr int kHeadDim = 64;
-  static constexpr int kBlockN = 64;
-  static constexpr int kNWarps = 4;
-  static constexpr int kStages = 4;
-  static constexpr int kMinBlocksPerSm = 2;
-  static constexpr int kBlocksPerSm = 2;
-  static constexpr int kRescaleSlack = -1;
+  static constexpr int kHeadDim = 64, kStages = 4;
 };
-struct DecodeTileD128 {
+struct DecodeTileD128 : TileDefaults {
   static constexpr const char* kName = "decode_d128";
   static constexpr int kHeadDim = 128;
-  static constexpr int kBlockN = 64;
-  static constexpr int kNWarps = 4;
-  static constexpr int kStages = 3;
-  static constexpr int kMinBlocksPerSm = 2;
-  static constexpr int kBlocksPerSm = 2;
-  static constexpr int kRescaleSlack = -1;
 };
 
-template <int kHeadDim>
-struct DefaultDecodeTile;
-template <>
-struct DefaultDecodeTile<64> {
-  using Tile = DecodeTileD64;
-};
-template <>
-struct DefaultDecodeTile<128> {
-  using Tile = DecodeTileD128;
-};
+// The tiles the operator is built with, one per head dim and path.
+using FwdTiles = kernels::ConfigList<FwdTileD64, FwdTileD128>;
+using DecodeTiles = kernels::ConfigList<DecodeTileD64, DecodeTileD128>;
 
 // Shared-memory geometry of the kernels: rows of head_dim 16-bit elements
 // moved and swizzled in 16-byte chunks.

@@ -1,6 +1,7 @@
 // Launch layer of the Hopper attention backward: tensor maps, grid,
 // shared-memory opt-in, the three launches and their checks. Included by one
-// .cu file per (head dim, dtype), so the four kernels compile in parallel.
+// generated .cu file per (configuration, dtype), so the kernels compile in
+// parallel.
 #pragma once
 
 #include <c10/cuda/CUDAException.h>
@@ -67,9 +68,12 @@ void launch_bwd(const flash::BwdParams& p, cudaStream_t stream) {
   flash::run_flash_bwd_convert_dq(p, stream, kBwdOp);
 }
 
-template <int kHeadDim, typename Element>
-void run_bwd_hdim(const flash::BwdParams& p, CUstream_st* stream) {
-  launch_bwd<typename BwdConfig<kHeadDim, Element>::Traits>(p, stream);
+// One named configuration's backward: explicitly instantiated, per
+// configuration and dtype, by a file CMake generates from
+// bwd_sm90_instance.cu.in (cmake/KernelFamily.cmake).
+template <typename Config, typename Element>
+void run_bwd_config(const flash::BwdParams& p, CUstream_st* stream) {
+  launch_bwd<BwdTraits<Config, Element>>(p, stream);
 }
 
 }  // namespace attnprof::flash_sm90

@@ -15,6 +15,8 @@
 
 #include <cstdint>
 
+#include "kernels/common/config_list.h"
+
 namespace attnprof::flash_sm90 {
 
 // How the two warpgroups share dQ = dS·K of one query block (kBlockM × D):
@@ -28,18 +30,19 @@ enum class DqSplit { kRows, kCols, kKeys };
 // a refill is issued a whole step ahead already).
 constexpr int kBwdStages = 2;
 
-template <int kHeadDim_, int kBlockM_, bool kDqByKeys_, typename Element_>
-struct BwdTraits {
+// Everything the kernel derives from one named configuration (below), whose
+// values it inherits, and the element type.
+template <typename Config, typename Element_>
+struct BwdTraits : Config {
   using Element = Element_;  // __nv_bfloat16 or __half
-  static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kBlockM = kBlockM_;  // query rows per step
+  using Config::kBlockM, Config::kHeadDim;  // query rows per step; head_dim
   static constexpr int kBlockN = 128;       // keys per block: 64 per warpgroup
   static constexpr int kWarpgroups = 2;
   static constexpr int kThreads = 128 * kWarpgroups;
   static constexpr int kWarps = 4 * kWarpgroups;
   static constexpr int kStages = kBwdStages;  // Q / dO buffers
 
-  static constexpr DqSplit kDqSplit = kDqByKeys_         ? DqSplit::kKeys
+  static constexpr DqSplit kDqSplit = Config::kDqByKeys   ? DqSplit::kKeys
                                       : kBlockM == 128   ? DqSplit::kRows
                                       : kHeadDim == 128  ? DqSplit::kCols
                                                          : DqSplit::kKeys;
@@ -102,45 +105,39 @@ struct BwdTraits {
 // flash_bwd_sm90_kernel.cuh); the element type only sets the element size.
 // Measured on the H200, bf16.
 
+// kBlockM: query rows per step; kDqByKeys: each warpgroup computes dQ over
+// its own keys (DqSplit::kKeys) whatever the shape.
 struct Sm90BwdHdim64 {
   static constexpr const char* kName = "sm90_bwd_hdim64";
-  static constexpr int kHeadDim = 64;
-  // 128 against 64 (dQ split by keys, 174 registers): 64 ran 1.32x causal,
-  // 1.44x full slower at 8x16x1024x64 (half the work per step for the same
-  // latencies, and twice the dQ reductions).
-  static constexpr int kBlockM = 128;
-  // Split by keys, 128-row query blocks would need two 32 KB dQ buffers, 56
-  // bytes more shared memory than a block of sm_90 gets: rows there.
+  // 128 rows against 64 (dQ split by keys, 174 registers): 64 ran 1.32x
+  // causal, 1.44x full slower at 8x16x1024x64 (half the work per step for the
+  // same latencies, and twice the dQ reductions). Split by keys, 128-row query
+  // blocks would need two 32 KB dQ buffers, 56 bytes more shared memory than a
+  // block of sm_90 gets: rows there.
+  static constexpr int kHeadDim = 64, kBlockM = 128;
   static constexpr bool kDqByKeys = false;
 };
 
 struct Sm90BwdHdim128 {
   static constexpr const char* kName = "sm90_bwd_hdim128";
-  static constexpr int kHeadDim = 128;
-  static constexpr int kBlockM = 64;
-  // Off: every warpgroup computing dQ over its own keys only (no barrier
-  // between them, twice the dQ reductions) ran 1.00x/1.01x at 4x16x4096x128
-  // causal/full, 1.06x/1.06x slower at 1x16x16384x128.
-  static constexpr bool kDqByKeys = false;
+  static constexpr int kHeadDim = 128, kBlockM = 64;
+  static constexpr bool kDqByKeys = false;  // see Sm90BwdHdim128DqByKeys
 };
 
-// The traits a named configuration builds, for one element type.
-template <typename Config, typename Element>
-using BwdTraitsOf = BwdTraits<Config::kHeadDim, Config::kBlockM, Config::kDqByKeys, Element>;
+// The configurations the operator is built with, one per head dim. CMake
+// reads this line (cmake/KernelFamily.cmake).
+using Sm90BwdConfigs = kernels::ConfigList<Sm90BwdHdim64, Sm90BwdHdim128>;
 
-template <int kHeadDim, typename Element>
-struct BwdConfig;
-
-template <typename Element>
-struct BwdConfig<64, Element> {
-  using Config = Sm90BwdHdim64;
-  using Traits = BwdTraitsOf<Config, Element>;
+// Alternatives worth timing against the above, built on request
+// (-DATTNPROF_KERNEL_CONFIGS), run by name through
+// attnprof::flash_attention_backward_sm90_config. Every warpgroup computing
+// dQ over its own keys only (no barrier between them, twice the dQ
+// reductions) ran 1.00x/1.01x at 4x16x4096x128 causal/full, 1.06x/1.06x
+// slower at 1x16x16384x128.
+struct Sm90BwdHdim128DqByKeys : Sm90BwdHdim128 {
+  static constexpr const char* kName = "sm90_bwd_hdim128_dq_by_keys";
+  static constexpr bool kDqByKeys = true;
 };
-
-template <typename Element>
-struct BwdConfig<128, Element> {
-  using Config = Sm90BwdHdim128;
-  using Traits = BwdTraitsOf<Config, Element>;
-};
+using Sm90BwdAlternatives = kernels::ConfigList<Sm90BwdHdim128DqByKeys>;
 
 }  // namespace attnprof::flash_sm90

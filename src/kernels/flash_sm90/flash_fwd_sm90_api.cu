@@ -1,5 +1,5 @@
 // Host side of the Hopper attention forward that needs no kernel: the
-// (dtype, head_dim) dispatch and the TMA tensor maps.
+// dispatch to a configuration and dtype, and the TMA tensor maps.
 #include <c10/cuda/CUDAException.h>
 #include <c10/util/Exception.h>
 #include <cuda.h>
@@ -8,7 +8,9 @@
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 
+#include "kernels/common/static_switch.h"
 #include "kernels/flash_sm90/flash_sm90_params.h"
+#include "kernels/flash_sm90/flash_sm90_traits.h"
 #include "kernels/flash_sm90/tensor_map.h"
 
 namespace attnprof::flash_sm90 {
@@ -75,29 +77,32 @@ CUtensorMap make_tensor_map_f32(float* base, int cols, int rows, int slabs, int 
 
 namespace {
 
-// Whether p runs the head_dim 64 kernels (else 128; nothing else is built).
-bool head_dim_64(const FwdParams& p) {
-  const bool d64 = p.head_dim == 64;
-  TORCH_CHECK(d64 || p.head_dim == 128, "attnprof::flash_attention_sm90: no kernel for head_dim ",
-              p.head_dim, " (supported: 64, 128)");
-  return d64;
+// f(config, element) for p's dtype and the first configuration of
+// Sm90FwdConfigs that runs this launch.
+template <typename F>
+decltype(auto) with_config(const FwdParams& p, F&& f) {
+  return kernels::dtype_switch(p.is_bf16, [&](auto element) {
+    return kernels::config_switch(
+        Sm90FwdConfigs{},
+        [&](auto c) {
+          using Config = decltype(c);
+          return Config::kHeadDim == p.head_dim && runs_launch<Config>(p.causal, p.seqlen_q);
+        },
+        "attnprof::flash_attention_sm90", p.head_dim,
+        [&](auto config) { return f(config, element); });
+  });
 }
 
 }  // namespace
 
 FwdWorkspace fwd_workspace(const FwdParams& p) {
-  const bool d64 = head_dim_64(p);
-  if (p.is_bf16) return d64 ? fwd_workspace_hdim<64, __nv_bfloat16>(p) : fwd_workspace_hdim<128, __nv_bfloat16>(p);
-  return d64 ? fwd_workspace_hdim<64, __half>(p) : fwd_workspace_hdim<128, __half>(p);
+  return with_config(p, [&](auto config, auto element) {
+    return fwd_workspace_config<decltype(config), decltype(element)>(p);
+  });
 }
 
 void run_fwd(const FwdParams& p, CUstream_st* stream) {
-  const bool d64 = head_dim_64(p);
-  if (p.is_bf16) {
-    d64 ? run_fwd_hdim<64, __nv_bfloat16>(p, stream) : run_fwd_hdim<128, __nv_bfloat16>(p, stream);
-  } else {
-    d64 ? run_fwd_hdim<64, __half>(p, stream) : run_fwd_hdim<128, __half>(p, stream);
-  }
+  with_config(p, [&](auto config, auto element) { run_fwd_config<decltype(config), decltype(element)>(p, stream); });
 }
 
 }  // namespace attnprof::flash_sm90

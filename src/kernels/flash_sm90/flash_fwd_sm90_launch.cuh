@@ -1,6 +1,6 @@
 // Launch layer of the Hopper attention forward: tensor maps, persistent grid,
-// shared-memory opt-in, launch, launch check. Included by one .cu file per
-// (head dim, dtype), so the four kernels compile in parallel.
+// shared-memory opt-in, launch, launch check. Included by one generated .cu
+// file per (configuration, dtype), so the kernels compile in parallel.
 #pragma once
 
 #include <c10/cuda/CUDAException.h>
@@ -128,28 +128,18 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// The configuration a launch runs (flash_sm90_traits.h, kShortCausalRows).
-template <int kHeadDim, typename Element>
-bool short_causal(const FwdParams& p) {
-  using Short = typename FwdConfig<kHeadDim, Element, true>::Traits;
-  return p.causal && p.seqlen_q > Short::kBlockM && p.seqlen_q < kShortCausalRows;
+// One launch of a named configuration: explicitly instantiated, per
+// configuration and dtype, by a file CMake generates from
+// fwd_sm90_instance.cu.in (cmake/KernelFamily.cmake).
+template <typename Config, typename Element>
+void run_fwd_config(const FwdParams& p, CUstream_st* stream) {
+  launch_fwd<FwdTraits<Config, Element>>(p, stream);
 }
 
-template <int kHeadDim, typename Element>
-void run_fwd_hdim(const FwdParams& p, cudaStream_t stream) {
-  if (short_causal<kHeadDim, Element>(p)) {
-    launch_fwd<typename FwdConfig<kHeadDim, Element, true>::Traits>(p, stream);
-  } else {
-    launch_fwd<typename FwdConfig<kHeadDim, Element, false>::Traits>(p, stream);
-  }
-}
-
-template <int kHeadDim, typename Element>
-FwdWorkspace fwd_workspace_hdim(const FwdParams& p) {
-  using Short = typename FwdConfig<kHeadDim, Element, true>::Traits;
-  using Other = typename FwdConfig<kHeadDim, Element, false>::Traits;
-  return short_causal<kHeadDim, Element>(p) ? workspace_of<Short>(plan_fwd<Short>(p))
-                                            : workspace_of<Other>(plan_fwd<Other>(p));
+template <typename Config, typename Element>
+FwdWorkspace fwd_workspace_config(const FwdParams& p) {
+  using Traits = FwdTraits<Config, Element>;
+  return workspace_of<Traits>(plan_fwd<Traits>(p));
 }
 
 }  // namespace attnprof::flash_sm90

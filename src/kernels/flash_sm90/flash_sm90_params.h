@@ -1,9 +1,13 @@
-// Plain parameters of one Hopper (sm_90a) attention forward: pointers, sizes,
-// flags. No templates, no LibTorch and no CUDA types, so the boundary
-// (ops_sm90.cpp) fills it and the launch layer reads it.
+// Plain parameters of one Hopper (sm_90a) attention forward and backward. No
+// templates, no LibTorch and no CUDA types, so the boundary (api.cpp) fills
+// them and the launch layer reads them.
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/common/attention_params.h"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*
 
@@ -13,15 +17,10 @@ struct BwdParams;  // flash_attention/flash_bwd_params.h: the backward shares th
 
 namespace attnprof::flash_sm90 {
 
-struct FwdParams {
-  // q, o: [batch, heads_q, seqlen_q, head_dim]; k, v: [batch, heads_kv,
-  // seqlen_k, head_dim]; all contiguous (the tensor maps assume it).
-  const void* q = nullptr;
-  const void* k = nullptr;
-  const void* v = nullptr;
-  void* o = nullptr;
-  float* lse = nullptr;  // [batch, heads_q, seqlen_q], natural log
-
+// The shared forward params (kernels/common/attention_params.h; q, k, v, o
+// contiguous: the tensor maps assume it, the boundary checks it) and what only
+// the Hopper launch reads.
+struct FwdParams : kernels::AttentionParams {
   // Causal launches over more than one query block per head hand tiles out
   // through this counter (in the order of tile_order.h, whichever SM is free
   // takes the next): two zeroed ints, which the kernel leaves zeroed; no other
@@ -38,21 +37,8 @@ struct FwdParams {
   int* split_counters = nullptr;
   int split_counter_capacity = 0;
 
-  int batch = 0;
-  int heads_q = 0;
-  int heads_kv = 0;  // divides heads_q; query head h reads KV head h / (heads_q / heads_kv)
-  int seqlen_q = 0;
-  int seqlen_k = 0;
-  int head_dim = 0;
   int num_sms = 0;  // persistent grid: at most one block per SM
   int64_t l2_bytes = 0;  // sizes the head sections of the causal tile order (tile_order.h)
-
-  float scale = 1.f;       // softmax scale applied to Q·Kᵀ
-  float scale_log2 = 1.f;  // scale · log2(e): the kernel uses exp2
-
-  // Bottom-right aligned: key j is visible to query i iff j <= i + seqlen_k - seqlen_q.
-  bool causal = false;
-  bool is_bf16 = true;  // else fp16
 };
 
 // What a forward launch needs besides the tensors: fill FwdParams (all but
@@ -63,24 +49,50 @@ struct FwdWorkspace {
 };
 FwdWorkspace fwd_workspace(const FwdParams& params);
 
-// Runtime → template dispatch over (dtype, head_dim); launches on `stream`.
-// Head dims 64 and 128. Defined in flash_fwd_sm90_api.cu.
+// Runtime → template dispatch: the dtype, and the first configuration of
+// Sm90FwdConfigs (flash_sm90_traits.h) that runs this launch; launches on
+// `stream`. Defined in flash_fwd_sm90_api.cu.
 void run_fwd(const FwdParams& params, CUstream_st* stream);
 
-// One launch per (head dim, element type), instantiated in its own
-// flash_fwd_sm90_hdim*_*.cu file (flash_fwd_sm90_launch.cuh).
-template <int kHeadDim, typename Element>
-void run_fwd_hdim(const FwdParams& params, CUstream_st* stream);
-template <int kHeadDim, typename Element>
-FwdWorkspace fwd_workspace_hdim(const FwdParams& params);
+// One named configuration's launch and workspace, instantiated per
+// (configuration, dtype) in a generated file (flash_fwd_sm90_launch.cuh).
+template <typename Config, typename Element>
+void run_fwd_config(const FwdParams& params, CUstream_st* stream);
+template <typename Config, typename Element>
+FwdWorkspace fwd_workspace_config(const FwdParams& params);
 
 // The backward: the portable preprocessing, the Hopper main kernel (dK, dV,
 // dQ into the fp32 workspace), the portable dQ conversion; all on `stream`.
 // q, k, v, dout must be contiguous with 16-byte aligned bases (tensor maps);
-// dk, dv take the params' strides. Defined in flash_bwd_sm90_api.cu.
+// dk, dv take the params' strides. The configuration is the one of
+// Sm90BwdConfigs (flash_bwd_sm90_traits.h) for the head dim. Defined in
+// flash_bwd_sm90_api.cu.
 void run_bwd(const flash::BwdParams& params, CUstream_st* stream);
 
-template <int kHeadDim, typename Element>
-void run_bwd_hdim(const flash::BwdParams& params, CUstream_st* stream);
+template <typename Config, typename Element>
+void run_bwd_config(const flash::BwdParams& params, CUstream_st* stream);
+
+// A configuration built into this library, by its kName, for the operators
+// that run one by name (attnprof::flash_attention_sm90_config and
+// attnprof::flash_attention_backward_sm90_config): the defaults and the
+// alternatives requested with -DATTNPROF_KERNEL_CONFIGS. Each generated
+// instantiation file registers its own (config_registry.cpp).
+struct FwdConfigEntry {
+  int head_dim = 0;
+  void (*run)(const FwdParams&, CUstream_st*) = nullptr;
+  FwdWorkspace (*workspace)(const FwdParams&) = nullptr;
+};
+struct BwdConfigEntry {
+  int head_dim = 0;
+  void (*run)(const flash::BwdParams&, CUstream_st*) = nullptr;
+};
+bool register_config(const char* name, bool is_bf16, const FwdConfigEntry& entry);
+bool register_config(const char* name, bool is_bf16, const BwdConfigEntry& entry);
+// nullptr when `name` is not built for that dtype.
+const FwdConfigEntry* find_fwd_config(const std::string& name, bool is_bf16);
+const BwdConfigEntry* find_bwd_config(const std::string& name, bool is_bf16);
+// Every registered name, forward ones first, each once, sorted within its kind.
+std::vector<std::string> fwd_config_names();
+std::vector<std::string> bwd_config_names();
 
 }  // namespace attnprof::flash_sm90

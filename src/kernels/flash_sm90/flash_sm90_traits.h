@@ -1,5 +1,5 @@
-// Compile-time shape of the Hopper attention forward, one configuration per
-// head dim.
+// Compile-time shape of the Hopper attention forward, from a named
+// configuration (below).
 //
 // A block is 1 producer warpgroup + kConsumerWarpgroups consumer warpgroups.
 // The producer (one thread of it) streams Q, K and V tiles into shared memory
@@ -13,42 +13,17 @@
 #pragma once
 
 #include <cstdint>
-#include <type_traits>
+
+#include "kernels/common/config_list.h"
 
 namespace attnprof::flash_sm90 {
 
-template <int kHeadDim_, int kBlockN_, int kStages_, int kConsumerWarpgroups_, int kPolyExpEvery_,
-          int kRescaleSlack_, typename Element_, bool kTailSplit_ = true, bool kQInRegs_ = false,
-          int kQStages_ = 2, bool kHalfFirstBlock_ = false>
-struct FwdTraits {
+// Everything a kernel derives from one named configuration (below), whose
+// values it inherits, and the element type.
+template <typename Config, typename Element_>
+struct FwdTraits : Config {
   using Element = Element_;  // __nv_bfloat16 or __half
-  static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kBlockN = kBlockN_;
-  static constexpr int kStages = kStages_;
-  // Every kPolyExpEvery-th 8-key column tile of S takes its exponentials on the
-  // FMA pipes (softmax_sm90.cuh, exp2_poly) instead of the MUFU unit; 0: none.
-  static constexpr int kPolyExpEvery = kPolyExpEvery_;
-  // Online-softmax rescale policy (softmax_sm90.cuh): a row's running max moves
-  // only when a score exceeds it by more than this many powers of two, so P
-  // stays <= 2^kRescaleSlack (well inside fp16) and O is rarely rescaled;
-  // < 0: the max moves whenever it grows.
-  static constexpr int kRescaleSlack = kRescaleSlack_;
-  // Whether the kernel carries the tail split's merge (tail_split.h). Its code
-  // alone, never run, cost 3% at 8x16x1024x64 causal (ncu 64.4 against 62.4
-  // us, the same instructions executed): the configuration that runs only
-  // causal launches over several query blocks, which never split, goes without.
-  static constexpr bool kTailSplit = kTailSplit_;
-  // S = Q·Kᵀ with Q from registers (wgmma A operand, loaded once per tile by
-  // ldmatrix) instead of shared memory: a third less shared-memory operand
-  // traffic per key block at head_dim 128, for kHeadDim / 4 more registers.
-  static constexpr bool kQInRegs = kQInRegs_;
-  // A tile's first key block (the last visible one, where the causal
-  // diagonal or the keys' end falls) runs half-width Q·Kᵀ, softmax and P·V
-  // for a warpgroup whose rows see none of its upper kBlockN / 2 keys
-  // (warpgroup 0 on every diagonal tile when seq_q == seq_kv).
-  static constexpr bool kHalfFirstBlock = kHalfFirstBlock_;
-
-  static constexpr int kConsumerWarpgroups = kConsumerWarpgroups_;
+  using Config::kBlockN, Config::kConsumerWarpgroups, Config::kHeadDim, Config::kQStages, Config::kStages;
   static constexpr int kBlockM = 64 * kConsumerWarpgroups;  // wgmma tiles are 64 rows
   static constexpr int kThreads = 128 * (1 + kConsumerWarpgroups);
   static constexpr int kConsumerWarps = 4 * kConsumerWarpgroups;
@@ -76,7 +51,6 @@ struct FwdTraits {
   static constexpr int kQBytes = kQColBytes * kColBlocks;
   static constexpr int kKVBytes = kKVColBytes * kColBlocks;  // one K or one V stage
 
-  static constexpr int kQStages = kQStages_;
   static constexpr int kOffQ = 0;
   static constexpr int kOffK = kOffQ + kQStages * kQBytes;
   static constexpr int kOffV = kOffK + kStages * kKVBytes;
@@ -110,100 +84,98 @@ struct FwdTraits {
   static_assert(kSmemBytes <= 227 * 1024, "over the per-block shared memory limit of sm_90");
 };
 
-// Named configurations, one per (head dim, launch kind); the element type
-// (bf16 or fp16) only sets the element size. Measured on the H200, bf16,
-// TFLOP/s or ncu durations (docs/notes/flash_sm90_progress.md). Not measured
-// to differ: exp2 on the FMA pipes (kPolyExpEvery) cost 1-9% even for 1/8
-// (d64) or 1/16 (d128) of P, 5-20% for 1/4 or 1/2: 0 everywhere; a rescale
-// slack of 8 beat moving the max on every increase by 1-5% at d128.
-
-// Head dim 64, everything but short causal launches.
-struct Sm90FwdHdim64 {
-  static constexpr const char* kName = "sm90_fwd_hdim64";
-  static constexpr int kHeadDim = 64;
-  static constexpr int kBlockN = 128;
-  static constexpr int kStages = 3;
-  // 3 against 2: 364/367 against 335/336 full at 8x16x1024x64, causal
-  // 369/371 against 344/345 at 8x16x2048x64 (but 241 against 262 at 1024 rows:
-  // Sm90FwdHdim64ShortCausal).
-  static constexpr int kConsumerWarpgroups = 3;
-  static constexpr int kPolyExpEvery = 0;
-  static constexpr int kRescaleSlack = 8;
-  static constexpr bool kTailSplit = true;
-  // Off: with 3 consumers (160 registers) ptxas spills 96 B and serialises the wgmma (C7512).
-  static constexpr bool kQInRegs = false;
-  // 2 Q buffers against 1: 388/386 against 369/366 at 8x16x1024x64 full, 456 against 430 at 8x16x2048x64.
-  static constexpr int kQStages = 2;
-  static constexpr bool kHalfFirstBlock = false;
+// Named configurations: what each one changes from the defaults, with the
+// measured reason (H200, bf16, TFLOP/s or ncu durations). A configuration runs
+// every launch of its head dim or, with kShortCausal, only causal launches
+// over more than one of its tiles but fewer than kShortCausalRows query rows.
+struct Sm90FwdDefaults {
+  // Keys per K/V tile, K/V tiles in flight, consumer warpgroups of 64 query
+  // rows each (kBlockM = 64 · kConsumerWarpgroups), Q tiles in flight (2
+  // against 1: 388/386 against 369/366 TFLOP/s at 8x16x1024x64 full, 456
+  // against 430 at 8x16x2048x64).
+  static constexpr int kBlockN = 128, kStages = 3, kConsumerWarpgroups = 2, kQStages = 2;
+  // Every kPolyExpEvery-th 8-key column tile of S takes its exponentials on the
+  // FMA pipes (softmax_sm90.cuh, exp2_poly) instead of the MUFU unit; 0: none.
+  // Measured: 1-9% slower even for 1/8 (d64) or 1/16 (d128) of P, 5-20% for 1/4 or 1/2.
+  // Online-softmax rescale policy (softmax_sm90.cuh): a row's running max moves
+  // only when a score exceeds it by more than kRescaleSlack powers of two, so P
+  // stays <= 2^kRescaleSlack (well inside fp16) and O is rarely rescaled;
+  // < 0: the max moves whenever it grows. 8 beat moving it on every increase by 1-5% at d128.
+  static constexpr int kPolyExpEvery = 0, kRescaleSlack = 8;
+  // kTailSplit: the kernel carries the tail split's merge (tail_split.h); its
+  // code alone, never run, cost 3% at 8x16x1024x64 causal (ncu 64.4 against
+  // 62.4 us, the same instructions executed).
+  // kQInRegs: S = Q·Kᵀ with Q from registers (wgmma A operand, loaded once per
+  // tile by ldmatrix) instead of shared memory: a third less shared-memory
+  // operand traffic per key block at head_dim 128, for kHeadDim / 4 more registers.
+  // kHalfFirstBlock: a tile's first key block (the last visible one, where the
+  // causal diagonal or the keys' end falls) runs half-width Q·Kᵀ, softmax and
+  // P·V for a warpgroup whose rows see none of its upper kBlockN / 2 keys
+  // (warpgroup 0 on every diagonal tile when seq_q == seq_kv).
+  // kShortCausal: the configuration runs only causal launches over more than
+  // one of its tiles but fewer than kShortCausalRows query rows (see below).
+  static constexpr bool kTailSplit = true, kQInRegs = false, kHalfFirstBlock = false, kShortCausal = false;
 };
 
-// Head dim 64, causal over more than one tile but fewer than kShortCausalRows
-// query rows: 128-row tiles (192 waste an eighth of the last tile at 1024
-// rows and leave fewer, longer tiles to balance the causal tail).
-struct Sm90FwdHdim64ShortCausal {
+// 128-row tiles for short causal launches (192 rows waste an eighth of the
+// last tile at 1024 rows and leave fewer, longer tiles to balance the tail).
+// No tail split: only causal launches over several query blocks run it, which
+// never split, and the merge's code alone cost 3% (ncu 64.4 against 62.4 us).
+// Q in registers (240 of them): 8x16x1024x64 causal ncu 60.8 against 62.1 us,
+// 294 against 290 TFLOP/s.
+struct Sm90FwdHdim64ShortCausal : Sm90FwdDefaults {
   static constexpr const char* kName = "sm90_fwd_hdim64_short_causal";
   static constexpr int kHeadDim = 64;
-  static constexpr int kBlockN = 128;
-  static constexpr int kStages = 3;
-  // 2 against 3: 262/261 against 241/241 causal at 8x16x1024x64.
-  static constexpr int kConsumerWarpgroups = 2;
-  static constexpr int kPolyExpEvery = 0;
-  static constexpr int kRescaleSlack = 8;
-  // Off: only causal launches over several query blocks run it, which never
-  // split; the merge's code alone, never run, cost 3% (ncu 64.4 against 62.4 us).
-  static constexpr bool kTailSplit = false;
-  // On (240 registers): 8x16x1024x64 causal ncu 60.8 against 62.1 us, 294 against 290 TFLOP/s.
-  static constexpr bool kQInRegs = true;
-  static constexpr int kQStages = 2;
-  static constexpr bool kHalfFirstBlock = true;
+  static constexpr bool kShortCausal = true, kTailSplit = false, kQInRegs = true, kHalfFirstBlock = true;
 };
 
-// Head dim 128, every launch.
-struct Sm90FwdHdim128 {
-  static constexpr const char* kName = "sm90_fwd_hdim128";
-  static constexpr int kHeadDim = 128;
-  // 176 keys won at some shapes and lost at others by a few per cent, within the run-to-run spread.
-  static constexpr int kBlockN = 128;
-  // 3 stages and 1 Q buffer against 2 and 2: ncu 790.3 against 799.8 us at
-  // 4x16x4096x128 full, 437.6 against 443.1 causal.
-  static constexpr int kStages = 3;
-  static constexpr int kConsumerWarpgroups = 2;
-  static constexpr int kPolyExpEvery = 0;
-  static constexpr int kRescaleSlack = 8;
-  static constexpr bool kTailSplit = true;
-  // Q in registers against shared memory: ncu 806.4 against 818.9 us at 4x16x4096x128 full, 446.9 against 453.0 causal.
-  static constexpr bool kQInRegs = true;
-  static constexpr int kQStages = 1;  // Q in registers: loaded once at the tile's start
-  static constexpr bool kHalfFirstBlock = false;
+// 3 consumers against 2: 364/367 against 335/336 TFLOP/s full at
+// 8x16x1024x64, causal 369/371 against 344/345 at 8x16x2048x64 (but 241
+// against 262 at 1024 rows: the short causal configuration). Q stays in
+// shared memory: with 3 consumers (160 registers) ptxas spills 96 B and
+// serialises the wgmma (C7512).
+struct Sm90FwdHdim64 : Sm90FwdDefaults {
+  static constexpr const char* kName = "sm90_fwd_hdim64";
+  static constexpr int kHeadDim = 64, kConsumerWarpgroups = 3;
 };
+
+// 3 stages and 1 Q buffer against 2 and 2: ncu 790.3 against 799.8 us at
+// 4x16x4096x128 full, 437.6 against 443.1 causal. Q in registers (loaded once
+// at the tile's start) against shared memory: ncu 806.4 against 818.9 us
+// full, 446.9 against 453.0 causal.
+struct Sm90FwdHdim128 : Sm90FwdDefaults {
+  static constexpr const char* kName = "sm90_fwd_hdim128";
+  static constexpr int kHeadDim = 128, kQStages = 1;
+  static constexpr bool kQInRegs = true;
+};
+
+// The configurations the operator is built with; a launch runs the first one
+// of its head dim that takes it (runs_launch). CMake reads this line
+// (cmake/KernelFamily.cmake).
+using Sm90FwdConfigs = kernels::ConfigList<Sm90FwdHdim64ShortCausal, Sm90FwdHdim64, Sm90FwdHdim128>;
+
+// Alternatives worth timing against the above, built on request
+// (-DATTNPROF_KERNEL_CONFIGS) and run by name through
+// attnprof::flash_attention_sm90_config. 176-key tiles (208 KB of shared
+// memory with 2 stages) won at some shapes and lost at others by a few per
+// cent, within the run-to-run spread, against 128 keys and 2 stages.
+struct Sm90FwdHdim128N176 : Sm90FwdHdim128 {
+  static constexpr const char* kName = "sm90_fwd_hdim128_n176";
+  static constexpr int kBlockN = 176, kStages = 2;
+};
+using Sm90FwdAlternatives = kernels::ConfigList<Sm90FwdHdim128N176>;
 
 // Causal attention over fewer query rows than this, but more than one tile
-// of the short-causal configuration, runs that configuration (see d64 above);
-// everything else the default one (one query block per head: its tiles are
-// of one cost, and may be split, tail_split.h).
+// of a short-causal configuration, runs that configuration; everything else
+// the general one (one query block per head: its tiles are of one cost, and
+// may be split, tail_split.h).
 constexpr int kShortCausalRows = 2048;
 
-// The traits a named configuration builds, for one element type.
-template <typename Config, typename Element>
-using FwdTraitsOf = FwdTraits<Config::kHeadDim, Config::kBlockN, Config::kStages, Config::kConsumerWarpgroups,
-                              Config::kPolyExpEvery, Config::kRescaleSlack, Element, Config::kTailSplit,
-                              Config::kQInRegs, Config::kQStages, Config::kHalfFirstBlock>;
-
-// The configuration of one (head dim, short causal or not); at head_dim 128
-// both are the same.
-template <int kHeadDim, typename Element, bool kShortCausal>
-struct FwdConfig;
-
-template <typename Element, bool kShortCausal>
-struct FwdConfig<64, Element, kShortCausal> {
-  using Config = std::conditional_t<kShortCausal, Sm90FwdHdim64ShortCausal, Sm90FwdHdim64>;
-  using Traits = FwdTraitsOf<Config, Element>;
-};
-
-template <typename Element, bool kShortCausal>
-struct FwdConfig<128, Element, kShortCausal> {
-  using Config = Sm90FwdHdim128;
-  using Traits = FwdTraitsOf<Config, Element>;
-};
+// Whether `Config` runs a launch of its head dim with this mask and seq_q.
+template <typename Config>
+constexpr bool runs_launch(bool causal, int seqlen_q) {
+  if constexpr (!Config::kShortCausal) return true;
+  return causal && seqlen_q > 64 * Config::kConsumerWarpgroups && seqlen_q < kShortCausalRows;
+}
 
 }  // namespace attnprof::flash_sm90

@@ -29,7 +29,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/flash_sm90/host_device.h"
+#include "kernels/common/host_device.h"
 
 namespace attnprof::flash_sm90 {
 
@@ -53,7 +53,7 @@ struct TailPiece {
 
 // Pieces of block b: 0, 1 or 2. 32-bit arithmetic (a 64-bit division is a
 // subroutine call on the GPU): the plan keeps tiles · n_blocks below 2^31.
-ATTNPROF_SM90_HD inline int tail_pieces(const TailSplit& s, int b) {
+ATTNPROF_HOST_DEVICE inline int tail_pieces(const TailSplit& s, int b) {
   const int work = s.tiles * s.n_blocks;
   const int start = b * s.chunk;
   if (s.tiles == 0 || start >= work) return 0;
@@ -63,12 +63,12 @@ ATTNPROF_SM90_HD inline int tail_pieces(const TailSplit& s, int b) {
 
 // The workspace slot of split tile `split_tile`'s piece held by block b (one
 // of first_block .. first_block + count - 1).
-ATTNPROF_SM90_HD inline int tail_slot(const TailSplit& s, int b, int split_tile) {
+ATTNPROF_HOST_DEVICE inline int tail_slot(const TailSplit& s, int b, int split_tile) {
   return 2 * b + (split_tile - b * s.chunk / s.n_blocks);
 }
 
 // Piece k (< tail_pieces(s, b)) of block b.
-ATTNPROF_SM90_HD inline TailPiece tail_piece(const TailSplit& s, int b, int k) {
+ATTNPROF_HOST_DEVICE inline TailPiece tail_piece(const TailSplit& s, int b, int k) {
   const int n = s.n_blocks;
   const int work = s.tiles * n;
   const int start = b * s.chunk;

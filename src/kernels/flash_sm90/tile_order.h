@@ -28,7 +28,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/flash_sm90/host_device.h"
+#include "kernels/common/host_device.h"
 
 namespace attnprof::flash_sm90 {
 
@@ -45,7 +45,7 @@ struct TileCoord {
 };
 
 // Tile index (0 .. batch_heads · num_m_blocks - 1) → (head, query block).
-ATTNPROF_SM90_HD inline TileCoord tile_coord(const TileOrder& o, int tile) {
+ATTNPROF_HOST_DEVICE inline TileCoord tile_coord(const TileOrder& o, int tile) {
   if (o.short_last_heads > 0) {  // one head per section, num_m_blocks >= 2
     const int per_head = o.num_m_blocks - 1;
     const int long_tiles = o.short_last_heads * per_head;

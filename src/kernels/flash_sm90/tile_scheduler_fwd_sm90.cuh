@@ -88,7 +88,7 @@ __device__ __forceinline__ int next_work(const KernelArgs& a, int item) {
 // Called once per block, after the block's last take from the counter (the
 // one past the last tile). The last block to get here has seen every other
 // block's last take, so no take follows: it puts the counter pair back to
-// zero for the next launch on the stream (ops_sm90.cpp keeps one pair per
+// zero for the next launch on the stream (api.cpp keeps one pair per
 // stream instead of zeroing one before every call).
 __device__ __forceinline__ void release_tile_counter(int* counter) {
   __threadfence();  // this block's last take, before its count below

@@ -1,4 +1,4 @@
-// C++ signatures of attnprof's operators (ops_schema.cpp) for typed calls
+// C++ signatures of attnprof's operators (each family's api.cpp) for typed calls
 // through the dispatcher: op_handle<FlashAttentionFn>("attnprof::flash_attention").
 #pragma once
 

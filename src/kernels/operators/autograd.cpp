@@ -18,25 +18,19 @@
 #include <initializer_list>
 #include <tuple>
 
-#include "kernels/flash_bwd_choice.h"
-#include "kernels/flash_sm90/hopper_support.h"
-#include "kernels/ops_signatures.h"
+#include "kernels/flash_sm90/api.h"
+#include "kernels/operators/backward_choice.h"
+#include "kernels/operators/signatures.h"
 
 namespace attnprof {
 
 namespace kernels {
 
 // The Hopper backward is 1.5-1.9x faster than the portable one at the
-// backward benchmark shapes on the H200 (op level, bf16, 2026-12-01, commit
-// 45657b7; BENCHMARKS.md), so the backward of both flash forwards runs it
-// wherever it can.
+// backward benchmark shapes on the H200 (op level, bf16; BENCHMARKS.md), so
+// the backward of both flash forwards runs it wherever it can.
 bool hopper_backward_applies(std::initializer_list<const at::Tensor*> ts) {
-  static const bool built = [] {
-    const auto handle = c10::Dispatcher::singleton().findOp({"attnprof::flash_attention_backward_sm90", ""});
-    return handle && handle->hasKernelForDispatchKey(c10::DispatchKey::CUDA);
-  }();
-  if (!built) return false;
-  if (flash_sm90::device_unsupported((*ts.begin())->device().index())) return false;
+  if (flash_sm90::unsupported(query_of(**ts.begin(), /*backward=*/true))) return false;
   for (const at::Tensor* t : ts)
     if (flash_sm90::layout_unsupported(*t, "")) return false;
   return true;

@@ -1,0 +1,273 @@
+// LibTorch boundary of the portable flash family (api.h): the operators'
+// schemas (every build), what the family supports, and (CUDA builds) the
+// operators themselves. Every tensor check happens here, once; the launch
+// layers below trust their params.
+#include "kernels/flash_attention/api.h"
+
+#include <torch/library.h>
+
+#include <sstream>
+
+#include "kernels/flash_attention/flash_bwd_kernel_traits.h"
+#include "kernels/flash_attention/flash_kernel_traits.h"
+
+#ifdef ATTNPROF_HAVE_CUDA_KERNELS
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
+
+#include "kernels/flash_attention/flash_params.h"
+
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <tuple>
+#include <utility>
+#include <vector>
+#endif
+
+TORCH_LIBRARY_FRAGMENT(attnprof, m) {
+  // q: [batch, heads_q, seq_q, head_dim]; k, v: [batch, heads_kv, seq_kv,
+  // head_dim] with heads_q a multiple of heads_kv (grouped-query / multi-query
+  // attention: query head h reads K/V head h / (heads_q / heads_kv), no copy);
+  // contiguous, one dtype (bf16 or fp16), head_dim 64 or 128. seq_q and seq_kv
+  // may differ. out: like q. lse: [batch, heads_q, seq_q] float32, natural log.
+  // causal: bottom-right aligned, key j visible to query i iff
+  // j <= i + (seq_kv - seq_q) (top-left when seq_q == seq_kv); a row that sees
+  // no key (seq_q > seq_kv) gets out 0 and lse -inf. Few queries per KV head
+  // run a split-KV decode kernel, the others the prefill kernel; either may
+  // split the keys and add a combine kernel (flash_fwd_plan.h).
+  m.def("flash_attention(Tensor q, Tensor k, Tensor v, bool causal, float scale) -> (Tensor out, Tensor lse)");
+  // Gradients of flash_attention from its saved inputs, output and lse.
+  // q, out, grad_out: [batch, heads_q, seq_q, head_dim]; k, v: [batch, heads_kv,
+  // seq_k, head_dim] with heads_kv dividing heads_q; one dtype (bf16 or fp16),
+  // contiguous; lse float32 [batch, heads_q, seq_q]. causal: bottom-right
+  // aligned (key j visible to query i iff j <= i + seq_k - seq_q); rows with
+  // lse = -inf (no visible key) contribute nothing.
+  m.def("flash_attention_backward(Tensor grad_out, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, bool causal, float scale) -> (Tensor grad_q, Tensor grad_k, Tensor grad_v)");
+}
+
+namespace attnprof::flash {
+
+std::optional<std::string> unsupported(const kernels::KernelQuery& query) {
+#ifndef ATTNPROF_HAVE_CUDA_KERNELS
+  (void)query;
+  return "needs attnprof built with the CUDA kernels (this build has none: no CUDA toolkit at configure time)";
+#else
+  if (query.dtype != at::kBFloat16 && query.dtype != at::kHalf)
+    return "supports bf16 and fp16, not " + kernels::dtype_phrase(query.dtype) +
+           " (its tensor-core MMA takes 16-bit inputs)";
+  // The head dims of its configurations (flash_kernel_traits.h, flash_bwd_kernel_traits.h).
+  const bool listed = query.backward ? kernels::has_head_dim(BwdConfigs{}, query.head_dim)
+                                     : kernels::has_head_dim(FwdTiles{}, query.head_dim) &&
+                                           kernels::has_head_dim(DecodeTiles{}, query.head_dim);
+  if (!listed)
+    return "supports head_dim " +
+           (query.backward ? kernels::head_dims_phrase(BwdConfigs{}) : kernels::head_dims_phrase(FwdTiles{})) +
+           ", not " + std::to_string(query.head_dim);
+  if (!query.device.is_cuda()) return "runs on CUDA devices, not " + query.device.str();
+  // Machine code for sm_80 (which 8.x devices run) and sm_90a, no PTX. (A
+  // device that is not there is the caller's to refuse: the runner resolves
+  // devices before it asks.)
+  if (at::cuda::device_count() == 0) return std::nullopt;
+  const c10::DeviceIndex index = query.device.has_index() ? query.device.index() : at::cuda::current_device();
+  if (index >= at::cuda::device_count()) return std::nullopt;
+  const cudaDeviceProp* prop = at::cuda::getDeviceProperties(index);
+  if (prop->major == 8 || (prop->major == 9 && prop->minor == 0)) return std::nullopt;
+  std::ostringstream why;
+  why << "has machine code for compute capability 8.x and 9.0; " << query.device << " is " << prop->name
+      << " with compute capability " << prop->major << "." << prop->minor;
+  return why.str();
+#endif
+}
+
+}  // namespace attnprof::flash
+
+#ifdef ATTNPROF_HAVE_CUDA_KERNELS
+
+namespace attnprof::flash {
+namespace {
+
+constexpr const char* kOp = "attnprof::flash_attention";
+constexpr const char* kBwdOp = "attnprof::flash_attention_backward";
+// Sequence lengths stay well inside int: the kernels form row indices such as
+// n · BLOCK_N + 127 in 32-bit arithmetic.
+constexpr int64_t kMaxSeq = int64_t{1} << 30;
+constexpr int64_t kMaxGridY = 65535;
+constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+
+// The shared checks (common/boundary.h), what the family supports, then its
+// index and grid limits.
+void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale) {
+  kernels::check_flash_fwd_inputs(kOp, q, k, v, scale);
+  kernels::check_supported(unsupported(kernels::query_of(q)), kOp);
+  // Grids: prefill (batch·heads_q, ⌈seq_q / 128⌉, splits), decode (batch·heads_kv,
+  // splits, row tiles), combine (⌈batch·heads_q·seq_q / 4⌉).
+  const int64_t batch = q.size(0), heads_q = q.size(1), seq_q = q.size(2), seq_kv = k.size(2);
+  TORCH_CHECK(seq_q <= kMaxSeq && seq_kv <= kMaxSeq && batch * heads_q <= kMaxGridX &&
+                  (seq_q + 127) / 128 <= kMaxGridY && batch * heads_q * seq_q / 4 <= kMaxGridX,
+              kOp, ": sizes too large for the kernels' 32-bit indices and grid limits: q ",
+              q.sizes(), ", k ", k.sizes(), " (seq_q <= ", kMaxGridY * 128, ", seq_kv <= ", kMaxSeq,
+              ", batch*heads_q <= ", kMaxGridX, ")");
+}
+
+// Streaming multiprocessors of `device`, read once per device.
+int sm_count(c10::DeviceIndex device) {
+  static std::mutex mutex;
+  static std::vector<int> counts;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (static_cast<size_t>(device) >= counts.size()) counts.resize(device + 1, 0);
+  if (counts[device] == 0) {
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&counts[device], cudaDevAttrMultiProcessorCount, device));
+  }
+  return counts[device];
+}
+
+std::tuple<at::Tensor, at::Tensor> flash_attention_cuda(const at::Tensor& q, const at::Tensor& k,
+                                                        const at::Tensor& v, bool causal, double scale) {
+  check_inputs(q, k, v, scale);
+  c10::cuda::CUDAGuard guard(q.device());
+  const kernels::FwdCall call = kernels::prepare_forward(q, k, v, causal, scale);
+  if (call.done) return {call.out, call.lse};
+  FwdParams p;
+  static_cast<kernels::AttentionParams&>(p) = call.params;
+  p.plan = plan_for(q, k, causal);
+  TORCH_CHECK(p.plan.num_splits <= kMaxGridY && p.plan.row_tiles <= kMaxGridY, kOp, ": ",
+              p.plan.num_splits, " key splits x ", p.plan.row_tiles,
+              " row tiles exceed the grid limit for q ", q.sizes(), ", k ", k.sizes());
+  at::Tensor o_accum, lse_accum;
+  if (p.plan.num_splits > 1) {
+    // Split workspace from the caching allocator: num_splits · batch·heads_q·seq_q
+    // · (head_dim + 1) floats, e.g. 0.53 MB for decode 8 x 32q x 1 at d128 in
+    // 4 splits, 16.9 MB for chunked prefill 1 x 32q x 512 at d128 in 2 splits
+    // (the planner's choices on 132 SMs).
+    const int64_t rows = q.size(0) * q.size(1) * q.size(2);
+    o_accum = at::empty({p.plan.num_splits, rows, q.size(3)}, q.options().dtype(at::kFloat));
+    lse_accum = at::empty({p.plan.num_splits, rows}, q.options().dtype(at::kFloat));
+    p.o_accum = o_accum.data_ptr<float>();
+    p.lse_accum = lse_accum.data_ptr<float>();
+  }
+  run_flash_fwd(p, at::cuda::getCurrentCUDAStream().stream());
+  return {call.out, call.lse};
+}
+
+// Defined, on CUDA, contiguous, on `device`: the layout every kernel here assumes.
+void check_operand(const at::Tensor& t, const char* op, const char* name, const at::Device& device) {
+  kernels::check_cuda_tensor(t, op, name);
+  TORCH_CHECK(t.device() == device, op, ": ", name, " is on ", t.device(), ", the others on ", device);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_backward_cuda(
+    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& out, const at::Tensor& lse, bool causal, double scale) {
+  FlashBwdCall call = prepare_flash_bwd(kBwdOp, grad_out, q, k, v, out, lse, causal, scale, &unsupported);
+  c10::cuda::CUDAGuard guard(q.device());
+  if (!call.trivial) run_flash_bwd(call.params, at::cuda::getCurrentCUDAStream().stream());
+  return {call.dq, call.dk, call.dv};
+}
+
+}  // namespace
+
+FwdPlan plan_for(const at::Tensor& q, const at::Tensor& k, bool causal) {
+  const FwdShape shape{q.size(0), q.size(1), k.size(1), q.size(2), k.size(2), q.size(3), causal};
+  return plan_fwd(shape, sm_count(q.device().index()));
+}
+
+FlashBwdCall prepare_flash_bwd(const char* op, const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k,
+                               const at::Tensor& v, const at::Tensor& out, const at::Tensor& lse, bool causal,
+                               double scale,
+                               const std::function<std::optional<std::string>(const kernels::KernelQuery&)>& supports,
+                               const std::function<void()>& more_checks) {
+  TORCH_CHECK(q.defined() && q.is_cuda(), op, ": q must be a defined CUDA tensor");
+  const at::Device device = q.device();
+  const std::pair<const at::Tensor*, const char*> operands[] = {
+      {&grad_out, "grad_out"}, {&q, "q"}, {&k, "k"}, {&v, "v"}, {&out, "out"}, {&lse, "lse"}};
+  for (const auto& [t, name] : operands) check_operand(*t, op, name, device);
+  const auto dt = q.scalar_type();
+  for (const auto& [t, name] : {std::pair{&k, "k"}, {&v, "v"}, {&out, "out"}, {&grad_out, "grad_out"}})
+    TORCH_CHECK(t->scalar_type() == dt, op, ": ", name, " must have q's dtype ", dt, ", got ", t->scalar_type());
+  TORCH_CHECK(lse.scalar_type() == at::kFloat, op, ": lse must be float32, got ", lse.scalar_type());
+  TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, op,
+              ": q, k, v must be [batch, heads, seq, head_dim], got ", q.sizes(), ", ", k.sizes(), ", ", v.sizes());
+  TORCH_CHECK(k.sizes() == v.sizes(), op, ": k and v must have one shape, got ", k.sizes(), " and ", v.sizes());
+  TORCH_CHECK(out.sizes() == q.sizes() && grad_out.sizes() == q.sizes(), op, ": out ", out.sizes(),
+              " and grad_out ", grad_out.sizes(), " must have q's shape ", q.sizes());
+  const int64_t batch = q.size(0), heads_q = q.size(1), seq_q = q.size(2), head_dim = q.size(3);
+  const int64_t heads_kv = k.size(1), seq_k = k.size(2);
+  TORCH_CHECK(lse.dim() == 3 && lse.size(0) == batch && lse.size(1) == heads_q && lse.size(2) == seq_q, op,
+              ": lse must be [batch, heads_q, seq_q] = [", batch, ", ", heads_q, ", ", seq_q, "], got ",
+              lse.sizes());
+  TORCH_CHECK(k.size(0) == batch && k.size(3) == head_dim, op, ": q ", q.sizes(), " and k ", k.sizes(),
+              " differ in batch or head_dim");
+  TORCH_CHECK(heads_kv >= 1 && heads_q % heads_kv == 0, op, ": the KV heads (", heads_kv,
+              ") must divide the query heads (", heads_q, ")");
+  TORCH_CHECK(std::isfinite(scale) && scale > 0, op, ": scale must be finite and positive, got ", scale);
+  kernels::check_supported(supports(kernels::query_of(q, /*backward=*/true)), op);
+  const int64_t seq_q_pad = (seq_q + kBwdSeqQPad - 1) / kBwdSeqQPad * kBwdSeqQPad;
+  TORCH_CHECK(batch * heads_q <= kInt32Max && seq_q_pad <= kInt32Max && seq_k <= kInt32Max, op,
+              ": sizes too large for 32-bit indices: q ", q.sizes(), ", k ", k.sizes());
+  if (more_checks) more_checks();
+
+  FlashBwdCall call;
+  if (q.numel() == 0 || k.numel() == 0) {  // nothing attends or nothing to attend to: zero gradients
+    call.dq = at::zeros_like(q);
+    call.dk = at::zeros_like(k);
+    call.dv = at::zeros_like(v);
+    call.trivial = true;
+    return call;
+  }
+  at::Tensor& dq = call.dq = at::empty_like(q);
+  at::Tensor& dk = call.dk = at::empty_like(k);
+  at::Tensor& dv = call.dv = at::empty_like(v);
+  // Workspaces (flash_bwd_params.h): fp32 dQ accumulator and the per-row D and
+  // lse·log2 e, query rows padded to whole blocks. Every element is written by
+  // the preprocessing kernel before the main kernel reads it.
+  const auto f32 = q.options().dtype(at::kFloat);
+  at::Tensor& dq_accum = call.dq_accum = at::empty({batch, heads_q, seq_q_pad, head_dim}, f32);
+  at::Tensor& row_stats = call.row_stats = at::empty({2, batch, heads_q, seq_q_pad}, f32);
+
+  BwdParams& p = call.params;
+  p.q = q.data_ptr();
+  p.k = k.data_ptr();
+  p.v = v.data_ptr();
+  p.o = out.data_ptr();
+  p.dout = grad_out.data_ptr();
+  p.lse = lse.data_ptr<float>();
+  p.dq = dq.data_ptr();
+  p.dk = dk.data_ptr();
+  p.dv = dv.data_ptr();
+  p.dq_accum = dq_accum.data_ptr<float>();
+  p.d_sum = row_stats.data_ptr<float>();
+  p.lse_log2 = p.d_sum + row_stats.size(1) * row_stats.size(2) * row_stats.size(3);
+  p.q_batch_stride = q.stride(0), p.q_head_stride = q.stride(1), p.q_row_stride = q.stride(2);
+  p.k_batch_stride = k.stride(0), p.k_head_stride = k.stride(1), p.k_row_stride = k.stride(2);
+  p.v_batch_stride = v.stride(0), p.v_head_stride = v.stride(1), p.v_row_stride = v.stride(2);
+  p.o_batch_stride = out.stride(0), p.o_head_stride = out.stride(1), p.o_row_stride = out.stride(2);
+  p.do_batch_stride = grad_out.stride(0), p.do_head_stride = grad_out.stride(1), p.do_row_stride = grad_out.stride(2);
+  p.dq_batch_stride = dq.stride(0), p.dq_head_stride = dq.stride(1), p.dq_row_stride = dq.stride(2);
+  p.dk_batch_stride = dk.stride(0), p.dk_head_stride = dk.stride(1), p.dk_row_stride = dk.stride(2);
+  p.dv_batch_stride = dv.stride(0), p.dv_head_stride = dv.stride(1), p.dv_row_stride = dv.stride(2);
+  p.batch = static_cast<int>(batch);
+  p.heads_q = static_cast<int>(heads_q);
+  p.heads_kv = static_cast<int>(heads_kv);
+  p.seqlen_q = static_cast<int>(seq_q);
+  p.seqlen_k = static_cast<int>(seq_k);
+  p.seqlen_q_pad = static_cast<int>(seq_q_pad);
+  p.head_dim = static_cast<int>(head_dim);
+  p.scale = static_cast<float>(scale);
+  p.causal = causal;
+  p.is_bf16 = dt == at::kBFloat16;
+  return call;
+}
+
+}  // namespace attnprof::flash
+
+TORCH_LIBRARY_IMPL(attnprof, CUDA, m) {
+  m.impl("flash_attention", &attnprof::flash::flash_attention_cuda);
+  m.impl("flash_attention_backward", &attnprof::flash::flash_attention_backward_cuda);
+}
+
+#endif  // ATTNPROF_HAVE_CUDA_KERNELS

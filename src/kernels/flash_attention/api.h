@@ -1,0 +1,53 @@
+// LibTorch boundary of the portable flash family (attnprof::flash_attention
+// and attnprof::flash_attention_backward): what it supports, the forward's
+// plan for the variant's facts, and the backward's checks and workspaces,
+// which the Hopper backward shares (flash_sm90/api.cpp).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "kernels/common/boundary.h"
+#include "kernels/flash_attention/flash_bwd_params.h"
+#include "kernels/flash_attention/flash_fwd_plan.h"
+
+namespace attnprof::flash {
+
+// Why the portable kernels cannot run `query` here (a phrase the caller puts
+// after its own name), or nothing: bf16 or fp16, head_dim 64 or 128, a CUDA
+// device they have machine code for (compute capability 8.x or 9.0), a build
+// with the CUDA kernels. The operators, the autograd backward's choice and the
+// custom-flash variant all ask this.
+std::optional<std::string> unsupported(const kernels::KernelQuery& query);
+
+#ifdef ATTNPROF_HAVE_CUDA_KERNELS
+// The plan attnprof::flash_attention runs for q and k on their device (for
+// the variant's facts).
+FwdPlan plan_for(const at::Tensor& q, const at::Tensor& k, bool causal);
+
+// The backward of both flash families, from the saved forward: gradients,
+// workspaces and the plain params of the launch layers.
+struct FlashBwdCall {
+  at::Tensor dq, dk, dv;            // the gradients, shaped and laid out like q, k, v
+  at::Tensor dq_accum, row_stats;   // workspaces (flash_bwd_params.h), alive until the launches are queued
+  BwdParams params;                 // filled when !trivial
+  bool trivial = false;             // nothing attends or nothing to attend to: the gradients are zeros
+};
+
+// Checks the operands of `op` (all defined, CUDA, contiguous, on q's device,
+// one dtype, shapes consistent, scale finite and positive), asks `supports`
+// (the family's unsupported()) and runs `more_checks` (an operator's own,
+// e.g. the layout its tensor maps need), and only then allocates the
+// gradients and workspaces on q's device. The caller guards that device for
+// the launches.
+FlashBwdCall prepare_flash_bwd(const char* op, const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k,
+                               const at::Tensor& v, const at::Tensor& out, const at::Tensor& lse, bool causal,
+                               double scale,
+                               const std::function<std::optional<std::string>(const kernels::KernelQuery&)>& supports,
+                               const std::function<void()>& more_checks = {});
+#endif
+
+}  // namespace attnprof::flash

@@ -1,0 +1,308 @@
+// LibTorch boundary of the Hopper flash family (api.h): the operators'
+// schemas (every build), what the family supports, and (sm_90a builds) the
+// operators themselves. Every tensor check happens here, once; the launch
+// layer trusts its params.
+#include "kernels/flash_sm90/api.h"
+
+#include <torch/library.h>
+
+#include <cstdint>
+#include <sstream>
+
+#include "kernels/flash_sm90/flash_bwd_sm90_traits.h"
+#include "kernels/flash_sm90/flash_sm90_params.h"
+#include "kernels/flash_sm90/flash_sm90_traits.h"
+
+#ifdef ATTNPROF_HAVE_SM90_KERNELS
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "kernels/flash_attention/api.h"
+#include "kernels/flash_attention/flash_bwd_params.h"
+#endif
+
+TORCH_LIBRARY_FRAGMENT(attnprof, m) {
+  // The Hopper (sm_90a) kernel; CUDA implementation only where it was built
+  // and only on compute capability 9.0 devices. q: [batch, heads_q, seq_q,
+  // head_dim]; k, v: [batch, heads_kv, seq_kv, head_dim] with
+  // heads_q % heads_kv == 0 (query head h reads key/value head
+  // h / (heads_q / heads_kv)); contiguous, bf16 or fp16, head_dim 64 or 128.
+  // causal: bottom-right aligned (key j visible to query i iff
+  // j <= i + seq_kv - seq_q); a row that sees no key gives zeros and lse -inf.
+  // out: like q; lse: [batch, heads_q, seq_q] float32, natural log.
+  m.def("flash_attention_sm90(Tensor q, Tensor k, Tensor v, bool causal, float scale) -> (Tensor out, Tensor lse)");
+  // The gradients of flash_attention (flash_attention/api.cpp) from the Hopper
+  // (sm_90a) backward kernel (wgmma, TMA); CUDA implementation only where it
+  // was built and only on compute capability 9.0 devices; q, k, v, grad_out
+  // also 16-byte aligned.
+  m.def("flash_attention_backward_sm90(Tensor grad_out, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, bool causal, float scale) -> (Tensor grad_q, Tensor grad_k, Tensor grad_v)");
+  // The same two with one named configuration (flash_sm90_traits.h,
+  // flash_bwd_sm90_traits.h) for every call instead of the operator's choice:
+  // the operator's own and the alternatives built with -DATTNPROF_KERNEL_CONFIGS,
+  // for timing them side by side. Its head dim must be q's.
+  m.def("flash_attention_sm90_config(Tensor q, Tensor k, Tensor v, bool causal, float scale, str config) -> (Tensor out, Tensor lse)");
+  m.def("flash_attention_backward_sm90_config(Tensor grad_out, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, bool causal, float scale, str config) -> (Tensor grad_q, Tensor grad_k, Tensor grad_v)");
+  // The names the two above take in this build: the forward's, or with
+  // backward=True the backward's (empty without the sm_90a kernels).
+  m.def("flash_attention_sm90_configs(bool backward=False) -> str[]", [](bool backward) {
+    return backward ? attnprof::flash_sm90::bwd_config_names() : attnprof::flash_sm90::fwd_config_names();
+  });
+}
+
+
+#ifdef ATTNPROF_HAVE_SM90_KERNELS
+
+namespace attnprof::flash_sm90 {
+namespace {
+
+constexpr const char* kOp = "attnprof::flash_attention_sm90";
+constexpr const char* kBwdOp = "attnprof::flash_attention_backward_sm90";
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+
+void check_layout(const at::Tensor& t, const char* name, const char* op) {
+  const std::optional<std::string> why = layout_unsupported(t, name);
+  TORCH_CHECK(!why, op, ": ", *why);
+}
+
+// The shared checks (common/boundary.h), what the family supports, the
+// layout the tensor maps need, then the kernel's index limits.
+void check_inputs(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale) {
+  kernels::check_flash_fwd_inputs(op, q, k, v, scale);
+  kernels::check_supported(unsupported(kernels::query_of(q)), op);
+  check_layout(q, "q", op);
+  check_layout(k, "k", op);
+  check_layout(v, "v", op);
+  // The kernel indexes with 32-bit ints: (batch, head) slabs, rows, and tiles
+  // of 128 query rows (batch · heads_q · ceil(seq_q / 128)).
+  const int64_t batch = q.size(0), heads_q = q.size(1), seq_q = q.size(2), seq_k = k.size(2);
+  TORCH_CHECK(batch * heads_q <= kInt32Max && seq_q <= kInt32Max && seq_k <= kInt32Max &&
+                  batch * heads_q * ((seq_q + 127) / 128) <= kInt32Max,
+              op, ": sizes too large for 32-bit tile indices: q ", q.sizes(), ", k ", k.sizes());
+}
+
+// The forward's counters for the current stream, zeroed once: the causal tile
+// counter (two ints: next tile, blocks finished) and, after it, the tail
+// split's per-(tile, warp) counters (at most 16 per SM: fewer split tiles than
+// SMs, at most 12 consumer warps). The kernel leaves every counter it used
+// zeroed (flash_fwd_sm90_kernel.cuh), and launches on one stream run one after
+// another, so every call on the stream reuses them without a fill kernel
+// before it (8×16×1024×64 causal on the H200: 282 against 272 TFLOP/s with a
+// zeroed tensor and its fill kernel per call). Fresh zeroed counters instead
+// (`fresh` keeps them alive; their fill runs on the stream ahead of the kernel):
+//  - for a stream being captured into a CUDA graph: the graph may later be
+//    replayed on another stream, next to this one;
+//  - for cudaStreamPerThread: one handle, and one stream id, for as many
+//    streams as there are host threads.
+// The legacy default stream is one stream for every thread, and is never
+// itself captured (asking it would fail while another blocking stream is).
+// Kept counters are keyed by stream id: a destroyed external stream whose
+// handle is reused before its last kernel finished would share them.
+constexpr int kTileCounterInts = 2;
+constexpr int kSplitCountersPerSm = 16;
+
+int counter_ints(const cudaDeviceProp& prop) {
+  return kTileCounterInts + kSplitCountersPerSm * prop.multiProcessorCount;
+}
+
+int* stream_counters(const at::Device& device, int ints, at::Tensor& fresh) {
+  const at::cuda::CUDAStream stream = at::cuda::getCurrentCUDAStream(device.index());
+  const auto zeros = [&] { return at::zeros({ints}, at::TensorOptions().device(device).dtype(at::kInt)); };
+  bool shared = stream.stream() != cudaStreamPerThread;
+  if (shared && stream.stream() != nullptr) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    C10_CUDA_CHECK(cudaStreamIsCapturing(stream.stream(), &capture));
+    shared = capture == cudaStreamCaptureStatusNone;
+  }
+  if (!shared) {
+    fresh = zeros();
+    return fresh.data_ptr<int>();
+  }
+  static std::mutex mutex;
+  // Never freed: at exit the CUDA runtime may be gone before static destructors run.
+  static auto* kept = new std::map<std::pair<c10::DeviceIndex, c10::StreamId>, at::Tensor>();
+  const std::lock_guard<std::mutex> lock(mutex);
+  const std::pair<c10::DeviceIndex, c10::StreamId> key{device.index(), stream.id()};
+  auto it = kept->find(key);
+  // Zeroed on this stream, ahead of the first kernel; inserted only once made,
+  // so an allocation failure leaves no half-made entry behind.
+  if (it == kept->end()) it = kept->emplace(key, zeros()).first;
+  return it->second.data_ptr<int>();
+}
+
+// A named configuration's registry entry for q's dtype and head dim, else an
+// error naming the ones there are.
+template <typename Entry>
+const Entry& config_entry(const Entry* entry, const std::string& name, const at::Tensor& q, const char* op,
+                          const std::vector<std::string>& names) {
+  std::string valid;
+  for (const std::string& n : names) valid += (valid.empty() ? "" : ", ") + n;
+  TORCH_CHECK(entry != nullptr, op, ": no configuration '", name, "' in this build (built: ", valid,
+              "; alternatives are built with -DATTNPROF_KERNEL_CONFIGS)");
+  TORCH_CHECK(entry->head_dim == q.size(3), op, ": configuration '", name, "' is for head_dim ", entry->head_dim,
+              ", q has head_dim ", q.size(3));
+  return *entry;
+}
+
+// The forward with the operator's own choice of configuration (config null)
+// or a named one.
+std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                           bool causal, double scale, const FwdConfigEntry* config) {
+  c10::cuda::CUDAGuard guard(q.device());
+  const cudaDeviceProp* prop = at::cuda::getDeviceProperties(q.device().index());
+  const kernels::FwdCall call = kernels::prepare_forward(q, k, v, causal, scale);
+  if (call.done) return {call.out, call.lse};
+  FwdParams p;
+  static_cast<kernels::AttentionParams&>(p) = call.params;
+  p.num_sms = prop->multiProcessorCount;
+  p.l2_bytes = prop->l2CacheSize;
+  // Causal tiles differ in cost (a tile's key blocks grow with its row): hand
+  // them out dynamically from a counter. Without a mask the last round may be
+  // split along the keys: partial results and counters.
+  // (The launch checks that the kept counters are enough.)
+  const FwdWorkspace need = config ? config->workspace(p) : fwd_workspace(p);
+  const int ints = counter_ints(*prop);
+  at::Tensor fresh_counters, partials;
+  if (causal || need.split_counters > 0) {
+    int* counters = stream_counters(q.device(), ints, fresh_counters);
+    if (causal) p.tile_counter = counters;
+    p.split_counters = counters + kTileCounterInts;
+    p.split_counter_capacity = ints - kTileCounterInts;
+  }
+  if (need.split_partial_bytes > 0) {
+    partials = at::empty({(need.split_partial_bytes + 3) / 4}, q.options().dtype(at::kFloat));
+    p.split_partials = partials.data_ptr<float>();
+    p.split_partial_bytes = need.split_partial_bytes;
+  }
+  if (config) config->run(p, at::cuda::getCurrentCUDAStream().stream());
+  else run_fwd(p, at::cuda::getCurrentCUDAStream().stream());
+  return {call.out, call.lse};
+}
+
+std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_cuda(const at::Tensor& q, const at::Tensor& k,
+                                                             const at::Tensor& v, bool causal, double scale) {
+  check_inputs(kOp, q, k, v, scale);
+  return forward(q, k, v, causal, scale, nullptr);
+}
+
+std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_config_cuda(const at::Tensor& q, const at::Tensor& k,
+                                                                    const at::Tensor& v, bool causal, double scale,
+                                                                    c10::string_view config) {
+  constexpr const char* op = "attnprof::flash_attention_sm90_config";
+  check_inputs(op, q, k, v, scale);
+  const std::string name(config);
+  const bool bf16 = q.scalar_type() == at::kBFloat16;
+  return forward(q, k, v, causal, scale, &config_entry(find_fwd_config(name, bf16), name, q, op, fwd_config_names()));
+}
+
+// The checks and workspaces are the portable backward's (flash_attention/api.h),
+// asking this family's supports(); on top, what the tensor maps need of q, k,
+// v and grad_out.
+flash::FlashBwdCall prepare_backward(const char* op, const at::Tensor& grad_out, const at::Tensor& q,
+                                     const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
+                                     const at::Tensor& lse, bool causal, double scale) {
+  return flash::prepare_flash_bwd(op, grad_out, q, k, v, out, lse, causal, scale, &unsupported, [&] {
+    check_layout(q, "q", op);
+    check_layout(k, "k", op);
+    check_layout(v, "v", op);
+    check_layout(grad_out, "grad_out", op);
+  });
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_backward_sm90_cuda(
+    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& out, const at::Tensor& lse, bool causal, double scale) {
+  flash::FlashBwdCall call = prepare_backward(kBwdOp, grad_out, q, k, v, out, lse, causal, scale);
+  c10::cuda::CUDAGuard guard(q.device());
+  if (!call.trivial) run_bwd(call.params, at::cuda::getCurrentCUDAStream().stream());
+  return {call.dq, call.dk, call.dv};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_backward_sm90_config_cuda(
+    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& out, const at::Tensor& lse, bool causal, double scale, c10::string_view config) {
+  constexpr const char* op = "attnprof::flash_attention_backward_sm90_config";
+  flash::FlashBwdCall call = prepare_backward(op, grad_out, q, k, v, out, lse, causal, scale);
+  const std::string name(config);
+  const BwdConfigEntry& entry = config_entry(find_bwd_config(name, q.scalar_type() == at::kBFloat16), name, q, op,
+                                             bwd_config_names());
+  c10::cuda::CUDAGuard guard(q.device());
+  if (!call.trivial) {
+    flash::check_flash_bwd_params(call.params, op);
+    entry.run(call.params, at::cuda::getCurrentCUDAStream().stream());
+  }
+  return {call.dq, call.dk, call.dv};
+}
+
+}  // namespace
+}  // namespace attnprof::flash_sm90
+
+TORCH_LIBRARY_IMPL(attnprof, CUDA, m) {
+  m.impl("flash_attention_sm90", &attnprof::flash_sm90::flash_attention_sm90_cuda);
+  m.impl("flash_attention_backward_sm90", &attnprof::flash_sm90::flash_attention_backward_sm90_cuda);
+  m.impl("flash_attention_sm90_config", &attnprof::flash_sm90::flash_attention_sm90_config_cuda);
+  m.impl("flash_attention_backward_sm90_config", &attnprof::flash_sm90::flash_attention_backward_sm90_config_cuda);
+}
+
+#endif  // ATTNPROF_HAVE_SM90_KERNELS
+
+namespace attnprof::flash_sm90 {
+
+std::optional<std::string> unsupported(const kernels::KernelQuery& query) {
+#if !defined(ATTNPROF_HAVE_CUDA_KERNELS)
+  (void)query;
+  return "needs attnprof built with the CUDA kernels (this build has none: no CUDA toolkit at configure time)";
+#elif !defined(ATTNPROF_HAVE_SM90_KERNELS)
+  (void)query;
+  return "needs attnprof built with its sm_90a kernels (this build has none: configured with "
+         "ATTNPROF_SM90_KERNELS=OFF)";
+#else
+  // wgmma and TMA are sm_90a instructions: compute capability 9.0 exactly.
+  std::ostringstream why;
+  why << "needs a compute capability 9.0 GPU (Hopper, e.g. H100/H200: wgmma and TMA); ";
+  if (!query.device.is_cuda()) return why.str() + query.device.str() + " is not a CUDA device";
+  if (at::cuda::device_count() == 0) return why.str() + "this machine has no CUDA device";
+  const c10::DeviceIndex index = query.device.has_index() ? query.device.index() : at::cuda::current_device();
+  if (index >= at::cuda::device_count())
+    return why.str() + query.device.str() + " is not there (" + std::to_string(at::cuda::device_count()) +
+           " CUDA devices)";
+  const cudaDeviceProp* prop = at::cuda::getDeviceProperties(index);
+  if (prop->major != 9 || prop->minor != 0) {
+    why << c10::Device(c10::kCUDA, index) << " is " << prop->name << " with compute capability " << prop->major
+        << "." << prop->minor;
+    return why.str();
+  }
+  if (query.dtype != at::kBFloat16 && query.dtype != at::kHalf)
+    return "supports bf16 and fp16, not " + kernels::dtype_phrase(query.dtype) + " (wgmma takes 16-bit inputs here)";
+  // The head dims of its configurations (flash_sm90_traits.h, flash_bwd_sm90_traits.h).
+  const bool listed = query.backward ? kernels::has_head_dim(Sm90BwdConfigs{}, query.head_dim)
+                                     : kernels::has_head_dim(Sm90FwdConfigs{}, query.head_dim);
+  if (!listed)
+    return "supports head_dim " +
+           (query.backward ? kernels::head_dims_phrase(Sm90BwdConfigs{}) : kernels::head_dims_phrase(Sm90FwdConfigs{})) +
+           ", not " + std::to_string(query.head_dim);
+  return std::nullopt;
+#endif
+}
+
+std::optional<std::string> layout_unsupported(const at::Tensor& t, const char* name) {
+  const bool contiguous = t.is_contiguous();
+  if (contiguous && reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0) return std::nullopt;
+  std::ostringstream why;
+  if (!contiguous)
+    why << name << " must be contiguous (sizes " << t.sizes() << ", strides " << t.strides()
+        << "); call .contiguous() first";
+  else
+    why << name << " must start at a 16-byte aligned address (storage offset " << t.storage_offset() << ")";
+  return why.str();
+}
+
+}  // namespace attnprof::flash_sm90
