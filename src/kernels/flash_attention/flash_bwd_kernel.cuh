@@ -282,6 +282,187 @@ __device__ __forceinline__ void store_dk_dv(const BwdParams& p, unsigned char* s
   }
 }
 
+// ldmatrix lane addresses (kernels/common/padded_tile.cuh); every k16 step
+// and tile is a compile-time offset from these. This warp's keys of K and V
+// are the A operands of Sᵀ and dPᵀ; Q and dO are their B operands (pairs of
+// n8 query tiles) and, transposed, the B operands of dK and dV (k16 query
+// steps); dSᵀ transposed is the A operand of dQ and K transposed its B operand.
+struct LaneAddrs {
+  uint32_t k_a, v_a;
+  uint32_t qdo_b, qdo_bt;  // + the Q or dO stage
+  uint32_t ds_st;          // this thread's dSᵀ element, + the dSᵀ stage
+  uint32_t ds_at, k_bt;    // dQ's A (+ the dSᵀ stage) and B
+  int dm, dd;              // dQ warp grid: rows dm·kDqRows, columns dd·kDqCols
+};
+
+template <typename Traits>
+__device__ __forceinline__ LaneAddrs lane_addrs(uint32_t base, int warp, int lane) {
+  using RowsD = PaddedRows<Traits::kHeadDim>;
+  using RowsS = PaddedRows<Traits::kBlockM>;
+  constexpr uint32_t kRS = RowsD::kStride;
+  const int wn = warp % Traits::kWarpsN, wm = warp / Traits::kWarpsN;
+  LaneAddrs la;
+  la.k_a = base + Traits::kSmemK + wn * Traits::kWarpKeys * kRS + RowsD::lane_rows16(lane);
+  la.v_a = base + Traits::kSmemV + wn * Traits::kWarpKeys * kRS + RowsD::lane_rows16(lane);
+  la.qdo_b = wm * Traits::kWarpQ * kRS + RowsD::lane_pairs8(lane);
+  la.qdo_bt = wm * Traits::kWarpQ * kRS + RowsD::lane_rows16(lane);
+  // Key row wn·kWarpKeys + 16·kt + g (+ 8), query column wm·kWarpQ + 8·t + 2·(lane % 4).
+  la.ds_st = base + Traits::kSmemDs + (wn * Traits::kWarpKeys + lane / 4) * RowsS::kStride + wm * Traits::kWarpQ * 2 +
+             (lane % 4) * 4;
+  la.dm = warp % Traits::kDqWarpsM;
+  la.dd = warp / Traits::kDqWarpsM;
+  la.ds_at = base + Traits::kSmemDs + la.dm * Traits::kDqRows * 2 + RowsS::lane_pairs8(lane);
+  la.k_bt = base + Traits::kSmemK + la.dd * Traits::kDqCols * 2 + RowsD::lane_rows16(lane);
+  return la;
+}
+
+// Starts the copies of one step's tiles into stage `st`: Q and dO (query
+// rows m0.. of head h), lse·log2 e and D. Thread indices read afresh: cheaper
+// than keeping the tile copy's per-thread offsets live across the main loop.
+template <typename Traits>
+__device__ __forceinline__ void load_step(const BwdParams& p, uint32_t base, int b, int h, int m0, int st) {
+  using Element = typename Traits::Element;
+  constexpr int kD = Traits::kHeadDim, kBM = Traits::kBlockM, kThreads = Traits::kNThreads;
+  const int t = fresh_tid();
+  const Element* q = static_cast<const Element*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
+  const Element* dout = static_cast<const Element*>(p.dout) + b * p.do_batch_stride + h * p.do_head_stride;
+  cp_async_rows<kD, kBM, kThreads>(base + Traits::kSmemQ + st * Traits::kQTileBytes, q, m0, p.seqlen_q, t);
+  cp_async_rows<kD, kBM, kThreads>(base + Traits::kSmemDo + st * Traits::kQTileBytes, dout, m0, p.seqlen_q, t);
+  if (t < kBM / 4) {  // padded workspaces: always whole, aligned chunks
+    const int64_t r = (static_cast<int64_t>(b) * p.heads_q + h) * p.seqlen_q_pad + m0 + t * 4;
+    cp_async_16(base + Traits::kSmemLse + st * Traits::kRowVecBytes + t * 16, p.lse_log2 + r, true);
+    cp_async_16(base + Traits::kSmemDsum + st * Traits::kRowVecBytes + t * 16, p.d_sum + r, true);
+  }
+}
+
+// One query slice of Sᵀ = K·Qᵀ or dPᵀ = V·dOᵀ for this warp: A its keys of K
+// or V [key][d] (a_lane), B the slice `part` of its queries of Q or dO
+// [query][d] (b_lane).
+template <typename Traits>
+__device__ __forceinline__ void keys_by_queries(float (&acc)[Traits::kKeyTiles][Traits::kQTiles / Traits::kParts][4],
+                                                uint32_t a_lane, uint32_t b_lane, int part) {
+  constexpr int kPartQT = Traits::kQTiles / Traits::kParts;
+  constexpr uint32_t kRS = PaddedRows<Traits::kHeadDim>::kStride;
+  zero(acc);
+  mma_a_smem_b_smem<typename Traits::Element, Traits::kKeyTiles, kPartQT, Traits::kHeadDim / 16, false, 16 * kRS, 32,
+                    false, 8 * kRS, 32>(acc, a_lane, b_lane + part * kPartQT * 8 * kRS);
+}
+
+// Pᵀ of one step as 16-bit A fragments (they feed dV += Pᵀ·dO and dS = P ∘
+// (dP − D)): Sᵀ = K·Qᵀ for this warp's keys and queries, masked where the
+// block crosses the keys' end or the causal diagonal, then Pᵀ = exp2(Sᵀ·scale
+// ·log2 e − lse·log2 e), in kParts slices of the warp's queries (one slice of
+// fp32 Sᵀ live at a time; half the registers of fp32 Pᵀ). Padding rows and
+// rows that see no key have lse·log2 e = +inf: P = 0.
+template <typename Traits, bool kCausal>
+__device__ __forceinline__ void compute_p(uint32_t (&pa)[Traits::kKeyTiles][Traits::kWarpQ / 16][4],
+                                          const BwdParams& p, uint32_t k_a, uint32_t q_b, uint32_t lse_st, int n0,
+                                          int m0, int wn, int g, int q_col, int causal_off, float scale_log2) {
+  using Element = typename Traits::Element;
+  constexpr int kKT = Traits::kKeyTiles;
+  constexpr int kPartQT = Traits::kQTiles / Traits::kParts;  // n8 query tiles per slice
+  // Only the last key block and blocks crossing the diagonal need masking.
+  const bool tail = n0 + Traits::kBlockN > p.seqlen_k;
+  const bool diag = kCausal && m0 + causal_off < n0 + Traits::kBlockN - 1;
+#pragma unroll
+  for (int part = 0; part < Traits::kParts; ++part) {
+    float acc_s[kKT][kPartQT][4];
+    keys_by_queries<Traits>(acc_s, k_a, q_b, part);
+    if (tail || diag) {  // keys past the end; under causal, keys after the query's last visible one
+#pragma unroll
+      for (int kt = 0; kt < kKT; ++kt)
+#pragma unroll
+        for (int t = 0; t < kPartQT; ++t)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int key = n0 + wn * Traits::kWarpKeys + kt * 16 + g + (e & 2) * 4;
+            const int qi = m0 + q_col + (part * kPartQT + t) * 8 + (e & 1);
+            if (key >= p.seqlen_k || (kCausal && key > qi + causal_off)) acc_s[kt][t][e] = -INFINITY;
+          }
+    }
+#pragma unroll
+    for (int t = 0; t < kPartQT; ++t) {
+      const int tq = part * kPartQT + t;  // n8 tile within the warp's queries
+      const float2 l = ld_shared_f32x2(lse_st + tq * 32);
+#pragma unroll
+      for (int kt = 0; kt < kKT; ++kt) {
+        uint32_t* a = &pa[kt][tq / 2][(tq % 2) * 2];
+        a[0] = pack2<Element>(exp2_approx(fmaf(acc_s[kt][t][0], scale_log2, -l.x)),
+                              exp2_approx(fmaf(acc_s[kt][t][1], scale_log2, -l.y)));
+        a[1] = pack2<Element>(exp2_approx(fmaf(acc_s[kt][t][2], scale_log2, -l.x)),
+                              exp2_approx(fmaf(acc_s[kt][t][3], scale_log2, -l.y)));
+      }
+    }
+  }
+}
+
+// dPᵀ = V·dOᵀ, dSᵀ = Pᵀ ∘ (dPᵀ − D) into the step's dSᵀ tile (for dQ) and
+// dK += dSᵀ·Q (scale applied at the end), in the same query slices as Pᵀ.
+template <typename Traits>
+__device__ __forceinline__ void compute_ds_dk(float (&acc_dk)[Traits::kKeyTiles][Traits::kHeadDim / 8][4],
+                                              const uint32_t (&pa)[Traits::kKeyTiles][Traits::kWarpQ / 16][4],
+                                              uint32_t v_a, uint32_t do_b, uint32_t q_bt, uint32_t dsum_st,
+                                              uint32_t ds_st) {
+  using Element = typename Traits::Element;
+  constexpr int kKT = Traits::kKeyTiles;
+  constexpr int kPartQT = Traits::kQTiles / Traits::kParts;
+  constexpr uint32_t kRS = PaddedRows<Traits::kHeadDim>::kStride;
+  constexpr uint32_t kDsRS = PaddedRows<Traits::kBlockM>::kStride;
+#pragma unroll
+  for (int part = 0; part < Traits::kParts; ++part) {
+    float acc_dp[kKT][kPartQT][4];
+    keys_by_queries<Traits>(acc_dp, v_a, do_b, part);
+    uint32_t da[kKT][kPartQT / 2][4];
+#pragma unroll
+    for (int t = 0; t < kPartQT; ++t) {
+      const int tq = part * kPartQT + t;  // n8 tile within the warp's queries
+      const float2 dsum = ld_shared_f32x2(dsum_st + tq * 32);
+#pragma unroll
+      for (int kt = 0; kt < kKT; ++kt) {
+        const uint32_t* pr = &pa[kt][tq / 2][(tq % 2) * 2];
+        const float2 p0 = unpack2<Element>(pr[0]), p1 = unpack2<Element>(pr[1]);
+        uint32_t* d = &da[kt][t / 2][(t % 2) * 2];
+        d[0] = pack2<Element>(p0.x * (acc_dp[kt][t][0] - dsum.x), p0.y * (acc_dp[kt][t][1] - dsum.y));
+        d[1] = pack2<Element>(p1.x * (acc_dp[kt][t][2] - dsum.x), p1.y * (acc_dp[kt][t][3] - dsum.y));
+        // Row g and g + 8 of dSᵀ, columns 8·tq + 2·(lane % 4) + {0, 1}.
+        const uint32_t at = ds_st + kt * 16 * kDsRS + tq * 16;
+        st_shared_b32(at, d[0]);
+        st_shared_b32(at + 8 * kDsRS, d[1]);
+      }
+    }
+    mma_a_regs_b_smem_t<Element, kKT, Traits::kHeadDim / 8, kPartQT / 2, kRS>(
+        acc_dk, da, q_bt + part * (kPartQT / 2) * 16 * kRS);
+  }
+}
+
+// dQ (this warp's kDqRows x kDqCols) = dS·K over the block's keys, added to
+// the fp32 workspace at `dq_acc` (scale applied in the conversion kernel).
+// A: dS read transposed from dSᵀ [key][query]; B: K [key][d], transposed.
+// 4 k16 steps unrolled at a time, not all 8: with all of them in one block
+// ptxas hoisted every step's fragments ahead and spilled at 255 registers
+// (4-24 bytes per kernel); 4 at a time: no spills.
+template <typename Traits>
+__device__ __forceinline__ void accumulate_dq(float* dq_acc, uint32_t ds_at, uint32_t k_bt) {
+  using Element = typename Traits::Element;
+  constexpr int kD = Traits::kHeadDim;
+  constexpr int kDqMT = Traits::kDqRows / 16;
+  constexpr int kDqNT = Traits::kDqCols / 8;
+  constexpr uint32_t kRS = PaddedRows<Traits::kHeadDim>::kStride;
+  constexpr uint32_t kDsRS = PaddedRows<Traits::kBlockM>::kStride;
+  float acc_dq[kDqMT][kDqNT][4];
+  zero(acc_dq);
+  mma_a_smem_b_smem<Element, kDqMT, kDqNT, Traits::kBlockN / 16, true, 32, 16 * kDsRS, true, 16, 16 * kRS, 4>(
+      acc_dq, ds_at, k_bt);
+  // Rows g and g + 8 of each m16 tile, columns 8·t + 2·(lane % 4) + {0, 1}.
+#pragma unroll
+  for (int mt = 0; mt < kDqMT; ++mt)
+#pragma unroll
+    for (int t = 0; t < kDqNT; ++t) {
+      red_add_f32x2(dq_acc + (mt * 16) * kD + t * 8, acc_dq[mt][t][0], acc_dq[mt][t][1]);
+      red_add_f32x2(dq_acc + (mt * 16 + 8) * kD + t * 8, acc_dq[mt][t][2], acc_dq[mt][t][3]);
+    }
+}
+
 }  // namespace bwd_detail
 
 template <typename Traits, bool kCausal>
@@ -297,35 +478,22 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   constexpr int kBM = Traits::kBlockM;
   constexpr int kBN = Traits::kBlockN;
   constexpr int kThreads = Traits::kNThreads;
-  constexpr int kWarpsN = Traits::kWarpsN;
-  constexpr int kWarpKeys = Traits::kWarpKeys;
   constexpr int kKT = Traits::kKeyTiles;  // m16 key tiles per warp
   constexpr int kWarpQ = Traits::kWarpQ;
-  constexpr int kQT = Traits::kQTiles;  // n8 query tiles per warp
-  constexpr int kDSteps = kD / 16;      // k16 steps over head_dim
   constexpr int kDTiles = kD / 8;       // n8 tiles over head_dim
   constexpr int kQSteps = kWarpQ / 16;  // k16 steps over a warp's queries
-  constexpr int kDqMT = Traits::kDqRows / 16;
-  constexpr int kDqNT = Traits::kDqCols / 8;
   constexpr uint32_t kRS = RowsD::kStride;
-  constexpr uint32_t kDsRS = RowsS::kStride;
 
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t base = smem_addr(smem);
-  const uint32_t sK = base + Traits::kSmemK;
-  const uint32_t sV = base + Traits::kSmemV;
   const uint32_t sQ = base + Traits::kSmemQ;
   const uint32_t sDo = base + Traits::kSmemDo;
-  const uint32_t sDs = base + Traits::kSmemDs;
-  const uint32_t sLse = base + Traits::kSmemLse;
-  const uint32_t sDsum = base + Traits::kSmemDsum;
 
   const int tid = threadIdx.x;
   const int warp = tid / 32;
   const int lane = tid % 32;
   const int g = lane / 4;  // accumulator row within an m16 tile (and + 8)
-  const int wn = warp % kWarpsN;
-  const int wm = warp / kWarpsN;
+  const int wn = warp % Traits::kWarpsN;
   const int b = blockIdx.x / p.heads_kv;
   const int hkv = blockIdx.x % p.heads_kv;
   // Under causal masking key block 0 has the most query blocks; blockIdx.y is
@@ -340,8 +508,8 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
 
   const Element* k = static_cast<const Element*>(p.k) + b * p.k_batch_stride + hkv * p.k_head_stride;
   const Element* v = static_cast<const Element*>(p.v) + b * p.v_batch_stride + hkv * p.v_head_stride;
-  cp_async_rows<kD, kBN, kThreads>(sK, k, n0, p.seqlen_k, tid);
-  cp_async_rows<kD, kBN, kThreads>(sV, v, n0, p.seqlen_k, tid);
+  cp_async_rows<kD, kBN, kThreads>(base + Traits::kSmemK, k, n0, p.seqlen_k, tid);
+  cp_async_rows<kD, kBN, kThreads>(base + Traits::kSmemV, v, n0, p.seqlen_k, tid);
 
   // The walk: query heads hkv·group .. + group − 1, for each the query blocks
   // m_first .. m_blocks − 1. (h, mb) is the step being computed, (h_next,
@@ -351,22 +519,9 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   auto advance = [&](int& hh, int& mm) {
     if (++mm == m_blocks) mm = m_first, ++hh;
   };
-  // Loads step (h_next, mb_next) into stage `st`: Q, dO, lse·log2 e, D.
+  // Loads step (h_next, mb_next) into stage `st`.
   auto load_next = [&](int st) {
-    // Thread indices read afresh: cheaper than keeping the tile copy's
-    // per-thread offsets live across the main loop.
-    const int t = fresh_tid();
-    const int m0 = mb_next * kBM;
-    const Element* q = static_cast<const Element*>(p.q) + b * p.q_batch_stride + h_next * p.q_head_stride;
-    const Element* dout =
-        static_cast<const Element*>(p.dout) + b * p.do_batch_stride + h_next * p.do_head_stride;
-    cp_async_rows<kD, kBM, kThreads>(sQ + st * Traits::kQTileBytes, q, m0, p.seqlen_q, t);
-    cp_async_rows<kD, kBM, kThreads>(sDo + st * Traits::kQTileBytes, dout, m0, p.seqlen_q, t);
-    if (t < kBM / 4) {  // padded workspaces: always whole, aligned chunks
-      const int64_t r = (static_cast<int64_t>(b) * p.heads_q + h_next) * p.seqlen_q_pad + m0 + t * 4;
-      cp_async_16(sLse + st * Traits::kRowVecBytes + t * 16, p.lse_log2 + r, true);
-      cp_async_16(sDsum + st * Traits::kRowVecBytes + t * 16, p.d_sum + r, true);
-    }
+    load_step<Traits>(p, base, b, h_next, mb_next * kBM, st);
     advance(h_next, mb_next);
   };
   // Two steps in flight from the start: each step's tiles are waited for one
@@ -383,25 +538,9 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   zero(acc_dk);
   zero(acc_dv);
 
-  // ldmatrix lane addresses (kernels/common/padded_tile.cuh); every k16 step
-  // and tile is a compile-time offset from these. This warp's keys of K and V
-  // are the A operands of Sᵀ and dPᵀ; Q and dO are their B operands (pairs of
-  // n8 query tiles) and, transposed, the B operands of dK and dV (k16 query
-  // steps); dSᵀ transposed is the A operand of dQ and K transposed its B operand.
-  const uint32_t k_a = sK + wn * kWarpKeys * kRS + RowsD::lane_rows16(lane);
-  const uint32_t v_a = sV + wn * kWarpKeys * kRS + RowsD::lane_rows16(lane);
-  const uint32_t qdo_b = wm * kWarpQ * kRS + RowsD::lane_pairs8(lane);   // + sQ/sDo + stage
-  const uint32_t qdo_bt = wm * kWarpQ * kRS + RowsD::lane_rows16(lane);  // + sQ/sDo + stage
-  // dSᵀ element (key row wn·kWarpKeys + 16·kt + g (+ 8), query column wm·kWarpQ + 8·t + 2·(lane % 4)).
-  const uint32_t ds_st = sDs + (wn * kWarpKeys + g) * kDsRS + wm * kWarpQ * 2 + (lane % 4) * 4;
-  // dQ warp grid: rows dm·kDqRows, columns dd·kDqCols.
-  const int dm = warp % Traits::kDqWarpsM;
-  const int dd = warp / Traits::kDqWarpsM;
-  const uint32_t ds_at = sDs + dm * Traits::kDqRows * 2 + RowsS::lane_pairs8(lane);
-  const uint32_t k_bt = sK + dd * Traits::kDqCols * 2 + RowsD::lane_rows16(lane);
-
+  const LaneAddrs la = lane_addrs<Traits>(base, warp, lane);
   const float scale_log2 = p.scale * kBwdLog2e;
-  const int q_col = wm * kWarpQ + (lane % 4) * 2;  // this thread's first Sᵀ column in the block
+  const int q_col = warp / Traits::kWarpsN * kWarpQ + (lane % 4) * 2;  // this thread's first Sᵀ column in the block
 
   // One barrier per step, between dSᵀ and dQ. The dSᵀ tile is double-buffered
   // like the Q/dO stages, so a warp that finished step it's dQ may start step
@@ -416,85 +555,17 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
     const uint32_t q_st = sQ + st * Traits::kQTileBytes;
     const uint32_t do_st = sDo + st * Traits::kQTileBytes;
     // lse and D of this thread's first Sᵀ column; n8 tile t is 32 bytes on.
-    const uint32_t lse_st = sLse + st * Traits::kRowVecBytes + q_col * 4;
-    const uint32_t dsum_st = sDsum + st * Traits::kRowVecBytes + q_col * 4;
+    const uint32_t lse_st = base + Traits::kSmemLse + st * Traits::kRowVecBytes + q_col * 4;
+    const uint32_t dsum_st = base + Traits::kSmemDsum + st * Traits::kRowVecBytes + q_col * 4;
 
-    // Sᵀ = K·Qᵀ, masked, then Pᵀ = exp2(Sᵀ·scale·log2 e − lse·log2 e), in
-    // kParts slices of this warp's queries (one slice of fp32 Sᵀ live at a
-    // time). Pᵀ is kept only as 16-bit A fragments (half the registers of
-    // fp32): they feed dV += Pᵀ·dO and dS = P ∘ (dP − D). Padding rows and
-    // rows that see no key have lse·log2 e = +inf: P = 0.
-    constexpr int kPartQT = kQT / Traits::kParts;  // n8 query tiles per slice
-    // Only the last key block and blocks crossing the diagonal need masking.
-    const bool tail = n0 + kBN > p.seqlen_k;
-    const bool diag = kCausal && m0 + causal_off < n0 + kBN - 1;
     uint32_t pa[kKT][kQSteps][4];
-#pragma unroll
-    for (int part = 0; part < Traits::kParts; ++part) {
-      float acc_s[kKT][kPartQT][4];
-      zero(acc_s);
-      // A: this warp's keys of K [key][d]; B: Q [query][d].
-      mma_a_smem_b_smem<Element, kKT, kPartQT, kDSteps, false, 16 * kRS, 32, false, 8 * kRS, 32>(
-          acc_s, k_a, q_st + qdo_b + part * kPartQT * 8 * kRS);
-      if (tail || diag) {  // keys past the end; under causal, keys after the query's last visible one
-#pragma unroll
-        for (int kt = 0; kt < kKT; ++kt)
-#pragma unroll
-          for (int t = 0; t < kPartQT; ++t)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int key = n0 + wn * kWarpKeys + kt * 16 + g + (e & 2) * 4;
-              const int qi = m0 + q_col + (part * kPartQT + t) * 8 + (e & 1);
-              if (key >= p.seqlen_k || (kCausal && key > qi + causal_off)) acc_s[kt][t][e] = -INFINITY;
-            }
-      }
-#pragma unroll
-      for (int t = 0; t < kPartQT; ++t) {
-        const int tq = part * kPartQT + t;  // n8 tile within the warp's queries
-        const float2 l = ld_shared_f32x2(lse_st + tq * 32);
-#pragma unroll
-        for (int kt = 0; kt < kKT; ++kt) {
-          uint32_t* a = &pa[kt][tq / 2][(tq % 2) * 2];
-          a[0] = pack2<Element>(exp2_approx(fmaf(acc_s[kt][t][0], scale_log2, -l.x)),
-                                exp2_approx(fmaf(acc_s[kt][t][1], scale_log2, -l.y)));
-          a[1] = pack2<Element>(exp2_approx(fmaf(acc_s[kt][t][2], scale_log2, -l.x)),
-                                exp2_approx(fmaf(acc_s[kt][t][3], scale_log2, -l.y)));
-        }
-      }
-    }
+    compute_p<Traits, kCausal>(pa, p, la.k_a, q_st + la.qdo_b, lse_st, n0, m0, wn, g, q_col, causal_off, scale_log2);
 
     // dV += Pᵀ·dO (this warp's queries only).
-    mma_a_regs_b_smem_t<Element, kKT, kDTiles, kQSteps, kRS>(acc_dv, pa, do_st + qdo_bt);
+    mma_a_regs_b_smem_t<Element, kKT, kDTiles, kQSteps, kRS>(acc_dv, pa, do_st + la.qdo_bt);
 
-    // dPᵀ = V·dOᵀ, dSᵀ = Pᵀ ∘ (dPᵀ − D), dSᵀ to shared memory (for dQ) and
-    // dK += dSᵀ·Q (scale applied at the end), in the same query slices.
-#pragma unroll
-    for (int part = 0; part < Traits::kParts; ++part) {
-      float acc_dp[kKT][kPartQT][4];
-      zero(acc_dp);
-      mma_a_smem_b_smem<Element, kKT, kPartQT, kDSteps, false, 16 * kRS, 32, false, 8 * kRS, 32>(
-          acc_dp, v_a, do_st + qdo_b + part * kPartQT * 8 * kRS);
-      uint32_t da[kKT][kPartQT / 2][4];
-#pragma unroll
-      for (int t = 0; t < kPartQT; ++t) {
-        const int tq = part * kPartQT + t;  // n8 tile within the warp's queries
-        const float2 dsum = ld_shared_f32x2(dsum_st + tq * 32);
-#pragma unroll
-        for (int kt = 0; kt < kKT; ++kt) {
-          const uint32_t* pr = &pa[kt][tq / 2][(tq % 2) * 2];
-          const float2 p0 = unpack2<Element>(pr[0]), p1 = unpack2<Element>(pr[1]);
-          uint32_t* d = &da[kt][t / 2][(t % 2) * 2];
-          d[0] = pack2<Element>(p0.x * (acc_dp[kt][t][0] - dsum.x), p0.y * (acc_dp[kt][t][1] - dsum.y));
-          d[1] = pack2<Element>(p1.x * (acc_dp[kt][t][2] - dsum.x), p1.y * (acc_dp[kt][t][3] - dsum.y));
-          // Row g and g + 8 of dSᵀ, columns 8·tq + 2·(lane % 4) + {0, 1}.
-          const uint32_t at = ds_st + st * Traits::kDsTileBytes + kt * 16 * kDsRS + tq * 16;
-          st_shared_b32(at, d[0]);
-          st_shared_b32(at + 8 * kDsRS, d[1]);
-        }
-      }
-      mma_a_regs_b_smem_t<Element, kKT, kDTiles, kPartQT / 2, kRS>(acc_dk, da,
-                                                                   q_st + qdo_bt + part * (kPartQT / 2) * 16 * kRS);
-    }
+    compute_ds_dk<Traits>(acc_dk, pa, la.v_a, do_st + la.qdo_b, q_st + la.qdo_bt, dsum_st,
+                          la.ds_st + st * Traits::kDsTileBytes);
     cp_async_wait<0>();  // step it + 1 has landed (this thread's copies)
     // dSᵀ(it) complete; step it + 1 visible to all; every warp is done with
     // stage st (Q, dO, lse, D of step it), which step it + 2 now refills.
@@ -502,26 +573,11 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
     if (it + 2 < n_iters) load_next(st);
     cp_async_commit();
 
-    // dQ (this warp's kDqRows x kDqCols) = dS·K over the block's keys, added
-    // to the fp32 workspace (scale applied in the conversion kernel).
-    float acc_dq[kDqMT][kDqNT][4];
-    zero(acc_dq);
-    // A: dS read transposed from dSᵀ [key][query]; B: K [key][d], transposed.
-    // 4 k16 steps unrolled at a time, not all 8: with all of them in one block
-    // ptxas hoisted every step's fragments ahead and spilled at 255 registers
-    // (4-24 bytes per kernel); 4 at a time: no spills.
-    mma_a_smem_b_smem<Element, kDqMT, kDqNT, kBN / 16, true, 32, 16 * kDsRS, true, 16, 16 * kRS, 4>(
-        acc_dq, ds_at + st * Traits::kDsTileBytes, k_bt);
-    float* dq_acc = p.dq_accum +
-                    ((static_cast<int64_t>(b) * p.heads_q + h) * p.seqlen_q_pad + m0 + dm * Traits::kDqRows + g) * kD +
-                    dd * Traits::kDqCols + (lane % 4) * 2;
-#pragma unroll
-    for (int mt = 0; mt < kDqMT; ++mt)
-#pragma unroll
-      for (int t = 0; t < kDqNT; ++t)
-#pragma unroll
-        for (int i = 0; i < 2; ++i)
-          red_add_f32x2(dq_acc + (mt * 16 + i * 8) * kD + t * 8, acc_dq[mt][t][2 * i], acc_dq[mt][t][2 * i + 1]);
+    accumulate_dq<Traits>(p.dq_accum +
+                              ((static_cast<int64_t>(b) * p.heads_q + h) * p.seqlen_q_pad + m0 +
+                               la.dm * Traits::kDqRows + g) * kD +
+                              la.dd * Traits::kDqCols + (lane % 4) * 2,
+                          la.ds_at + st * Traits::kDsTileBytes, la.k_bt);
     advance(h, mb);
   }
   cp_async_wait<0>();
