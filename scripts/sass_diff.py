@@ -1,40 +1,40 @@
 #!/usr/bin/env python3
-"""Compare the device code (SASS) of the CUDA objects of a base commit and the work tree.
+"""Compare the device code (SASS) of every CUDA kernel of a base commit and the work tree.
 
 Usage:
-  scripts/sass_diff.py --base COMMIT [--objects GLOB] [--compile-commands PATH]
-                       [--scratch DIR] [--jobs N]
+  scripts/sass_diff.py --base COMMIT [--build build] [--scratch DIR] [--jobs N] [--cmake-arg -DX=Y ...]
 
-Each .cu entry of build/compile_commands.json (or --compile-commands) whose
-source path, relative to the source root, matches GLOB (fnmatch, default
-'*.cu'; e.g. 'src/kernels/flash_sm90/*') is compiled twice with the same
-nvcc command: once from `git archive COMMIT` unpacked under the scratch
-directory, once from the work tree. Only the paths of the source tree are
-rewritten (the LibTorch and CUDA include paths and the flags stay as they
-are); the object goes to the scratch directory. `cuobjdump -sass` of both
-objects is split per (architecture, kernel) and compared line by line, with
-the `identifier = <source path>` header lines left out (the only lines that
-carry a path) and the path hash in anonymous-namespace names folded to <anon>. The ptxas -v resource lines (registers, stack, spill bytes)
-are compared as well and any spill bytes are reported.
+The base (`git archive COMMIT`) is configured with CMake in the scratch
+directory, with the LibTorch and nvcc of --build, and only its CUDA objects
+are built; the work tree's CUDA objects are those of --build (brought up to
+date there). So files that moved, were split or are generated (one object per
+kernel configuration) are all compiled as their own commit builds them. `cuobjdump -sass` of every object is split per
+(architecture, kernel), with the `identifier = <source path>` lines left out
+the path hash in anonymous-namespace names folded to <anon>, and runs of
+spaces (cuobjdump pads its columns to the object's longest line) folded to one.
 
-Prints one line per kernel (identical / different / only in base / only in
-tree) and exits 1 on any difference, 0 when everything matched. Base objects
-are kept under SCRATCH/base-<commit> and reused on a later run of the same
-commit; the work tree is always compiled again.
+Kernels are paired by name; a kernel whose name changed (its configuration
+struct renamed, template arguments spelled differently) is paired with the
+kernel of identical SASS on the other side and reported as renamed. The
+resource usage of each pair (cuobjdump -res-usage: registers, stack, shared
+and local memory) is compared as well, and any stack or local memory (spills)
+in the tree is reported.
+
+Prints one line per kernel (identical / renamed / different / only in base /
+only in tree) and exits 1 on any difference, 0 when every kernel of either
+side has an identical twin. The base build is kept under
+SCRATCH/base-<commit> and reused by a later run against the same commit.
 """
 
 import argparse
-import concurrent.futures
-import fnmatch
-import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
+from collections import defaultdict
 from pathlib import Path
 
 
@@ -65,23 +65,36 @@ def unpack(repo: Path, commit: str, dest: Path):
     (dest / ".sass_diff_complete").write_text(commit + "\n")
 
 
-def rewrite(command: str, root: str, tree: str, source_rel: str, obj: Path):
-    """The entry's command for `tree` instead of `root`, writing `obj`."""
-    # Source-tree paths only: root/.venv (LibTorch headers) and root/build stay.
-    pattern = re.compile(re.escape(root) + r"/(?!\.venv/|build/)")
-    args = [pattern.sub(tree + "/", a) for a in shlex.split(command)]
-    if "-o" not in args:
-        raise SystemExit(f"no -o in the command for {source_rel}")
-    args[args.index("-o") + 1] = str(obj)
-    return args
+def cache_value(build: Path, key: str):
+    for line in (build / "CMakeCache.txt").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return line.split("=", 1)[1]
+    return ""
 
 
-def compile_one(args, cwd: Path, log: Path):
-    r = subprocess.run(args, cwd=cwd, capture_output=True, text=True)
+def configure(src: Path, build: Path, cmake_args, log: Path):
+    build.mkdir(parents=True, exist_ok=True)
+    gen = ["-G", "Ninja"] if not (build / "Makefile").exists() else []
+    r = subprocess.run(["cmake", "-S", str(src), "-B", str(build), *gen, "-DCMAKE_BUILD_TYPE=Release",
+                        "-DATTNPROF_TESTS=OFF", *cmake_args], capture_output=True, text=True)
     log.write_text(r.stdout + r.stderr)
     if r.returncode != 0:
-        raise RuntimeError(f"nvcc failed ({r.returncode}), see {log}")
-    return r.stdout + r.stderr
+        raise SystemExit(f"configuring {src} failed, see {log}")
+
+
+def build_cuda_objects(src: Path, build: Path, jobs: int, log: Path):
+    """Builds the CUDA objects of the configured `build` (of `src`), returns their paths."""
+    targets = subprocess.run(["ninja", "-C", str(build), "-t", "targets", "all"], check=True,
+                             capture_output=True, text=True).stdout
+    objects = sorted({t.split(":")[0] for t in targets.splitlines() if t.split(":")[0].endswith(".cu.o")})
+    if not objects:
+        raise SystemExit(f"{src} builds no CUDA objects (no nvcc at configure time?)")
+    r = subprocess.run(["ninja", "-C", str(build), f"-j{jobs}", *objects], capture_output=True, text=True)
+    with open(log, "a") as f:
+        f.write(r.stdout + r.stderr)
+    if r.returncode != 0:
+        raise SystemExit(f"building the CUDA objects of {src} failed, see {log}")
+    return [build / o for o in objects]
 
 
 # Names in an anonymous namespace carry a hash of the source path
@@ -108,131 +121,117 @@ def sass_by_kernel(cuobjdump: str, obj: Path):
             kernels[current] = []
             continue
         if current is not None and s:
-            kernels[current].append(s)
+            # Column padding depends on the longest line of the object: spaces folded.
+            kernels[current].append(" ".join(s.split()))
     return kernels
 
 
-def ptxas_resources(log: str):
-    """{(arch, function): [resource lines]} from the ptxas -v output."""
-    res = {}
-    key = None
-    for line in ANON.sub("<anon>", log).splitlines():
-        m = re.search(r"Compiling entry function '([^']+)' for '([^']+)'", line)
+def resources(cuobjdump: str, obj: Path):
+    """{(arch, function): 'REG:n STACK:n SHARED:n LOCAL:n ...'} from cuobjdump -res-usage."""
+    out = subprocess.run([cuobjdump, "-res-usage", str(obj)], check=True, capture_output=True, text=True).stdout
+    out = ANON.sub("<anon>", out)
+    res, arch, fn = {}, "?", None
+    for line in out.splitlines():
+        m = re.search(r"arch = (\S+)", line)
         if m:
-            key = (m.group(2), m.group(1))
-            res[key] = []
-            continue
-        m = re.search(r"Function properties for (\S+)", line)
+            arch = m.group(1)
+        m = re.match(r"\s*Function (\S+):", line)
         if m:
+            fn = m.group(1)
             continue
-        if key is not None and ("bytes stack frame" in line or "Used " in line):
-            res[key].append(line.strip())
+        if fn and "REG:" in line:
+            res[(arch, fn)] = line.strip()
+            fn = None
     return res
 
 
-def spill_bytes(lines):
-    total = 0
-    for ln in lines:
-        for m in re.finditer(r"(\d+) bytes spill (?:stores|loads)", ln):
-            total += int(m.group(1))
-    return total
+def side_kernels(cuobjdump, objects):
+    sass, res = {}, {}
+    for obj in objects:
+        sass.update(sass_by_kernel(cuobjdump, obj))
+        res.update(resources(cuobjdump, obj))
+    return sass, res
+
+
+def local_bytes(usage: str):
+    m = re.search(r"STACK:(\d+).*LOCAL:(\d+)", usage or "")
+    return (int(m.group(1)) + int(m.group(2))) if m else 0
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", required=True, help="commit to compare against")
-    ap.add_argument("--objects", default="*.cu", help="fnmatch glob on the source path relative to the source root")
-    ap.add_argument("--compile-commands", help="default: <main work tree>/build/compile_commands.json")
-    ap.add_argument("--source-root", help="the source tree the compile commands name (default: the build directory's parent)")
+    ap.add_argument("--build", default="build", help="the configured build whose LibTorch and nvcc both sides use")
     ap.add_argument("--scratch", default=os.path.join(tempfile.gettempdir(), "sass_diff"), help="scratch directory")
     ap.add_argument("--jobs", type=int, default=2, help="parallel nvcc runs (default 2)")
+    ap.add_argument("--cmake-arg", action="append", default=[], help="extra -D option for both sides")
     args = ap.parse_args()
 
     tree = Path(git(Path.cwd(), "rev-parse", "--show-toplevel"))
-    # The main work tree holds build/ (a linked work tree usually has none).
-    common = Path(git(tree, "rev-parse", "--path-format=absolute", "--git-common-dir"))
-    cc = Path(args.compile_commands) if args.compile_commands else tree / "build" / "compile_commands.json"
-    if not cc.exists() and not args.compile_commands:
-        cc = common.parent / "build" / "compile_commands.json"
-    entries = [e for e in json.loads(cc.read_text()) if e["file"].endswith(".cu")]
-    if not entries:
-        raise SystemExit(f"no .cu entries in {cc}")
-    root = args.source_root or str(Path(entries[0]["directory"]).parent)
-    cuobjdump = find_cuobjdump(Path(root))
+    build = Path(args.build) if Path(args.build).is_absolute() else tree / args.build
+    if not (build / "CMakeCache.txt").exists():
+        raise SystemExit(f"{build} is not a configured build (run scripts/setup.sh first)")
+    cuobjdump = find_cuobjdump(tree)
     if not cuobjdump:
         raise SystemExit("cuobjdump not found (build/tools or PATH)")
-
-    picked = []
-    for e in entries:
-        rel = os.path.relpath(e["file"], root)
-        if rel.startswith("..") or not fnmatch.fnmatch(rel, args.objects):
-            continue
-        picked.append((rel, e))
-    if not picked:
-        raise SystemExit(f"no .cu entry matches {args.objects!r}")
+    cmake_args = [f"-DCMAKE_PREFIX_PATH={cache_value(build, 'CMAKE_PREFIX_PATH')}",
+                  f"-DCMAKE_CUDA_COMPILER={cache_value(build, 'CMAKE_CUDA_COMPILER')}", *args.cmake_arg]
 
     commit = git(tree, "rev-parse", "--verify", args.base + "^{commit}")
     scratch = Path(args.scratch)
-    base_src = scratch / f"base-{commit[:12]}" / "src-tree"
-    unpack(tree, commit, base_src)
-    print(f"base {commit[:12]} ({base_src}), tree {tree}, {len(picked)} objects, cuobjdump {cuobjdump}")
+    scratch.mkdir(parents=True, exist_ok=True)
+    base_dir = scratch / f"base-{commit[:12]}"
+    unpack(tree, commit, base_dir / "src-tree")
+    print(f"base {commit[:12]} ({base_dir}), tree {tree}, cuobjdump {cuobjdump}", flush=True)
+    sides = {}
+    # The work tree's objects are those of --build (built there if stale).
+    configure(base_dir / "src-tree", base_dir / "build", cmake_args, scratch / "base.configure.log")
+    for side, src, out in (("base", base_dir / "src-tree", base_dir / "build"), ("tree", tree, build)):
+        objs = build_cuda_objects(src, out, args.jobs, scratch / f"{side}.log")
+        sides[side] = side_kernels(cuobjdump, objs)
+        print(f"  {side}: {len(objs)} objects, {len(sides[side][0])} kernels", flush=True)
 
-    jobs = []
-    for rel, e in picked:
-        name = rel.replace("/", "__")
-        for side, src in (("base", base_src), ("tree", tree)):
-            out_dir = scratch / (f"base-{commit[:12]}" if side == "base" else "tree") / "obj"
-            out_dir.mkdir(parents=True, exist_ok=True)
-            obj = out_dir / (name + ".o")
-            log = out_dir / (name + ".log")
-            reuse = side == "base" and obj.exists() and log.exists()
-            jobs.append((rel, side, obj, log, reuse, rewrite(e["command"], root, str(src), rel, obj)))
+    (a, ra), (b, rb) = sides["base"], sides["tree"]
+    pairs, only_a, only_b = [], [k for k in a if k not in b], [k for k in b if k not in a]
+    pairs += [(k, k) for k in a if k in b]
+    # Renamed kernels: the same SASS under another name, in the same architecture.
+    by_body = defaultdict(list)
+    for k in only_b:
+        by_body[(k[0], tuple(b[k]))].append(k)
+    still_a = []
+    for k in only_a:
+        twins = by_body.get((k[0], tuple(a[k])))
+        if twins:
+            pairs.append((k, twins.pop(0)))
+        else:
+            still_a.append(k)
+    paired_b = {kb for _, kb in pairs}
+    still_b = [k for k in only_b if k not in paired_b]
 
-    logs = {}
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
-        futs = {}
-        for rel, side, obj, log, reuse, cmd in jobs:
-            if reuse:
-                logs[(rel, side)] = log.read_text()
-                continue
-            if obj.exists():
-                obj.unlink()
-            futs[pool.submit(compile_one, cmd, obj.parent, log)] = (rel, side)
-        for f in concurrent.futures.as_completed(futs):
-            rel, side = futs[f]
-            logs[(rel, side)] = f.result()
-            print(f"  compiled {side}: {rel}", flush=True)
-
-    objs = {(rel, side): obj for rel, side, obj, *_ in jobs}
-    differ = 0
-    compared = 0
-    spills = []
-    for rel, _ in picked:
-        a = sass_by_kernel(cuobjdump, objs[(rel, "base")])
-        b = sass_by_kernel(cuobjdump, objs[(rel, "tree")])
-        ra = ptxas_resources(logs[(rel, "base")])
-        rb = ptxas_resources(logs[(rel, "tree")])
-        print(f"{rel}:")
-        for key in sorted(set(a) | set(b)):
-            arch, fn = key
-            if key not in a or key not in b:
-                state = "only in base" if key in a else "only in tree"
-                differ += 1
-            else:
-                compared += 1
-                same = a[key] == b[key]
-                res_same = ra.get(key) == rb.get(key)
-                state = "identical" if same else f"different SASS ({len(a[key])} vs {len(b[key])} lines)"
-                if same and not res_same:
-                    state = "identical SASS, different ptxas resources"
-                if not (same and res_same):
-                    differ += 1
-            s = spill_bytes(rb.get(key, []))
-            if s:
-                spills.append((rel, key, s))
-            print(f"  {arch:7} {state:12}  {fn}" + (f"  [{s} spill bytes]" if s else ""))
-    print(f"{compared} kernels compared, {differ} with differences, "
-          f"{len(spills)} with spill bytes in the tree")
+    differ, spills = 0, []
+    for ka, kb in sorted(pairs):
+        same = a[ka] == b[kb]
+        res_same = ra.get(ka) == rb.get(kb)
+        state = "identical" if ka == kb else "renamed"
+        if not same:
+            state = f"different SASS ({len(a[ka])} vs {len(b[kb])} lines)"
+        elif not res_same:
+            state = f"identical SASS, different resources ({ra.get(ka)} vs {rb.get(kb)})"
+        if not (same and res_same):
+            differ += 1
+        s = local_bytes(rb.get(kb))
+        if s:
+            spills.append(kb)
+        print(f"  {ka[0]:7} {state:10}  {ka[1]}" + ("" if ka == kb else f"\n  {'':7} {'':10}  -> {kb[1]}") +
+              (f"  [{s} stack/local bytes]" if s else ""))
+    for k in still_a:
+        differ += 1
+        print(f"  {k[0]:7} only in base  {k[1]}")
+    for k in still_b:
+        differ += 1
+        print(f"  {k[0]:7} only in tree  {k[1]}")
+    print(f"{len(pairs)} kernels paired ({sum(1 for x, y in pairs if x != y)} renamed), {differ} with differences, "
+          f"{len(spills)} with stack or local memory in the tree")
     return 1 if differ else 0
 
 
