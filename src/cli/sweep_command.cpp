@@ -166,6 +166,7 @@ int run_sweep(SweepOptions& o) {
       if (const std::string line = counter_notes.line_for(r); !line.empty()) note(line);
     if (r.status == Status::skipped) notef("  skipped: {}", r.reason);
     else if (!r.ok()) notef("  failed: {}", r.reason);
+    return true;
   };
   RunUnitsResult run = run_units(units, {settings.measure, settings.files, /*write_interrupted_summary=*/false}, observer);
   const int ok = run.ok, skipped = run.skipped, failed = run.failed;
