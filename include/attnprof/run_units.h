@@ -29,6 +29,11 @@ struct RunUnitsOptions {
   report::RunFileOptions files;
   // An interrupted unit leaves OUT/.../<stem>.summary.json marked interrupted.
   bool write_interrupted_summary = true;
+  // A FileError writing a finished unit's run files after a stop signal: the
+  // unit counts as interrupted (UnitOutcome::files_error), or, false, it is
+  // thrown as without a signal (a multi-GPU rank whose files are missing
+  // exits 4 while its peers' are complete).
+  bool signal_excuses_run_files_error = true;
 };
 
 // What one unit came to, as the caller prints it.
@@ -43,10 +48,20 @@ struct UnitOutcome {
 };
 
 struct UnitObserver {
-  std::function<void(size_t index, const RunUnit&)> begin;  // before the unit runs
-  std::function<void()> writing;                           // its run files are about to be written
-  std::function<void()> end;                               // files written (or not), before the outcome
-  std::function<void(size_t index, const UnitOutcome&)> done;  // not called for an interrupted unit
+  // Settles a unit before it runs (the ranks of a multi-GPU run agree whether
+  // every rank can run it): a record returned stands as RunUnit::decided
+  // does; nullopt runs the unit. Not called for a unit decided in the list.
+  std::function<std::optional<RunRecord>(size_t index, const RunUnit&)> decide;
+  // Before the unit runs; its `decided` is set when it will not run.
+  std::function<void(size_t index, const RunUnit&)> begin;
+  // A unit that came out ok, before its files are written: what the caller
+  // changes in the record (a rate, facts) goes into them. `trace_json` is
+  // the run's Kineto trace.
+  std::function<void(size_t index, RunRecord&, const std::string& trace_json)> measured;
+  std::function<void()> writing;  // its run files are about to be written
+  std::function<void()> end;      // files written (or not), before the outcome
+  // Not called for an interrupted unit. false: stop, no unit after this one runs.
+  std::function<bool(size_t index, const UnitOutcome&)> done;
 };
 
 struct RunUnitsResult {
@@ -55,9 +70,10 @@ struct RunUnitsResult {
   int ok = 0, skipped = 0, failed = 0;
 };
 
-// Stops before the next unit once a signal came. A FileError without a
-// signal is thrown (exit 4 in the CLI); after one it becomes the
-// interrupted unit's files_error.
+// Stops before the next unit once a signal came, or when done says so. A
+// FileError without a signal is thrown (exit 4 in the CLI); after one it
+// becomes the interrupted unit's files_error (but see
+// signal_excuses_run_files_error). What the hooks throw goes to the caller.
 RunUnitsResult run_units(const std::vector<RunUnit>& units, RunUnitsOptions opt, const UnitObserver& observer);
 
 }  // namespace attnprof

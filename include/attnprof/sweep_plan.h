@@ -1,7 +1,8 @@
 // A sweep's axes expanded into its points, in the order they run; counted
 // before anything is built (a typo in a list can ask for more points than
 // memory holds). Turning a point into a Problem is the caller's: it checks
-// each as the single-run flags are.
+// each as the single-run flags are; a point that is not a valid problem is
+// reported under its fallback_problem.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "attnprof/problem.h"
 
 namespace attnprof {
 
@@ -32,5 +35,10 @@ std::string sweep_axes_text(const SweepAxes& a);
 // The number of points; nullopt past 2^64.
 std::optional<uint64_t> sweep_point_count(const SweepAxes& a);
 std::vector<SweepPoint> sweep_points(const SweepAxes& a);
+// The point's fields as a Problem, unchecked (kv-heads that do not divide
+// heads, more queries than keys under the causal mask): what a point that is
+// not a valid problem is skipped and reported under. The device is left to
+// the caller; an unknown dtype or pass reads as bf16 or fwd.
+Problem fallback_problem(const SweepPoint& sp, bool causal);
 
 }  // namespace attnprof

@@ -24,9 +24,7 @@
 #include "attnprof/io/files.h"
 #include "attnprof/io/text.h"
 #include "attnprof/report/ring_report.h"
-#include "attnprof/report/run_files.h"
-#include "attnprof/report/summary.h"
-#include "attnprof/session.h"
+#include "attnprof/run_units.h"
 #include "attnprof/variant.h"
 #include "cli/exit_codes.h"
 #include "cli/options.h"
@@ -36,6 +34,7 @@
 #include "distributed/launcher.h"
 #include "distributed/process_group.h"
 #include "distributed/rank_env.h"
+#include "distributed/rank_run.h"
 
 namespace attnprof::cli {
 namespace {
@@ -53,12 +52,6 @@ constexpr const char* kOutLockedVar = "ATTNPROF_OUT_LOCKED_BY";
 constexpr std::chrono::minutes kStoreTimeout{60};
 constexpr std::chrono::minutes kOpTimeout{10};
 constexpr double kMaxRendezvousSeconds = 7 * 24 * 3600;
-// `auto` iteration counts in a ring run (run_rank says why they are fixed):
-// the GPU default of the single-process auto warm-up, and timing counts that
-// keep a 131072-token forward (~100 ms on two H200s) to about a second.
-constexpr int kRingWarmupIters = 3;
-constexpr int kRingTimingItersCuda = 10;
-constexpr int kRingTimingItersCpu = 3;
 
 void check_device_flag(const CliOptions& o) {
   if (o.device.rfind("cuda:", 0) == 0)
@@ -169,55 +162,8 @@ int launch(const CliOptions& o, const std::vector<std::string>& names) {
   return res.exit_code();
 }
 
-// The speed-up's denominator: the same attention on one GPU, full sequence.
-struct Baseline {
-  std::optional<double> us;
-  std::string source;  // where it came from, or why there is none
-};
-
-Baseline single_gpu_baseline(const CliOptions& o, const std::optional<RunRecord>& file, const std::string& inner,
-                             const Problem& p, RunSettings s) {
-  if (o.ring_baseline == "off") return {std::nullopt, "--ring-baseline off"};
-  if (file) return {file->timing->median_us, file->variant + ", " + o.ring_baseline};
-  s.files.stem_suffix.clear();
-  s.measure.trace_metadata.clear();
-  Measurement m = run_variant(inner, p, s.measure);
-  if (!m.record.ok()) return {std::nullopt, inner + " " + status_name(m.record.status) + ": " + m.record.reason};
-  try {
-    report::write_run_files(m.record, m.trace_json, s.files);
-  } catch (const io::FileError& e) {
-    return {std::nullopt, e.what()};
-  }
-  if (!m.record.timing) return {std::nullopt, inner + " ran without unprofiled timing (--timing-iters 0)"};
-  return {m.record.timing->median_us, inner + " on " + p.device};
-}
-
-report::RankFigures rank_figures(const RunRecord& r, const std::string& trace_json, int rank) {
-  report::RankFigures f;
-  f.rank = rank;
-  f.device = r.problem.device;
-  f.device_name = r.env.device_name;
-  if (r.timing) f.forward_us = r.timing->median_us;
-  try {
-    f.overlap = report::overlap_figures(report::parse_kineto_trace(trace_json, r.variant));
-  } catch (const report::TraceError& e) {
-    f.reason = e.what();
-  }
-  return f;
-}
-
-void add_overlap_facts(RunRecord& r, const report::RankFigures& f) {
-  if (!f.overlap) return;
-  const report::OverlapFigures& o = *f.overlap;
-  r.facts.emplace_back("ring compute per forward (us)", fmt::format("{:.1f}", o.compute_us));
-  r.facts.emplace_back("ring communication per forward (us)", fmt::format("{:.1f}", o.comm_us));
-  r.facts.emplace_back("ring exposed communication per forward (us)", fmt::format("{:.1f}", o.exposed_comm_us));
-  if (const auto pct = o.overlap_pct()) r.facts.emplace_back("ring overlap (%)", fmt::format("{:.1f}", *pct));
-}
-
-// Rank side. Every decision that changes which collectives run is taken by all
-// ranks together (through the store), so no rank waits for a peer that chose
-// otherwise. A rank leaving early (a failure, a signal) keeps the group
+// Rank side: ring::run_rank_units() runs the variants; this says what
+// happened. A rank leaving early (a failure, a signal) keeps the group
 // joined: its peers may still be inside a transfer, which shutting the
 // communicators down would wait for; main() ends the process without static
 // destructors.
@@ -232,11 +178,7 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
   const Problem p = build_problem(ro);
   RunSettings s = build_settings(o);
   s.files.stem_suffix = ".rank" + std::to_string(env.rank);
-  // Every ring step is a collective. Counts each rank decides from its own
-  // step times (auto) can differ under load, and a rank then waits forever
-  // for a transfer its peer never starts: a ring run takes fixed counts.
-  if (s.measure.schedule.warmup_iters == kAutoIters) s.measure.schedule.warmup_iters = kRingWarmupIters;
-  if (s.measure.timing_iters == kAutoIters) s.measure.timing_iters = p.on_cuda() ? kRingTimingItersCuda : kRingTimingItersCpu;
+  ring::fix_auto_counts(s.measure, p.on_cuda());
   if (!cuda_available()) ::setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
   // Rank 0 alone reads it (the others may not see rank 0's files); a bad one
   // ends rank 0 before the rendezvous, and the others' rendezvous says so.
@@ -267,100 +209,54 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
   ring::ProcessGroup& group = *ring::current_group();
   s.measure.trace_metadata.emplace_back("distributedInfo", group.distributed_info_json());
   const TableOptions table = s.table_for(p);
-  int code = exit_code::kOk;
-  size_t refused = 0;
-  std::vector<report::RingSummary> summaries;  // rank 0: each variant's, for the side-by-side table
-  for (size_t i = 0; i < names.size() && !interrupt_signal(); ++i) {
-    const std::string& name = names[i];
-    const std::string key = fmt::format("run{}/{}", i, name);
-    const Support mine = make_variant(name)->supports(p);
-    std::string refusal;
-    for (const std::string& why : group.all_gather_strings(key + "/supports", mine.ok ? "" : mine.reason))
-      if (refusal.empty()) refusal = why;
-    if (!refusal.empty()) {
-      ++refused;
-      if (names.size() == 1) {
-        if (lead) notef("attnprof: {} cannot run here: {}", name, refusal);
-        code = exit_code::kUnsupported;
-      } else if (lead) {
-        notef("  skipped {}: {}", name, refusal);
-      }
-      continue;
-    }
+  ring::RankRunOptions opt;
+  opt.run = {s.measure, s.files, /*write_interrupted_summary=*/true};
+  opt.baseline = {o.ring_baseline, baseline};
+  // Rank 0 prints; the others only leave their files.
+  ring::RankObserver observer;
+  observer.begin = [&](size_t i, const std::string& name) {
     if (lead && names.size() > 1 && !o.quiet) notef("[{}/{}] {}", i + 1, names.size(), run_label(name, p));
-    Measurement m = run_variant(name, p, s.measure);
-    s.measure.startup_ms.reset();  // process start-up belongs to the first variant only
-    RunRecord& r = m.record;
-    if (r.status == Status::interrupted) {
-      const std::string path = report::write_interrupted_summary(r, s.files);
-      notef("attnprof: rank {} interrupted by {} during {}{}", env.rank, signal_name(interrupt_signal()), name,
-            path.empty() ? "" : "; " + path + " marks it interrupted");
-      return 128 + interrupt_signal();
-    }
-    if (!r.ok()) {  // its peers would wait for it in the next transfer: leave, the launcher stops them
-      notef("attnprof: rank {}: {} {}: {}", env.rank, name, r.status == Status::failed ? "failed" : "could not run", r.reason);
-      return exit_code::kRunFailed;
-    }
-    // A rank computes 1/world of the forward: its rate is that share over its
-    // unprofiled time (the profiled CUDA time also sums the NCCL kernels,
-    // which run beside the computation).
-    if (r.timing && r.timing->median_us > 0) r.tflops = p.flops() / env.world_size / r.timing->median_us / 1e6;
-    r.facts.emplace_back("TFLOP/s basis", "this rank's share (1/" + std::to_string(env.world_size) +
-                                              " of the forward's FLOPs) over its unprofiled median");
-    const report::RankFigures figures = rank_figures(r, m.trace_json, env.rank);
-    add_overlap_facts(r, figures);
-    try {
-      report::write_run_files(r, m.trace_json, s.files);
-    } catch (const io::FileError& e) {
-      error(e.what());
-      return exit_code::kOutput;
-    }
-    const auto all = group.all_gather_strings(
-        key + "/figures", report::rank_figures_json(figures).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    if (!lead) continue;
-    out(run_text(r, table, o.kernels, s.files.out_dir));
-    report::RingSummary sum;
-    sum.variant = name;
-    const ring::InnerSpec& spec = *ring::find_inner(name);
-    sum.inner = spec.inner_variant;
-    sum.scheme = spec.scheme;
-    sum.problem = p;
-    sum.world = env.world_size;
-    for (const std::string& text : all) {
-      try {
-        sum.ranks.push_back(report::rank_figures_from_json(nlohmann::json::parse(text)));
-      } catch (const std::exception& e) {
-        report::RankFigures bad;
-        bad.rank = static_cast<int>(sum.ranks.size());
-        bad.status = "unreadable";
-        bad.reason = e.what();
-        sum.ranks.push_back(bad);
-      }
-    }
-    const Baseline base = single_gpu_baseline(o, baseline, sum.inner, p, s);
-    sum.single_gpu_us = base.us;
-    sum.single_gpu_source = base.source;
-    try {
-      const auto files = report::write_ring_report(sum, s.files.out_dir);
-      outf("\n{}, rank by rank: {}\n{}  files: {} (+ .csv, .md, .json, .summary.json)\n",
-                 capitalised(sum.scheme), report::ring_headline(sum),
-                 report::to_text(report::ring_table(sum)), io::visible(files.front()));
-    } catch (const io::FileError& e) {
-      error(e.what());
-      return exit_code::kOutput;
-    }
-    summaries.push_back(sum);
+  };
+  observer.refused = [&](size_t, const std::string& name, const std::string& refusal) {
+    if (!lead) return;
+    if (names.size() == 1) notef("attnprof: {} cannot run here: {}", name, refusal);
+    else notef("  skipped {}: {}", name, refusal);
+  };
+  observer.ran = [&](size_t, const RunRecord& r) {
+    if (lead) out(run_text(r, table, o.kernels, s.files.out_dir));
+  };
+  observer.summary = [&](size_t, const report::RingSummary& sum, const std::vector<std::string>& files) {
+    outf("\n{}, rank by rank: {}\n{}  files: {} (+ .csv, .md, .json, .summary.json)\n", capitalised(sum.scheme),
+         report::ring_headline(sum), report::to_text(report::ring_table(sum)), io::visible(files.front()));
+  };
+  ring::RankRunResult res;
+  try {
+    res = ring::run_rank_units(group, names, p, opt, observer);
+  } catch (const io::FileError& e) {
+    error(e.what());
+    return exit_code::kOutput;
   }
-  if (lead && summaries.size() > 1 && !interrupt_signal()) {
-    try {
-      const auto files = report::write_context_parallel_table(summaries, s.files.out_dir);
-      outf("\nContext parallel, side by side:\n{}  files: {} (+ .csv, .md, .json)\n",
-                 report::to_text(report::context_parallel_table(summaries)), io::visible(files.front()));
-    } catch (const io::FileError& e) {
-      error(e.what());
-      return exit_code::kOutput;
-    }
+  if (res.run.interrupted) {
+    const UnitOutcome& u = *res.run.interrupted;
+    // Its files could not be written after the signal: the signal decides the exit code.
+    if (!u.files_error.empty())
+      notef("attnprof: interrupted by {}; then: {}", signal_name(interrupt_signal()), u.files_error);
+    else
+      notef("attnprof: rank {} interrupted by {} during {}{}", env.rank, signal_name(interrupt_signal()),
+            names[res.run.records.size() - 1],
+            u.interrupted_summary.empty() ? "" : "; " + u.interrupted_summary + " marks it interrupted");
+    return 128 + interrupt_signal();
   }
+  if (res.left_at) {  // its peers would wait for it in the next transfer: leave, the launcher stops them
+    const RunRecord& r = *res.left_at;
+    notef("attnprof: rank {}: {} {}: {}", env.rank, r.variant, r.status == Status::failed ? "failed" : "could not run",
+          r.reason);
+    return exit_code::kRunFailed;
+  }
+  if (!res.context_parallel_files.empty())
+    outf("\nContext parallel, side by side:\n{}  files: {} (+ .csv, .md, .json)\n",
+         report::to_text(report::context_parallel_table(res.summaries)),
+         io::visible(res.context_parallel_files.front()));
   if (const int sig = interrupt_signal()) return 128 + sig;  // peers may have stopped at another step
   try {
     group.leave();
@@ -368,11 +264,11 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
     return 128 + interrupt_signal();
   }
   ring::set_current_group(nullptr);
-  if (names.size() > 1 && refused == names.size()) {
-    if (lead) notef("attnprof: none of the {} variants can run here (reasons above)", names.size());
+  if (res.refused == names.size()) {
+    if (names.size() > 1 && lead) notef("attnprof: none of the {} variants can run here (reasons above)", names.size());
     return exit_code::kUnsupported;
   }
-  return code;
+  return exit_code::kOk;
 }
 
 }  // namespace

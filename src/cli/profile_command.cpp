@@ -140,7 +140,7 @@ int run_profile(const CliOptions& o) {
   observer.done = [&](size_t, const UnitOutcome& u) {
     const RunRecord& r = u.record;
     if (r.status == Status::skipped) {
-      if (names.size() == 1) return;  // one line and exit 3, below
+      if (names.size() == 1) return true;  // one line and exit 3, below
       skipped_lines.push_back(fmt::format("  {}: {}", r.variant, r.reason));
       notef("  skipped: {}", r.reason);
     } else if (r.status == Status::failed) {
@@ -149,6 +149,7 @@ int run_profile(const CliOptions& o) {
       out(run_text(r, table, o.kernels, s.files.out_dir));
       if (const std::string line = counter_notes.line_for(r); !line.empty()) note(line);
     }
+    return true;
   };
   RunUnitsResult run = run_units(units, {s.measure, s.files, /*write_interrupted_summary=*/true}, observer);
   const std::vector<RunRecord>& records = run.records;  // every variant's outcome, for the at-a-glance table

@@ -41,12 +41,6 @@ struct SweepOptions {
   int64_t max_points = kDefaultMaxPoints;
 };
 
-struct Point {
-  std::string variant;
-  Problem problem;
-  RunRecord record;  // status ok / skipped / failed
-};
-
 int run_sweep(SweepOptions& o) {
   o.axes.variant = expand_variants(o.axes.variant);
   for (const auto& [flag, values] : {std::pair<const char*, const std::vector<int64_t>*>{"--seq", &o.axes.seq},
@@ -78,7 +72,7 @@ int run_sweep(SweepOptions& o) {
                                  "--max-points {}",
                                  count ? std::to_string(*count) : std::string("more than 2^64"), axes, o.max_points,
                                  count ? std::to_string(*count) : std::string("N")));
-  std::vector<Point> points;
+  std::vector<RunUnit> units;  // an invalid point's decided before it runs: skipped
   size_t invalid = 0;
   std::string first_invalid;
   for (const SweepPoint& sp : sweep_points(o.axes)) {
@@ -86,32 +80,28 @@ int run_sweep(SweepOptions& o) {
     c.dtype = sp.dtype, c.batch = sp.batch, c.heads = sp.heads, c.head_dim = sp.head_dim, c.pass = sp.pass;
     c.seq = sp.seq_kv, c.seq_q = sp.seq_q, c.seq_kv = sp.seq_kv;
     if (sp.kv_heads > 0) c.kv_heads = sp.kv_heads;
-    Point pt{sp.variant, {}, {}};
+    RunUnit u{sp.variant, {}, std::nullopt};
     try {
-      pt.problem = build_problem(c);
+      u.problem = build_problem(c);
     } catch (const UsageError& e) {
       if (std::string(e.what()).rfind("--device", 0) == 0) throw;
       if (first_invalid.empty()) first_invalid = e.what();
       ++invalid;
-      pt.problem.batch = sp.batch, pt.problem.heads_q = sp.heads;
-      pt.problem.heads_kv = sp.kv_heads > 0 ? sp.kv_heads : sp.heads;
-      pt.problem.seq_q = sp.seq_q, pt.problem.seq_kv = sp.seq_kv, pt.problem.head_dim = sp.head_dim;
-      pt.problem.dtype = parse_dtype(sp.dtype).value_or(DType::BF16);
-      pt.problem.pass = parse_pass(sp.pass).value_or(Pass::fwd);
-      pt.problem.mask = o.run.no_causal_given ? Mask::none : Mask::causal_bottom_right;
-      pt.record.status = Status::skipped;
-      pt.record.reason = std::string("not a valid problem: ") + e.what();
+      u.problem = fallback_problem(sp, /*causal=*/!o.run.no_causal_given);
+      u.decided.emplace();
+      u.decided->status = Status::skipped;
+      u.decided->reason = std::string("not a valid problem: ") + e.what();
     }
-    points.push_back(std::move(pt));
+    units.push_back(std::move(u));
   }
-  if (invalid == points.size()) throw UsageError(first_invalid);
+  if (invalid == units.size()) throw UsageError(first_invalid);
   std::string device;
-  for (const Point& pt : points)
-    if (pt.record.status != Status::skipped) device = pt.problem.device;
-  for (Point& pt : points)
-    if (pt.record.status == Status::skipped) pt.problem.device = device;
+  for (const RunUnit& u : units)
+    if (!u.decided) device = u.problem.device;
+  for (RunUnit& u : units)
+    if (u.decided) u.problem.device = device;
   RunSettings settings = build_settings(o.run);
-  const size_t n = points.size();
+  const size_t n = units.size();
   outf("sweep: {} configurations ({}) on {}{}\n", n, axes, device,
        invalid ? fmt::format("; {} are not valid problems and will be skipped", invalid) : "");
   if (!cuda_available()) ::setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
@@ -121,14 +111,14 @@ int run_sweep(SweepOptions& o) {
   {
     std::vector<std::string> reasons;
     bool any = false;
-    for (const Point& pt : points) {
-      if (pt.record.status == Status::skipped) continue;
-      const Support sup = make_variant(pt.variant)->supports(pt.problem);
+    for (const RunUnit& u : units) {
+      if (u.decided) continue;
+      const Support sup = make_variant(u.variant)->supports(u.problem);
       if (sup.ok) {
         any = true;
         break;
       }
-      const std::string why = pt.variant + ": " + sup.reason;
+      const std::string why = u.variant + ": " + sup.reason;
       if (std::find(reasons.begin(), reasons.end(), why) == reasons.end()) reasons.push_back(why);
     }
     if (!any) {
@@ -145,10 +135,6 @@ int run_sweep(SweepOptions& o) {
   ProgressDisplay progress(progress_settings(o.run.quiet), n);
   settings.measure.progress = progress.callback();
   CounterNotes counter_notes;
-  std::vector<RunUnit> units;
-  for (const Point& pt : points)
-    units.push_back({pt.variant, pt.problem,
-                     pt.record.status == Status::skipped ? std::optional<RunRecord>(pt.record) : std::nullopt});
   UnitObserver observer;
   observer.begin = [&](size_t i, const RunUnit& u) {
     const Problem& p = u.problem;
@@ -166,6 +152,7 @@ int run_sweep(SweepOptions& o) {
       if (const std::string line = counter_notes.line_for(r); !line.empty()) note(line);
     if (r.status == Status::skipped) notef("  skipped: {}", r.reason);
     else if (!r.ok()) notef("  failed: {}", r.reason);
+    return true;
   };
   RunUnitsResult run = run_units(units, {settings.measure, settings.files, /*write_interrupted_summary=*/false}, observer);
   const int ok = run.ok, skipped = run.skipped, failed = run.failed;

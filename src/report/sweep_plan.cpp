@@ -55,4 +55,15 @@ std::vector<SweepPoint> sweep_points(const SweepAxes& a) {
   return points;
 }
 
+Problem fallback_problem(const SweepPoint& sp, bool causal) {
+  Problem p;
+  p.batch = sp.batch, p.heads_q = sp.heads;
+  p.heads_kv = sp.kv_heads > 0 ? sp.kv_heads : sp.heads;
+  p.seq_q = sp.seq_q, p.seq_kv = sp.seq_kv, p.head_dim = sp.head_dim;
+  p.dtype = parse_dtype(sp.dtype).value_or(DType::BF16);
+  p.pass = parse_pass(sp.pass).value_or(Pass::fwd);
+  p.mask = causal ? Mask::causal_bottom_right : Mask::none;
+  return p;
+}
+
 }  // namespace attnprof
