@@ -19,7 +19,7 @@
 #     bench       scripts/bench_kernels.py, suites from BENCH_SUITES (forward,shapes,backward)
 #     crosscheck  scripts/crosscheck.py against torch.profiler, forward and backward
 #     nvtx        scripts/nvtx_proof.py (ncu counts inside the attn_fwd ranges)
-#     pyops       only the Python part of `test`
+#     pyops       only the Python part of `test` (PYOPS=0 leaves it out of `test`)
 #     hta         small runs whose folders come back for scripts/hta_check.py on the CPU machine
 #     ring        (two or more GPUs) the ring and Ulysses ctests (NCCL included) and
 #                 scripts/bench_ring.py, ring and Ulysses, on every GPU (RING_ARGS overrides)
@@ -138,7 +138,8 @@ python_ops() {
     --command "python3 scripts/backward_matrix.py --lib build/libattnprof_core.so ${BACKWARD_MATRIX_ARGS:-}"
   while read -r l; do summary+=("  $l"); done < <(grep -E "^(FAIL|CRASH)" "$W/backward_matrix.log" | head -5)
 }
-if has test || has pyops; then python_ops; fi
+# PYOPS=0: the test stage without its Python part (a lease split over calls runs pyops in another).
+if has pyops || { has test && [ "${PYOPS:-1}" != 0 ]; }; then python_ops; fi
 if has counters; then
   # COUNTERS_NO_CTEST=1 when the test stage ran them already.
   if [ -z "${COUNTERS_NO_CTEST:-}" ]; then
