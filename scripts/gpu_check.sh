@@ -63,6 +63,10 @@ if has build; then
   cp build.build.log "$W/" 2>/dev/null
   grep -E "ptxas info|spill" build.build.log > "$W/ptxas.txt" 2>/dev/null
   summary+=("build rc=$rc ($(( $(date +%s) - t0 )) s), spilling kernels: $(grep -c 'bytes spill stores' "$W/ptxas.txt" | tr -d '\n') reports, $(grep -E '[1-9][0-9]* bytes spill' "$W/ptxas.txt" | wc -l) with spills")
+  # Name each kernel that spills (the report line follows its "Function properties for").
+  while read -r l; do summary+=("  spills: $l"); done < <(awk '/Function properties for/ {f=$NF}
+    /bytes spill/ && /[1-9][0-9]* bytes spill/ {print f": "$0}' "$W/ptxas.txt" | sort -u | head -8 |
+    { command -v c++filt >/dev/null && c++filt || cat; } | cut -c1-300)
 fi
 if has test; then
   t0=$(date +%s)
