@@ -13,11 +13,15 @@ This is how a kernel change whose SASS differs from the base commit's
   python3 scripts/ab_ops.py --lib-a base/build/libattnprof_core.so --lib-b build/libattnprof_core.so \\
       --op flash_attention_backward [--shapes 8x16x1024x64,4x16x4096x128] [--masks causal,full]
       [--dtype bf16] [--rounds 4] [--calls 10] [--reps 10] [--tolerance 0.02]
+      [--config-a NAME] [--config-b NAME]
 
 --op: flash_attention, flash_attention_sm90 (forwards), flash_attention_backward,
 flash_attention_backward_sm90 (backwards, on the saved forward of
 flash_attention). Prints a Markdown table; exits 1 when some point's ratio is
-outside 1 ± tolerance, 77 without a GPU.
+outside 1 ± tolerance, 77 without a GPU. --config-a/--config-b time a Hopper
+operator's named configuration instead (the by-name operators,
+flash_attention_sm90_config and flash_attention_backward_sm90_config); with
+one library for both sides this times an alternative against the default.
 """
 import argparse
 import json
@@ -38,7 +42,7 @@ def child(args):
     from bench_flash_sm90 import time_fns
     torch.ops.load_library(args.lib)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
-    op = getattr(torch.ops.attnprof, args.op)
+    op = getattr(torch.ops.attnprof, args.op + ("_config" if args.config else ""))
     results = {}
     for shape in args.shapes.split(","):
         b, h, s, d = (int(x) for x in shape.split("x"))
@@ -53,7 +57,8 @@ def child(args):
                     sets.append((dout, q, k, v, out, lse))
                 else:
                     sets.append((q, k, v))
-            fn = (lambda *t: op(*t, causal, scale))
+            fn = ((lambda *t: op(*t, causal, scale, args.config)) if args.config
+                  else (lambda *t: op(*t, causal, scale)))
             [us] = time_fns([fn], sets, args.calls, args.reps, args.settle)
             results[f"{shape} {mask}"] = us
             del sets
@@ -61,8 +66,9 @@ def child(args):
     print("RESULT " + json.dumps(results), flush=True)
 
 
-def run_child(lib, args):
+def run_child(lib, config, args):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", "--lib", lib, "--op", args.op,
+           *(["--config", config] if config else []),
            "--shapes", args.shapes, "--masks", args.masks, "--dtype", args.dtype, "--calls", str(args.calls),
            "--reps", str(args.reps), "--settle", str(args.settle), "--sets", str(args.sets)]
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -76,6 +82,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--lib", help=argparse.SUPPRESS)
+    ap.add_argument("--config", help=argparse.SUPPRESS)
+    ap.add_argument("--config-a", help="time side A's named configuration (Hopper operators only)")
+    ap.add_argument("--config-b", help="time side B's named configuration (Hopper operators only)")
     ap.add_argument("--lib-a", help="the base build's libattnprof_core.so")
     ap.add_argument("--lib-b", help="the work tree build's libattnprof_core.so")
     ap.add_argument("--op", required=True, choices=FORWARDS + BACKWARDS)
@@ -94,6 +103,9 @@ def main():
         return 0
     if not (args.lib_a and args.lib_b):
         ap.error("--lib-a and --lib-b are required")
+    if (args.config_a or args.config_b) and not args.op.endswith("_sm90"):
+        ap.error(f"--config-a/--config-b name a Hopper configuration; --op {args.op} has none "
+                 "(flash_attention_sm90, flash_attention_backward_sm90)")
     try:
         import torch
         if not torch.cuda.is_available():
@@ -105,9 +117,12 @@ def main():
     times = {"A": [], "B": []}
     for r in range(args.rounds):
         for side in ("A", "B") if r % 2 == 0 else ("B", "A"):
-            times[side].append(run_child(args.lib_a if side == "A" else args.lib_b, args))
+            times[side].append(run_child(args.lib_a if side == "A" else args.lib_b,
+                                         args.config_a if side == "A" else args.config_b, args))
     points = list(times["A"][0])
-    print(f"{args.op}, {args.dtype}, median over {args.rounds} rounds (A {args.lib_a}, B {args.lib_b})\n")
+    label = lambda lib, cfg: lib + (f" {cfg}" if cfg else "")
+    print(f"{args.op}, {args.dtype}, median over {args.rounds} rounds "
+          f"(A {label(args.lib_a, args.config_a)}, B {label(args.lib_b, args.config_b)})\n")
     print("| point | A us | B us | B / A | rounds' B / A |")
     print("|---|---:|---:|---:|---|")
     worst = 0.0

@@ -162,6 +162,7 @@ using Sm90FwdConfigs = kernels::ConfigList<Sm90FwdHdim64ShortCausal, Sm90FwdHdim
 struct Sm90FwdHdim128N176 : Sm90FwdHdim128 {
   static constexpr const char* kName = "sm90_fwd_hdim128_n176";
   static constexpr int kBlockN = 176, kStages = 2;
+  static constexpr bool kQInRegs = false;  // with Q in registers ptxas spills 128 B
 };
 using Sm90FwdAlternatives = kernels::ConfigList<Sm90FwdHdim128N176>;
 
