@@ -154,15 +154,17 @@ struct Sm90FwdHdim128 : Sm90FwdDefaults {
 // (cmake/KernelFamily.cmake).
 using Sm90FwdConfigs = kernels::ConfigList<Sm90FwdHdim64ShortCausal, Sm90FwdHdim64, Sm90FwdHdim128>;
 
-// Alternatives worth timing against the above, built on request
+// Alternatives to time against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS) and run by name through
-// attnprof::flash_attention_sm90_config. 176-key tiles (208 KB of shared
-// memory with 2 stages) won at some shapes and lost at others by a few per
-// cent, within the run-to-run spread, against 128 keys and 2 stages.
+// attnprof::flash_attention_sm90_config; CI builds them, and the by-name
+// operator's tests run them. 176-key tiles (208 KB of shared memory with 2
+// stages, Q in shared memory: in registers ptxas spills 128 B) run 1.01-1.11x
+// slower than Sm90FwdHdim128 (scripts/ab_ops.py, 4 rounds: 1.11x at
+// 8x16x1024x128 causal, 1.03x/1.04x at 4x16x4096x128, 1.01x at 1x16x16384x128).
 struct Sm90FwdHdim128N176 : Sm90FwdHdim128 {
   static constexpr const char* kName = "sm90_fwd_hdim128_n176";
   static constexpr int kBlockN = 176, kStages = 2;
-  static constexpr bool kQInRegs = false;  // with Q in registers ptxas spills 128 B
+  static constexpr bool kQInRegs = false;
 };
 using Sm90FwdAlternatives = kernels::ConfigList<Sm90FwdHdim128N176>;
 
