@@ -20,6 +20,10 @@ Suites:
   backward  bwd and fwd+bwd of every variant at 8x16x1024x64 and
             4x16x4096x128, causal and full; the fused ones also at
             1x16x16384x128 (issue 13; ratio to sdpa-flash).
+  serving   a sliding window of 4096 keys (--window) at 1x16x32768x128 and
+            1 x 32q/8kv x 16384 x 128 against the causal run of the same
+            variant: the window's share of the causal time beside the ideal
+            share (its visible pairs over the causal ones; issue 31).
 
   python3 scripts/bench_kernels.py [--attnprof build/attnprof] [--suite forward,shapes,backward]
                                    [--iters 100] [--markdown out.md] [--json out.json]
@@ -66,17 +70,17 @@ FUSED = ["custom-flash", "custom-flash-sm90"] + SDPA
 ALL = ["naive", "inplace", "sdpa-math"] + SDPA + ["sdpa-auto", "custom-softmax", "custom-flash", "custom-flash-sm90"]
 
 
-def run_point(exe, out_root, variant, b, hq, hkv, sq, skv, d, causal, pass_="fwd", iters=100):
+def run_point(exe, out_root, variant, b, hq, hkv, sq, skv, d, causal, pass_="fwd", iters=100, window=0):
     out = tempfile.mkdtemp(prefix="pt_", dir=out_root)
     cmd = [exe, "--variant", variant, "--batch", str(b), "--heads", str(hq), "--kv-heads", str(hkv),
            "--seq-q", str(sq), "--seq-kv", str(skv), "--head-dim", str(d), "--dtype", "bf16", "--pass", pass_,
            "--timing-iters", str(iters), "--out", out, "--row-limit", "1",
-           "--causal" if causal else "--no-causal"]
+           "--causal" if causal else "--no-causal"] + (["--window", str(window)] if window else [])
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.monotonic() - t0
     point = {"variant": variant, "shape": shape_label(b, hq, hkv, sq, skv, d),
-             "mask": "causal" if causal else "full", "pass": pass_, "wall_s": wall}
+             "mask": (f"window {window}" if window else "causal") if causal else "full", "pass": pass_, "wall_s": wall}
     if p.returncode != 0:
         point["skipped"] = (p.stderr.strip().splitlines() or ["?"])[-1][:160]
         return point
@@ -108,8 +112,9 @@ def run_variants(exe, out_root, variants, *args, iters=100, **kwargs):
     """run_point for each variant at one point, REPEAT times in alternating order; one combined point each.
     iters: a number, or a function of the variant. None of them where --shapes/--masks leave the point out."""
     b, hq, hkv, sq, skv, d, causal = args[:7]
+    mask = ("window" if kwargs.get("window") else "causal") if causal else "full"
     if (SHAPES is not None and shape_label(b, hq, hkv, sq, skv, d) not in SHAPES) or \
-            (MASKS is not None and ("causal" if causal else "full") not in MASKS):
+            (MASKS is not None and mask not in MASKS):
         return []
     runs = {v: [] for v in variants}
     for r in range(REPEAT):
@@ -184,7 +189,8 @@ def ratio_to(points, baseline):
 # What a record keeps of a point (bench_records.py; facts and FLOPs stay in the printed tables).
 RECORDED = ("group", "shape", "mask", "pass", "variant", "skipped", "median_us", "profiled_us", "tflops", "gbs",
             "pct_copy", "vs", "runs", "runs_median_us_range", "wall_s", "kernels", "baseline", "baseline_median_us",
-            "baseline_profiled_us", "baseline_tflops", "baseline_gbs")
+            "baseline_profiled_us", "baseline_tflops", "baseline_gbs", "causal_median_us", "window_share",
+            "ideal_share")
 
 
 def record_point(p, group):
@@ -264,6 +270,32 @@ def backward_suite(exe, tmp, iters):
     return [("backward", "backward (ratio to sdpa-flash)", pts, "sdpa-flash")]
 
 
+WINDOW = 4096
+
+
+def serving_suite(exe, tmp, iters):
+    """Each variant windowed and causal at the same shape; a windowed point gets the causal median of its
+    variant (causal_median_us), its share of it (window_share) and the ideal share: the windowed FLOPs (the
+    pairs inside the window) over the causal ones, from the summaries."""
+    pts = []
+    variants = pick(["custom-flash", "custom-flash-sm90", "sdpa-flash", "sdpa-cudnn"], "sdpa-flash")
+    for (b, hq, hkv, s, d) in [(1, 16, 16, 32768, 128), (1, 32, 8, 16384, 128)]:
+        causal = run_variants(exe, tmp, variants, b, hq, hkv, s, s, d, True, iters=iters)
+        windowed = run_variants(exe, tmp, variants, b, hq, hkv, s, s, d, True, iters=iters, window=WINDOW)
+        by_variant = {p["variant"]: p for p in causal}
+        for p in windowed:
+            c = by_variant.get(p["variant"], {})
+            if p.get("median_us") and c.get("median_us"):
+                p["causal_median_us"] = c["median_us"]
+                p["window_share"] = p["median_us"] / c["median_us"]
+                p["ideal_share"] = p["flops"] / c["flops"]
+                p["facts"] = {"share of causal": f"{p['window_share']:.3f} (ideal {p['ideal_share']:.3f}, "
+                                                 f"{p['window_share'] / p['ideal_share']:.2f}x it)", **p["facts"]}
+        pts += causal + windowed
+    ratio_to(pts, "sdpa-flash")
+    return [("window", f"sliding window {WINDOW} against causal (ratio to sdpa-flash)", pts, "sdpa-flash")]
+
+
 # Extra fields of a suite's recorded run (the shapes suite's copy ceiling).
 RUN_FIELDS = {}
 
@@ -279,7 +311,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs of each point, variants in alternating order; medians reported (default 1)")
     ap.add_argument("--shapes", help="comma-separated: run only the points of these shapes (e.g. 4x16x4096x128)")
-    ap.add_argument("--masks", help="comma-separated: causal, full (default both)")
+    ap.add_argument("--masks", help="comma-separated: causal, full, window (default all)")
     bench_records.add_record_flags(ap)
     args = ap.parse_args()
     if args.repeat < 1:
@@ -292,11 +324,11 @@ def main():
             ap.error("--shapes: give at least one shape, e.g. 4x16x4096x128")
     if args.masks is not None:
         MASKS = set(x for x in args.masks.split(",") if x)
-        if not MASKS or MASKS - {"causal", "full"}:
-            ap.error(f"--masks {args.masks}: expected causal, full or causal,full")
-    unknown_suites = set(args.suite.split(",")) - {"forward", "shapes", "backward"}
+        if not MASKS or MASKS - {"causal", "full", "window"}:
+            ap.error(f"--masks {args.masks}: expected some of causal, full, window")
+    unknown_suites = set(args.suite.split(",")) - {"forward", "shapes", "backward", "serving"}
     if unknown_suites:
-        ap.error(f"--suite: unknown {', '.join(sorted(unknown_suites))}; valid: forward, shapes, backward")
+        ap.error(f"--suite: unknown {', '.join(sorted(unknown_suites))}; valid: forward, shapes, backward, serving")
     if args.variants is not None:
         CHOSEN = set(v for v in args.variants.split(",") if v)
         if not CHOSEN:
@@ -305,7 +337,7 @@ def main():
         if unknown:
             ap.error(f"unknown variant(s) {', '.join(sorted(unknown))}; valid: {', '.join(ALL)}")
     commit = bench_records.commit_for(ap, args)
-    suites = {"forward": forward_suite, "shapes": shapes_suite, "backward": backward_suite}
+    suites = {"forward": forward_suite, "shapes": shapes_suite, "backward": backward_suite, "serving": serving_suite}
     out, raw, recorded = [], {}, {}
     with tempfile.TemporaryDirectory(prefix="attnprof_bench_") as tmp:
         for name in args.suite.split(","):

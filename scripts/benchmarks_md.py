@@ -158,6 +158,16 @@ SECTIONS = [
              num("TFLOP/s", "tflops", ".0f"), num("vs", "vs", "x"), text("baseline", "baseline"),
              num("its TFLOP/s", "baseline_tflops", ".0f")],
             among({"sdpa-cudnn", "custom-flash", "custom-flash-sm90"}), by("shape", "mask", "pass", "variant")),
+    Section("serving", "Sliding window",
+            "`scripts/bench_kernels.py --suite serving`, bf16, causal: each variant through a 4096-key window "
+            "(`--window 4096`) and without one, in the same run. share: the windowed event median over the causal "
+            "one of the same variant; ideal: the pairs inside the window over the causal ones (the share a kernel "
+            "that skips everything outside the window would take); wall: the whole `attnprof` command. " + RATIO,
+            [text("shape", "shape"), text("mask", "mask"), text("variant", "variant"),
+             num("event median µs", "median_us", "us", True), num("TFLOP/s", "tflops", ".0f"),
+             num("share of causal", "window_share", ".3f"), num("ideal", "ideal_share", ".3f"),
+             num("wall s", "wall_s", ".1f"), num("vs", "vs", "x"), text("baseline", "baseline")],
+            sort=by("shape", "mask", "variant")),
     Section("op_backward", "Backward kernels from Python",
             "`scripts/bench_flash_bwd.py`, bf16: the backward operators alone (sm90: the Hopper kernel; portable: "
             "the `mma.sync` one) and SDPA's backward in one process; the SDPA columns are from the same run.",

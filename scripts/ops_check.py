@@ -88,16 +88,31 @@ def flash_cases(dev, name="flash_attention", empty="ok", *extra):
         ("scale inf", lambda: f(q, k, v, True, float("inf")), "error"),
         ("empty batch (returns empty outputs)", lambda: f(q[:0], k[:0], v[:0], True, s), empty),
         ("no keys (returns zeros)", lambda: f(q, k[:, :, :0], v[:, :, :0], False, s), empty),
+    ] + (window_cases(lambda *w: f(q, k, v, *w)) if name == "flash_attention" else [])
+
+
+def window_cases(f):
+    """The sliding window of the portable operators: f(causal, scale, window)."""
+    s = 0.125
+    return [
+        ("window 16", lambda: f(True, s, 16), "ok"),
+        ("window 1 (the diagonal only)", lambda: f(True, s, 1), "ok"),
+        ("window past the keys", lambda: f(True, s, 10 ** 6), "ok"),
+        ("window past int32", lambda: f(True, s, 2 ** 40), "ok"),
+        ("window 0 (none)", lambda: f(True, s, 0), "ok"),
+        ("window -1", lambda: f(True, s, -1), "error"),
+        ("window with causal False", lambda: f(False, s, 16), "error"),
     ]
 
 
 def flash_autograd_cases(dev):
-    def grads():
+    def grads(window):
         q, k, v = (t.requires_grad_(True) for t in flash_inputs(dev))
-        out, _ = op("flash_attention")(q, k, v, True, 0.125)
+        out, _ = op("flash_attention")(q, k, v, True, 0.125, window)
         out.float().sum().backward()
         return q.grad, k.grad, v.grad
-    return [("gradients through the autograd kernel", grads, "ok")]
+    return [("gradients through the autograd kernel", lambda: grads(0), "ok"),
+            ("gradients through the autograd kernel, window 16", lambda: grads(16), "ok")]
 
 
 def flash_backward_cases(dev, name="flash_attention_backward", *extra):
@@ -124,7 +139,7 @@ def flash_backward_cases(dev, name="flash_attention_backward", *extra):
         ("grad_out non-contiguous", lambda: f(bsd(g), q, k, v, out, lse, True, s), "error"),
         ("scale NaN", lambda: f(g, q, k, v, out, lse, True, float("nan")), "error"),
         ("scale 0", lambda: f(g, q, k, v, out, lse, True, 0.0), "error"),
-    ] + ([] if name == "flash_attention_backward" else [
+    ] + (window_cases(lambda *w: f(g, q, k, v, out, lse, *w)) if name == "flash_attention_backward" else [
         # TMA reads from 16-byte aligned bases only: a view one element in.
         ("q one element into its storage", lambda: f(g, torch.cat([q.flatten(), q.flatten()[:1]])[1:].view(q.shape),
                                                    k, v, out, lse, True, s), "error"),
@@ -213,8 +228,8 @@ KNOWN = {
     "scaled_masked_softmax_backward": softmax_backward_cases,
 }
 SCHEMAS = {  # what the Python user calls; the test fails if one changes unnoticed
-    "flash_attention": "attnprof::flash_attention(Tensor q, Tensor k, Tensor v, bool causal, float scale) "
-                       "-> (Tensor out, Tensor lse)",
+    "flash_attention": "attnprof::flash_attention(Tensor q, Tensor k, Tensor v, bool causal, float scale, "
+                       "int window=0) -> (Tensor out, Tensor lse)",
     "scaled_masked_softmax": "attnprof::scaled_masked_softmax(Tensor scores, float scale, bool causal) -> Tensor",
     "flash_attention_sm90_config": "attnprof::flash_attention_sm90_config(Tensor q, Tensor k, Tensor v, bool causal, "
                                    "float scale, str config) -> (Tensor out, Tensor lse)",

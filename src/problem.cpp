@@ -89,8 +89,26 @@ Mask Problem::effective_mask() const {
 
 double Problem::softmax_scale() const { return 1.0 / std::sqrt(static_cast<double>(head_dim)); }
 
+namespace {
+
+// Sum of min(c, w) over the integers c in [lo, hi] (lo <= hi), in closed form.
+double sum_capped(double lo, double hi, double w) {
+  const double below_hi = std::min(hi, w);  // the terms c <= w sum to themselves
+  const double below = below_hi >= lo ? (lo + below_hi) * (below_hi - lo + 1) / 2.0 : 0.0;
+  const double capped = hi - std::max(lo - 1, w);  // the terms past w each count w
+  return below + (capped > 0 ? capped * w : 0.0);
+}
+
+}  // namespace
+
 double Problem::visible_pairs() const {
   const double q = double(seq_q), k = double(seq_kv);
+  if (windowed()) {
+    // Query i sees min(i + 1 + k - q, window) keys; the counts i + 1 + k - q
+    // run over the integers from max(1, k - q + 1) to k (those above 0).
+    const double lo = std::max(1.0, k - q + 1);
+    return sum_capped(lo, k, double(window));
+  }
   switch (effective_mask()) {
     case Mask::none:
       return q * k;
@@ -122,6 +140,7 @@ std::string Problem::file_stem() const {
                   std::to_string(head_dim) + "_" + dtype_name(dtype) + "_" + mask_name(effective_mask());
   if (heads_kv != heads_q) s += "_hkv" + std::to_string(heads_kv);
   if (seq_kv != seq_q) s += "_kv" + std::to_string(seq_kv);
+  if (windowed()) s += "_w" + std::to_string(window);
   if (pass != Pass::fwd) s += "_" + pass_tag(pass);
   return s;
 }
@@ -138,6 +157,7 @@ std::string Problem::config_string() const {
   const Mask m = effective_mask();
   std::string s = std::string(dtype_name(dtype)) + " " +
                   (m == Mask::none ? "non-causal" : m == Mask::causal_top_left ? "causal (top-left)" : "causal");
+  if (windowed()) s += " window " + std::to_string(window);
   if (pass != Pass::fwd) s += std::string(" ") + pass_name(pass);
   return s;
 }

@@ -41,11 +41,19 @@ namespace {
   } while (0)
 
 using FlashFn = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
-                                                   const at::Tensor&, bool, double);
+                                                   const at::Tensor&, bool, double, int64_t);
 using SoftmaxFn = at::Tensor(const at::Tensor&, double, bool);
 
-c10::TypedOperatorHandle<FlashFn> flash_op() {
-  return c10::Dispatcher::singleton().findSchemaOrThrow("attnprof::flash_attention", "").typed<FlashFn>();
+// attnprof::flash_attention, its window 0 unless given.
+struct FlashOp {
+  c10::TypedOperatorHandle<FlashFn> handle;
+  std::tuple<at::Tensor, at::Tensor> call(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+                                          double scale, int64_t window = 0) const {
+    return handle.call(q, k, v, causal, scale, window);
+  }
+};
+FlashOp flash_op() {
+  return {c10::Dispatcher::singleton().findSchemaOrThrow("attnprof::flash_attention", "").typed<FlashFn>()};
 }
 c10::TypedOperatorHandle<SoftmaxFn> softmax_op() {
   return c10::Dispatcher::singleton()

@@ -56,8 +56,6 @@ bool has_cuda_kernel(const char* op) {
   } while (0)
 
 using attnprof::ops::op_handle;
-using FlashFn = attnprof::ops::FlashAttentionFn;
-using FlashBwdFn = attnprof::ops::FlashAttentionBackwardFn;
 using SoftmaxFn = attnprof::ops::ScaledMaskedSoftmaxFn;
 using SoftmaxBwdFn = attnprof::ops::ScaledMaskedSoftmaxBackwardFn;
 
@@ -274,7 +272,7 @@ void check_backward_rejects(const char* op_name, bool tensor_maps) {
   const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
   const at::Tensor q = at::randn({1, 4, 32, 64}, bf16), k = at::randn({1, 2, 48, 64}, bf16);
   const at::Tensor lse = at::zeros({1, 4, 32}, bf16.dtype(at::kFloat));
-  auto bwd = op_handle<FlashBwdFn>(op_name);
+  auto bwd = attnprof::ops::flash_backward_op(op_name);
   auto call = [&](const at::Tensor& g, const at::Tensor& qq, const at::Tensor& kk, const at::Tensor& vv,
                   const at::Tensor& o, const at::Tensor& l, double scale) {
     return bwd.call(g, qq, kk, vv, o, l, true, scale);
@@ -325,7 +323,7 @@ void check_backward_rejects(const char* op_name, bool tensor_maps) {
 
 // The operator `op_name`, called through the dispatcher.
 BwdCall bwd_op(const char* op_name) {
-  return [handle = op_handle<FlashBwdFn>(op_name)](const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k,
+  return [handle = attnprof::ops::flash_backward_op(op_name)](const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k,
                                                    const at::Tensor& v, const at::Tensor& out, const at::Tensor& lse,
                                                    bool causal, double scale) {
     return handle.call(dout, q, k, v, out, lse, causal, scale);
@@ -410,7 +408,7 @@ TEST(FlashAttentionBackwardSm90Op, ThroughAutogradFromBothForwards) {
           const AttentionGrads plain = attention_autograd(q0, k0, v0, dout, causal, scale);
           const at::Tensor q = q0.clone().requires_grad_(true), k = k0.clone().requires_grad_(true);
           const at::Tensor v = v0.clone().requires_grad_(true);
-          auto [out, lse] = op_handle<FlashFn>(fwd_name).call(q, k, v, causal, scale);
+          auto [out, lse] = attnprof::ops::flash_forward_op(fwd_name).call(q, k, v, causal, scale);
           ASSERT_TRUE(out.grad_fn() != nullptr) << "no autograd node recorded";
 #ifdef ATTNPROF_HAVE_CUDA_KERNELS  // (always, where REQUIRE_SM90_BACKWARD lets the test run)
           // The node's choice (kernels/operators/backward_choice.h) must be the Hopper kernel here.
@@ -449,7 +447,7 @@ TEST(FlashAttentionBackwardOp, ThroughAutograd) {
         const GradProblem g = grad_problem(sh.b, sh.h, sh.s, sh.d, dt, causal, scale);
         const at::Tensor &q = g.q, &k = g.k, &v = g.v, &dout = g.dout;
         const AttentionGrads &ref = g.ref, &plain = g.plain;
-        auto [out, lse] = op_handle<FlashFn>("attnprof::flash_attention").call(q, k, v, causal, scale);
+        auto [out, lse] = attnprof::ops::flash_forward_op("attnprof::flash_attention").call(q, k, v, causal, scale);
         ASSERT_TRUE(out.grad_fn() != nullptr) << "no autograd node recorded";
         EXPECT_NE(out.grad_fn()->name().find("FlashAttentionFunction"), std::string::npos)
             << out.grad_fn()->name();
@@ -471,7 +469,7 @@ TEST(FlashAttentionBackwardOp, ThroughAutograd) {
 
         // out.sum(): autograd hands over a broadcast (stride 0) gradient of ones.
         for (const at::Tensor& t : {q, k, v}) t.mutable_grad().reset();
-        std::get<0>(op_handle<FlashFn>("attnprof::flash_attention").call(q, k, v, causal, scale)).sum().backward();
+        std::get<0>(attnprof::ops::flash_forward_op("attnprof::flash_attention").call(q, k, v, causal, scale)).sum().backward();
         const at::Tensor ones = at::ones_like(dout);
         const AttentionGrads ref1 = attention_autograd(g.q0.to(at::kDouble), g.k0.to(at::kDouble),
                                                        g.v0.to(at::kDouble), ones.to(at::kDouble), causal, scale);

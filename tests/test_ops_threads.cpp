@@ -28,8 +28,6 @@ namespace {
 
 using attnprof::ops::op_handle;
 using attnprof::relative_frobenius_error;
-using FlashFn = attnprof::ops::FlashAttentionFn;
-using FlashBwdFn = attnprof::ops::FlashAttentionBackwardFn;
 
 bool has_cuda_kernel(const char* op) {
   auto handle = c10::Dispatcher::singleton().findSchema({op, ""});
@@ -103,8 +101,8 @@ void check_backward_on_fresh_thread(const char* op_name) {
     const Drawn d = draw(c, seed);
     const at::Tensor &q = d.q, &k = d.k, &v = d.v, &dout = d.dout;
     const double scale = d.scale;
-    auto [out, lse] = op_handle<FlashFn>("attnprof::flash_attention").call(q, k, v, c.causal, scale);
-    const auto bwd = op_handle<FlashBwdFn>(op_name);
+    auto [out, lse] = attnprof::ops::flash_forward_op("attnprof::flash_attention").call(q, k, v, c.causal, scale);
+    const auto bwd = attnprof::ops::flash_backward_op(op_name);
     at::Tensor dq0, dk0, dv0;
     {  // its workspaces return to the cache
       auto [a, b, d] = bwd.call(dout, q, k, v, out, lse, c.causal, scale);
@@ -158,7 +156,7 @@ TEST(OpsOnFreshThreads, ForwardsAndAutograd) {
       const Drawn d = draw(c, seed);
       const at::Tensor &q0 = d.q, &k0 = d.k, &v0 = d.v, &dout = d.dout;
       const double scale = d.scale;
-      const auto fwd = op_handle<FlashFn>(op_name);
+      const auto fwd = attnprof::ops::flash_forward_op(op_name);
       Ref first;
       {  // warms the cache with the sizes of every allocation below
         const at::Tensor q = q0.clone().requires_grad_(true), k = k0.clone().requires_grad_(true);

@@ -202,3 +202,54 @@ TEST(Options, ListOptionsDropRepeatedValues) {
   EXPECT_EQ(seqs, (std::vector<int64_t>{512, 1024, 2048}));
   EXPECT_EQ(names, (std::vector<std::string>{"naive", "inplace"}));
 }
+
+// --window: the problem carries it, names it, counts only the pairs inside it;
+// nonsense and a window without the causal mask are refused with the values.
+TEST(Options, WindowReachesTheProblemAndIsCheckedAgainstTheMask) {
+  CliOptions o = cpu();
+  o.seq = 4096, o.window = 1024;
+  const Problem p = build_problem(o);
+  EXPECT_EQ(p.window, 1024);
+  EXPECT_TRUE(p.windowed());
+  EXPECT_EQ(p.file_stem(), "8_16_4096_64_bf16_causal_w1024");
+  EXPECT_EQ(p.config_string(), "bf16 causal window 1024");
+  o.window = 4096;  // as wide as the sequence: hides nothing, named as the causal problem it is
+  EXPECT_FALSE(build_problem(o).windowed());
+  EXPECT_EQ(build_problem(o).file_stem(), "8_16_4096_64_bf16_causal");
+  o.window = -3;
+  EXPECT_EQ(usage_error(o), "--window must be >= 0 keys (0: no window), got -3");
+  o.window = kMaxSeq + 1;
+  EXPECT_NE(usage_error(o).find("--window 4194305 is too large"), std::string::npos) << usage_error(o);
+  o.window = 128, o.no_causal_given = true;
+  EXPECT_EQ(usage_error(o).rfind("--window 128 needs the causal mask", 0), 0u) << usage_error(o);
+  // The preset carries the model's window; an explicit --window replaces it in either order.
+  EXPECT_EQ(build_problem(parse({"--shape", "mistral-7b-window"})).window, 4096);
+  EXPECT_EQ(build_problem(parse({"--window", "512", "--shape", "mistral-7b-window"})).window, 512);
+  EXPECT_EQ(build_problem(parse({"--shape", "mistral-7b-window", "--window", "0"})).window, 0);
+  EXPECT_THROW(parse({"--window", "1e3"}), CLI::ValidationError);
+}
+
+// visible_pairs under a window that hides keys against a count of the pairs
+// one by one (exact, where the plain causal count keeps FlashAttention's
+// q*k - q^2/2 convention), on
+// square, chunked and decode problems and windows from 1 to past the keys.
+TEST(Options, WindowedVisiblePairsCountTheKeysInsideTheWindow) {
+  for (const auto& [sq, skv] : {std::pair<int64_t, int64_t>{1, 1}, {7, 7}, {100, 100}, {37, 300}, {1, 300}}) {
+    for (int64_t w : {1, 2, 17, 36, 37, 99, 100, 101, 299, 300, 1000}) {
+      Problem p;
+      p.seq_q = sq, p.seq_kv = skv, p.window = w;
+      double count = 0;
+      for (int64_t i = 0; i < sq; ++i)
+        for (int64_t j = 0; j < skv; ++j)
+          if (j <= i + skv - sq && j > i + skv - sq - w) ++count;
+      if (p.windowed()) {
+        EXPECT_DOUBLE_EQ(p.visible_pairs(), count) << sq << "x" << skv << " window " << w;
+      } else {  // a window past every query's keys: the causal convention (q*k - q^2/2)
+        EXPECT_GE(w, skv);
+        Problem causal = p;
+        causal.window = 0;
+        EXPECT_DOUBLE_EQ(p.visible_pairs(), causal.visible_pairs());
+      }
+    }
+  }
+}

@@ -34,6 +34,28 @@ const Shape kShapes[] = {{1, 1, 1, 1, 1, 64},    {2, 3, 3, 77, 77, 64},  {1, 2, 
                          {3, 1, 1, 200, 200, 128}, {2, 4, 2, 33, 33, 64}, {1, 3, 1, 1, 77, 64},
                          {2, 4, 1, 5, 40, 32}};
 
+// Sliding windows (Problem::window) on shapes long enough for a window to
+// skip whole key tiles (1100 keys: 17 tiles of 64) and to cross tile edges:
+// square prefill, grouped-query, a chunk of 37 queries and a multi-query
+// decode step against 1100 keys.
+const Shape kWindowShapes[] = {{1, 2, 2, 1100, 1100, 64}, {2, 4, 2, 300, 300, 128}, {1, 3, 3, 37, 1100, 64},
+                               {1, 4, 1, 1, 1100, 64}};
+// 1 (the diagonal only), an odd width, a width that crosses tiles, and one
+// past every sequence (hides nothing: the plain causal result).
+const int64_t kWindows[] = {1, 17, 256, 2000};
+
+// The masks a case runs: causal or not, and a window (0: none).
+struct MaskCase {
+  bool causal;
+  int64_t window;
+};
+const std::vector<MaskCase> kPlainMasks = {{true, 0}, {false, 0}};
+std::vector<MaskCase> window_masks() {
+  std::vector<MaskCase> m;
+  for (int64_t w : kWindows) m.push_back({true, w});
+  return m;
+}
+
 struct Case {
   std::string device;
   DType dtype;
@@ -56,11 +78,12 @@ class VariantParity : public ::testing::TestWithParam<Case> {
   uint64_t seed_ = 0;
 };
 
-Problem problem_of(const Shape& s, const Case& c, bool causal, Pass pass) {
+Problem problem_of(const Shape& s, const Case& c, MaskCase m, Pass pass) {
   Problem p;
   p.batch = s.b, p.heads_q = s.hq, p.heads_kv = s.hkv, p.seq_q = s.sq, p.seq_kv = s.skv, p.head_dim = s.d;
   p.dtype = c.dtype;
-  p.mask = causal ? Mask::causal_bottom_right : Mask::none;
+  p.mask = m.causal ? Mask::causal_bottom_right : Mask::none;
+  p.window = m.window;
   p.pass = pass;
   p.device = c.device;
   return p;
@@ -153,13 +176,14 @@ class ParityPool {
 // draw, so the printed seed reproduces them all) with the variant prepared for
 // them; then checks what fn added to the pool against 2x plain. Returns how
 // many cases ran. A case a variant refuses must say why.
-template <class F>
-int for_each_supported_case(const Case& c, Pass pass, F&& fn) {
+template <class Shapes, class F>
+int for_each_supported_case(const Case& c, Pass pass, const Shapes& shapes, const std::vector<MaskCase>& masks,
+                            F&& fn) {
   int ran = 0;
   for (const auto& entry : variant_registry()) {
-    for (const Shape& s : kShapes) {
-      for (bool causal : {true, false}) {
-        const Problem p = problem_of(s, c, causal, pass);
+    for (const Shape& s : shapes) {
+      for (const MaskCase& mask : masks) {
+        const Problem p = problem_of(s, c, mask, pass);
         auto v = entry.make();
         const Support sup = v->supports(p);
         SCOPED_TRACE(entry.name + " " + p.shape_string() + " " + p.config_string());
@@ -184,13 +208,10 @@ int for_each_supported_case(const Case& c, Pass pass, F&& fn) {
   return ran;
 }
 
-}  // namespace
-
-TEST_P(VariantParity, ForwardMatchesFloat64Reference) {
-  const Case c = GetParam();
-  SCOPED_TRACE("seed " + std::to_string(seed_));
-  const int ran = for_each_supported_case(c, Pass::fwd, [&](const Problem& p, Variant& v, const Inputs& in,
-                                                             ParityPool& pool) {
+// Every variant's forward on `shapes` x `masks` against float64.
+int check_forward(const Case& c, const Shape* shapes, size_t n_shapes, const std::vector<MaskCase>& masks) {
+  return for_each_supported_case(c, Pass::fwd, std::vector<Shape>(shapes, shapes + n_shapes), masks,
+                                 [&](const Problem& p, Variant& v, const Inputs& in, ParityPool& pool) {
     const at::Tensor out = v.forward(in.q, in.k, in.v);
     ASSERT_EQ(out.sizes(), in.q.sizes());
     ASSERT_EQ(out.scalar_type(), in.q.scalar_type());
@@ -200,18 +221,14 @@ TEST_P(VariantParity, ForwardMatchesFloat64Reference) {
     // An absolute cap on every draw; the 2x-plain rule on the pool (for_each_supported_case).
     EXPECT_LE(pool.add("out", out, plain_attention(p, in, in.q.scalar_type(), unused), ref), cap_for(c.dtype));
   });
-  EXPECT_GT(ran, 0);
-  std::cout << "[ parity   ] " << c.device << " " << dtype_name(c.dtype) << ": " << ran << " variant/shape cases checked\n";
 }
 
 // dq, dk, dv of every variant that has a backward here, against float64
 // autograd of the textbook formula, through the same out.backward(grad_out)
 // the runner calls; each gradient pooled over the draws on its own.
-TEST_P(VariantParity, GradientsMatchFloat64Autograd) {
-  const Case c = GetParam();
-  SCOPED_TRACE("seed " + std::to_string(seed_));
-  const int ran = for_each_supported_case(c, Pass::bwd, [&](const Problem& p, Variant& v, const Inputs& in,
-                                                             ParityPool& pool) {
+int check_gradients(const Case& c, const Shape* shapes, size_t n_shapes, const std::vector<MaskCase>& masks) {
+  return for_each_supported_case(c, Pass::bwd, std::vector<Shape>(shapes, shapes + n_shapes), masks,
+                                 [&](const Problem& p, Variant& v, const Inputs& in, ParityPool& pool) {
     v.forward(in.q, in.k, in.v).backward(in.grad_out);
     std::vector<at::Tensor> ref_leaves, plain_leaves;
     plain_attention(p, in, at::kDouble, ref_leaves).backward(in.grad_out.to(at::kDouble));
@@ -236,8 +253,42 @@ TEST_P(VariantParity, GradientsMatchFloat64Autograd) {
       EXPECT_LE(pool.add(names[i], g, plain_leaves[i].grad(), ref), cap_for(c.dtype)) << names[i];
     }
   });
+}
+
+}  // namespace
+
+TEST_P(VariantParity, ForwardMatchesFloat64Reference) {
+  const Case c = GetParam();
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const int ran = check_forward(c, kShapes, std::size(kShapes), kPlainMasks);
+  EXPECT_GT(ran, 0);
+  std::cout << "[ parity   ] " << c.device << " " << dtype_name(c.dtype) << ": " << ran << " variant/shape cases checked\n";
+}
+
+TEST_P(VariantParity, GradientsMatchFloat64Autograd) {
+  const Case c = GetParam();
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const int ran = check_gradients(c, kShapes, std::size(kShapes), kPlainMasks);
   EXPECT_GT(ran, 0);
   std::cout << "[ gradient ] " << c.device << " " << dtype_name(c.dtype) << ": " << ran << " variant/shape cases checked\n";
+}
+
+// Sliding windows: every variant that takes one (or masks it) against the
+// float64 reference with the window; the others refuse with a reason.
+TEST_P(VariantParity, WindowedForwardMatchesFloat64Reference) {
+  const Case c = GetParam();
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const int ran = check_forward(c, kWindowShapes, std::size(kWindowShapes), window_masks());
+  EXPECT_GT(ran, 0);
+  std::cout << "[ window   ] " << c.device << " " << dtype_name(c.dtype) << ": " << ran << " variant/shape cases checked\n";
+}
+
+TEST_P(VariantParity, WindowedGradientsMatchFloat64Autograd) {
+  const Case c = GetParam();
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const int ran = check_gradients(c, kWindowShapes, std::size(kWindowShapes), window_masks());
+  EXPECT_GT(ran, 0);
+  std::cout << "[ window ∇ ] " << c.device << " " << dtype_name(c.dtype) << ": " << ran << " variant/shape cases checked\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, VariantParity,

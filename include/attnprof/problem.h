@@ -54,6 +54,11 @@ struct Problem {
   int64_t head_dim = 64;
   DType dtype = DType::BF16;
   Mask mask = Mask::causal_bottom_right;
+  // A sliding window (0: none; with the bottom-right causal mask only, which
+  // the CLI enforces): query i sees the `window` most recent keys up to its
+  // diagonal, j in (i + seq_kv - seq_q - window, i + seq_kv - seq_q]
+  // (FlashAttention's window_size_left = window - 1, Mistral's sliding_window).
+  int64_t window = 0;
   Pass pass = Pass::fwd;
   std::string device = "cpu";  // "cpu" or "cuda:N", already resolved
   uint64_t seed = 0;
@@ -65,21 +70,26 @@ struct Problem {
   Mask effective_mask() const;
   int64_t group_size() const { return heads_kv > 0 ? heads_q / heads_kv : 0; }
   double softmax_scale() const;
+  // Whether the window hides a key the causal mask shows (a window of at
+  // least seq_kv keys hides none: no query sees more).
+  bool windowed() const { return window > 0 && window < seq_kv && effective_mask() == Mask::causal_bottom_right; }
   // Query-key pairs a head computes: seq_q * seq_kv without a mask; causal
-  // counts the visible area (seq_q^2 / 2 for a square problem, as before).
+  // counts the visible area (seq_q^2 / 2 for a square problem, as before),
+  // a window only the keys inside it.
   double visible_pairs() const;
   // 4 * B * Hq * pairs * D: the two matmuls of one forward.
   double forward_flops() const;
   // The FLOPs of one step of this problem's pass (forward_flops x factor).
   double flops() const;
   // "<B>_<Hq>_<Sq>_<D>_<dtype>_<mask>" then "_hkv<Hkv>" when the heads differ,
-  // "_kv<Skv>" when the sequences differ, "_<pass>" when not the forward:
+  // "_kv<Skv>" when the sequences differ, "_w<window>" under a window that
+  // hides keys, "_<pass>" when not the forward:
   // every output file of this problem starts with it, and no two problems
   // share one.
   std::string file_stem() const;
   // "8x16x1024x64", "8x32/8x1/32768x128" (heads q/kv, seq q/kv) for tables and logs.
   std::string shape_string() const;
-  // "bf16 causal fwd": the rest of the problem in words.
+  // "bf16 causal fwd", "bf16 causal window 4096": the rest of the problem in words.
   std::string config_string() const;
 };
 

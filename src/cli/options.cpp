@@ -141,7 +141,8 @@ CLI::Validator positive_number() {
 
 // Llama 3 (8B: 32 query heads, 8 KV heads, head_dim 128; 70B: 64 and 8), as
 // served: a batch of decodes (1 new query each) against an 8k cache, a 512-
-// query chunk of a long prompt, a full 8k prefill; and multi-query attention.
+// query chunk of a long prompt, a full 8k prefill; multi-query attention; and
+// Mistral-7B's sliding window (4096 keys; 32q/8kv heads, head_dim 128).
 const std::vector<ShapePreset>& shape_presets() {
   static const std::vector<ShapePreset> presets = {
       {"llama3-8b-prefill", "Llama-3-8B prefill: 1 x 32q/8kv heads x 8192 x 128", 1, 32, 8, 8192, 8192, 128},
@@ -153,6 +154,8 @@ const std::vector<ShapePreset>& shape_presets() {
        8, 1, 8192, 128},
       {"mqa-decode", "multi-query decode: batch 8, 32 query heads sharing 1 KV head, 1 query against 32768 keys", 8,
        32, 1, 1, 32768, 128},
+      {"mistral-7b-window", "Mistral-7B prefill through its 4096-key sliding window: 1 x 32q/8kv heads x 16384 x 128",
+       1, 32, 8, 16384, 16384, 128, 4096},
   };
   return presets;
 }
@@ -174,6 +177,7 @@ void add_shape_options(CLI::App& app, CliOptions& o) {
           if (name != s.name) continue;
           o.batch = s.batch, o.heads = s.heads, o.kv_heads = s.kv_heads;
           o.seq = s.seq_kv, o.seq_q = s.seq_q, o.seq_kv = s.seq_kv, o.head_dim = s.head_dim;
+          o.window = s.window;
           return;
         }
         throw CLI::ValidationError(invalid_choice("--shape", name, names));
@@ -200,6 +204,11 @@ void add_shape_options(CLI::App& app, CliOptions& o) {
       ->check(decimal_integer(kInt64Min, kInt64Max))
       ->each([&o](const std::string&) { o.seq_kv_given = true; });
   app.add_option("--head-dim", o.head_dim, "Head dimension")->capture_default_str()->check(decimal_integer(kInt64Min, kInt64Max));
+  app.add_option("--window", o.window,
+                 "Sliding window: each query sees the N most recent keys up to its diagonal (bottom-right aligned "
+                 "with the causal mask, FlashAttention's window_size_left = N - 1; needs the causal mask); "
+                 "0: none (the default)")
+      ->check(decimal_integer(kInt64Min, kInt64Max));
   app.add_option("--pass", o.pass,
                  "What a step runs: fwd (the forward), bwd (the backward of a forward run outside the measured "
                  "scope), fwd+bwd (both)")
@@ -346,6 +355,13 @@ Problem build_problem(const CliOptions& o) {
                                  "is visible to query i iff j <= i + seq_kv - seq_q) the first {} queries would see "
                                  "no key; use --seq-q <= --seq-kv or --no-causal",
                                  seq_q, seq_kv, seq_q - seq_kv));
+  if (o.window < 0 || o.window > kMaxSeq)
+    throw UsageError(o.window < 0 ? fmt::format("--window must be >= 0 keys (0: no window), got {}", o.window)
+                                  : fmt::format("--window {} is too large (at most {})", o.window, kMaxSeq));
+  if (o.window > 0 && !causal)
+    throw UsageError(fmt::format("--window {} needs the causal mask (the window ends at each query's diagonal, "
+                                 "bottom-right aligned); drop --no-causal or --window",
+                                 o.window));
   // Each flag within its limit can still multiply past int64: q holds
   // B*Hq*Sq*D elements, k and v B*Hkv*Skv*D, and no tensor (nor address
   // space) holds 2^63 bytes.
@@ -365,6 +381,7 @@ Problem build_problem(const CliOptions& o) {
   p.dtype = *dtype;
   p.pass = *pass;
   p.mask = causal ? Mask::causal_bottom_right : Mask::none;
+  p.window = o.window;
   p.seed = o.seed;
   try {
     p.device = resolve_device(o.device);

@@ -28,6 +28,7 @@ struct CliOptions {
   // Unset: as --heads, as --seq. Set by --kv-heads / --seq-q / --seq-kv or a --shape preset.
   std::optional<int64_t> kv_heads, seq_q, seq_kv;
   std::string pass = "fwd";
+  int64_t window = 0;  // --window: a sliding window of that many keys (0: none)
   // --causal (the default) / --no-causal; both at once is refused.
   bool causal_given = false, no_causal_given = false;
   // Seen on the command line: an explicit --seq replaces a --shape preset's
@@ -55,7 +56,7 @@ struct CliOptions {
 // The problem, schedule and output flags (everything but --variant and the shape).
 void add_run_options(CLI::App& app, CliOptions& o);
 // --shape (a preset, applied first) --batch --heads --kv-heads --seq --seq-q
-// --seq-kv --head-dim --dtype --pass
+// --seq-kv --head-dim --window --dtype --pass
 void add_shape_options(CLI::App& app, CliOptions& o);
 
 // A named shape of a model people profile; explicit flags override its fields.
@@ -63,6 +64,7 @@ struct ShapePreset {
   const char* name;
   const char* what;
   int64_t batch, heads, kv_heads, seq_q, seq_kv, head_dim;
+  int64_t window = 0;  // the model's sliding window (0: none)
 };
 const std::vector<ShapePreset>& shape_presets();
 // "must be a positive number, got 0" (CLI::PositiveNumber prints DBL_MAX in full).

@@ -40,9 +40,9 @@ std::string scheme_refusal(const std::string& variant, const Problem& p, int wor
 
 namespace {
 
-// attnprof's operators share one schema: (q, k, v, causal, scale) -> (out, lse).
+// attnprof's flash operators, without a window: (q, k, v, causal, scale) -> (out, lse).
 BlockAttention operator_block(const char* op) {
-  auto handle = ops::op_handle<ops::FlashAttentionFn>(op);
+  auto handle = ops::flash_forward_op(op);
   return [handle](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, double scale) {
     auto [out, lse] = handle.call(q, k, v, causal, scale);
     return BlockResult{out, lse};

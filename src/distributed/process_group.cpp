@@ -107,6 +107,9 @@ std::string context_parallel_refusal(const Problem& p, int world, const std::str
     return scheme + " attention shards one sequence: seq_q and seq_kv must be equal, got " + std::to_string(p.seq_q) +
            " and " + std::to_string(p.seq_kv);
   if (p.pass != Pass::fwd) return "forward only (the " + scheme + " backward is not built yet); use --pass fwd";
+  if (p.windowed())
+    return "no sliding window: the " + scheme + " blocks mask causally only (window " + std::to_string(p.window) +
+           " of " + std::to_string(p.seq_kv) + " keys)";
   if (world < 2)
     return "needs at least 2 ranks, got " + std::to_string(world) +
            " (one rank is the inner attention on one GPU: run that variant instead)";

@@ -179,7 +179,7 @@ std::string at_a_glance_note(const RunRecord& r) {
     if (s.name == "aten::triu" || s.name == "aten::tril" || s.name == "aten::where") mask = true;
   if (dtod) notes.emplace_back("DtoD Memcpy present");
   if (upcast) notes.emplace_back("FP32 upcast");
-  if (mask) notes.emplace_back("causal mask materialised");
+  if (mask) notes.emplace_back(r.problem.windowed() ? "causal window mask materialised" : "causal mask materialised");
   if (r.problem.on_cuda() && r.kernels_per_step() == 1.0) notes.emplace_back("single fused kernel");
   if (const KernelStats* k = dominant_kernel(kernels)) {
     const KernelLaunch* l = launch_of(r, k->name);

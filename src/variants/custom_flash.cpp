@@ -38,19 +38,24 @@ class CustomFlash final : public CustomOpVariant {
                const at::Tensor& v) override {
     CustomOpVariant::prepare(p, q, k, v);
     is_bf16_ = p.dtype == DType::BF16;
-    hopper_bwd_ = flash_backward_is_hopper(q, k, v);
+    hopper_bwd_ = window_ == 0 && flash_backward_is_hopper(q, k, v);  // the Hopper backward has no window
 #ifdef ATTNPROF_HAVE_CUDA_KERNELS
     if (q.is_cuda()) plan_ = flash::plan_for(q, k, causal_);  // the path forward() runs
 #endif
   }
 
+  bool takes_window() const override { return true; }
+
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
     static auto op = ops::op_handle<ops::FlashAttentionFn>("attnprof::flash_attention");
-    return std::get<0>(op.call(q, k, v, causal_, scale_));
+    return std::get<0>(op.call(q, k, v, causal_, scale_, window_));
   }
 
   std::vector<Fact> facts() const override {
     std::vector<Fact> f = {{"kernel", flash::describe_fwd(head_dim_, is_bf16_, plan_)}};
+    if (window_ > 0)
+      f.push_back({"sliding window", std::to_string(window_) + " keys in the kernel: key tiles outside every row's "
+                                     "window skipped, the window's edge masked per score"});
     if (pass_ != Pass::fwd) f.push_back({"backward kernels", flash::describe_bwd(head_dim_, hopper_bwd_)});
     return f;
   }

@@ -81,7 +81,7 @@ class CustomFlashSm90 final : public CustomOpVariant {
   }
 
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
-    static auto op = ops::op_handle<ops::FlashAttentionFn>("attnprof::flash_attention_sm90");
+    static auto op = ops::op_handle<ops::FlashAttentionSm90Fn>("attnprof::flash_attention_sm90");
     return std::get<0>(op.call(q, k, v, causal_, scale_));
   }
 

@@ -19,6 +19,7 @@ class CustomOpVariant : public Variant {
   void prepare(const Problem& p, const at::Tensor&, const at::Tensor&, const at::Tensor&) override {
     scale_ = p.softmax_scale();
     causal_ = p.causal();
+    window_ = p.windowed() ? p.window : 0;
     pass_ = p.pass;
     head_dim_ = static_cast<int>(p.head_dim);
   }
@@ -45,6 +46,9 @@ class CustomOpVariant : public Variant {
     if (p.effective_mask() == Mask::causal_top_left)
       return Support::no(name() + " masks causally from the bottom right (key j visible to query i iff j <= i + "
                                   "seq_kv - seq_q), not top-left");
+    if (p.windowed() && !takes_window())
+      return Support::no(name() + " has no sliding window: " + op + " masks causally only (window " +
+                         std::to_string(p.window) + " of " + std::to_string(p.seq_kv) + " keys)");
     return Support::yes();
 #endif
   }
@@ -59,8 +63,12 @@ class CustomOpVariant : public Variant {
     return why ? Support::no(name() + " " + *why) : Support::yes();
   }
 
+  // Whether the variant's operator takes a sliding window (Problem::window).
+  virtual bool takes_window() const { return false; }
+
   double scale_ = 1.0;
   bool causal_ = true;
+  int64_t window_ = 0;  // the problem's window where it hides keys, else 0
   Pass pass_ = Pass::fwd;  // a backward pass adds the backward kernels to the facts
   int head_dim_ = 0;
 };

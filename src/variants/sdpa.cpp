@@ -104,12 +104,13 @@ enum class MaskRoute {
   is_causal,         // square, or top-left aligned
   flash_op,          // aten::_scaled_dot_product_flash_attention(is_causal=True): lower-right
   efficient_op,      // aten::_efficient_attention_forward(custom_mask_type=2): lower-right
-  materialised,      // attn_mask = the boolean [Sq, Skv] mask
+  flash_window,      // aten::_flash_attention_forward(is_causal, window_size_left = window - 1)
+  materialised,      // attn_mask = the boolean [Sq, Skv] mask (with the window, if any)
 };
 
 bool hides_nothing(const Problem& p) {
   const Mask m = p.effective_mask();
-  return m == Mask::none || (m == Mask::causal_bottom_right && p.seq_q <= 1);
+  return !p.windowed() && (m == Mask::none || (m == Mask::causal_bottom_right && p.seq_q <= 1));
 }
 
 class Sdpa : public Variant {
@@ -150,10 +151,11 @@ class Sdpa : public Variant {
   void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
     enable_gqa_ = p.heads_kv != p.heads_q;
     scale_ = p.softmax_scale();
+    window_ = p.windowed() ? p.window : 0;
     route_ = route_for(p, q, k, v);
     if (route_ == MaskRoute::materialised) allowed_ = hidden_keys_mask(p, q.options()).logical_not();
     if (!backend_)
-      chosen_ = route_ == MaskRoute::flash_op       ? "flash"
+      chosen_ = route_ == MaskRoute::flash_op || route_ == MaskRoute::flash_window ? "flash"
                 : route_ == MaskRoute::efficient_op ? "efficient"
                                                     : backend_name(choice_for(p, route_, q, k, v));
   }
@@ -163,6 +165,14 @@ class Sdpa : public Variant {
     switch (route_) {
       case MaskRoute::flash_op:
         return std::get<0>(at::_scaled_dot_product_flash_attention(q, k, v, 0.0, /*is_causal=*/true, false, scale_));
+      case MaskRoute::flash_window: {
+        // FlashAttention-2's local attention: [batch, seq, heads, head_dim] views, GQA in place.
+        const auto out = at::_flash_attention_forward(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                                      std::nullopt, std::nullopt, q.size(2), k.size(2), 0.0,
+                                                      /*is_causal=*/true, /*return_debug_mask=*/false, scale_,
+                                                      /*window_size_left=*/window_ - 1, /*window_size_right=*/0);
+        return std::get<0>(out).transpose(1, 2);
+      }
       case MaskRoute::efficient_op: {
         const auto out = at::_efficient_attention_forward(
             q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), std::nullopt, std::nullopt, std::nullopt,
@@ -195,6 +205,13 @@ class Sdpa : public Variant {
                                   "torch.nn.attention.bias.causal_lower_right dispatches it"});
     if (route_ == MaskRoute::materialised)
       f.push_back({"causal mask", "materialised as a boolean [seq_q, seq_kv] attn_mask (lower-right aligned)"});
+    if (route_ == MaskRoute::flash_window)
+      f.push_back({"sliding window", std::to_string(window_) + " keys, via aten::_flash_attention_forward("
+                                     "window_size_left=" + std::to_string(window_ - 1) +
+                                     ", window_size_right=0): FlashAttention-2 skips the key blocks outside it"});
+    else if (window_ > 0)
+      f.push_back({"sliding window", std::to_string(window_) + " keys, in the materialised mask: every score is "
+                                     "computed, those outside the window masked"});
     return f;
   }
 
@@ -208,6 +225,7 @@ class Sdpa : public Variant {
     switch (route) {
       case MaskRoute::flash_op:
       case MaskRoute::efficient_op:
+      case MaskRoute::flash_window:
         // causal_lower_right asks can_use_* without a mask and without is_causal.
         return at::_fused_sdp_choice(q, k, v, std::nullopt, 0.0, false, std::nullopt, gqa);
       case MaskRoute::materialised:
@@ -222,6 +240,21 @@ class Sdpa : public Variant {
 
   MaskRoute route_for(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) const {
     if (hides_nothing(p)) return MaskRoute::none;
+    if (p.windowed()) {
+      // Only the flash kernel takes a window; the others get it in the mask.
+      if (!p.on_cuda() || (backend_ && *backend_ != at::SDPBackend::flash_attention)) return MaskRoute::materialised;
+      if (backend_) return MaskRoute::flash_window;
+      ScopedSdpBackend pin(at::SDPBackend::flash_attention);
+      WarningCollector quiet;
+      try {
+        if (at::_fused_sdp_choice(q, k, v, std::nullopt, 0.0, false, std::nullopt, p.heads_kv != p.heads_q) ==
+            static_cast<int64_t>(at::SDPBackend::flash_attention))
+          return MaskRoute::flash_window;
+      } catch (const c10::Error&) {
+        // No flash kernel for this input: the mask, as for every other backend.
+      }
+      return MaskRoute::materialised;
+    }
     if (p.seq_q == p.seq_kv || p.effective_mask() == Mask::causal_top_left) return MaskRoute::is_causal;
     if (!p.on_cuda()) return MaskRoute::materialised;
     if (backend_ == at::SDPBackend::flash_attention) return MaskRoute::flash_op;
@@ -249,6 +282,7 @@ class Sdpa : public Variant {
   std::string description_;
   bool enable_gqa_ = false;
   double scale_ = 1.0;
+  int64_t window_ = 0;  // the problem's window where it hides keys, else 0
   MaskRoute route_ = MaskRoute::none;
   at::Tensor allowed_;  // the materialised mask (true = attend), when the route needs it
   std::string chosen_;

@@ -35,9 +35,12 @@ Inputs random_inputs(const Problem& p) {
 at::Tensor hidden_keys_mask(const Problem& p, const at::TensorOptions& options) {
   const Mask m = p.effective_mask();
   if (m == Mask::none) return {};
-  // triu(d) keeps j >= i + d: hidden are the keys past i + offset.
+  // triu(d) keeps j >= i + d: hidden are the keys past i + offset; tril(d)
+  // keeps j <= i + d: a window hides the keys up to i + offset - window.
   const int64_t offset = m == Mask::causal_bottom_right ? p.seq_kv - p.seq_q : 0;
-  return at::ones({p.seq_q, p.seq_kv}, options.dtype(at::kBool)).triu(offset + 1);
+  const at::Tensor ones = at::ones({p.seq_q, p.seq_kv}, options.dtype(at::kBool));
+  if (!p.windowed()) return ones.triu(offset + 1);
+  return ones.triu(offset + 1).logical_or_(ones.tril(offset - p.window));
 }
 
 at::Tensor expand_kv_heads(const at::Tensor& kv, int64_t heads_q) {

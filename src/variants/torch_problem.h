@@ -25,7 +25,8 @@ Inputs random_inputs(const Problem& p);
 
 // The boolean mask of the problem, true where a key is hidden, shaped
 // [Sq, Skv]; undefined without a causal mask. Bottom-right aligned: key j is
-// visible to query i iff j <= i + (Skv - Sq); top-left: iff j <= i.
+// visible to query i iff j <= i + (Skv - Sq) (and, under a window W,
+// j > i + (Skv - Sq) - W); top-left: iff j <= i.
 at::Tensor hidden_keys_mask(const Problem& p, const at::TensorOptions& options);
 
 // k or v [B, Hkv, S, D] repeated to the query heads [B, Hq, S, D] (head h reads

@@ -38,6 +38,11 @@ struct AttentionParams {
   // Bottom-right aligned: key j is visible to query i iff
   // j <= i + (seqlen_k - seqlen_q); top-left when seqlen_q == seqlen_k.
   bool causal = false;
+  // A sliding window (causal only; 0: none, and the boundary stores 0 for a
+  // window that hides nothing, >= seqlen_k): key j is visible to query i iff
+  // also j > i + (seqlen_k - seqlen_q) - window, the window most recent keys
+  // the diagonal's included (FlashAttention's window_size_left = window - 1).
+  int window = 0;
   bool is_bf16 = true;  // else fp16
 };
 

@@ -81,6 +81,16 @@ inline void check_flash_fwd_inputs(const char* op, const at::Tensor& q, const at
   TORCH_CHECK(std::isfinite(scale) && scale > 0, op, ": scale must be finite and positive, got ", scale);
 }
 
+// The sliding window an operator was given, checked (>= 0, only with causal)
+// and as the kernels read it (AttentionParams::window): 0 for none and for a
+// window that hides nothing (>= seq_kv: no query sees more keys than that).
+inline int checked_window(const char* op, bool causal, int64_t window, int64_t seq_kv) {
+  TORCH_CHECK(window >= 0, op, ": window must be >= 0 keys (0: no window), got ", window);
+  TORCH_CHECK(window == 0 || causal, op, ": a sliding window is bottom-right aligned with the causal mask, so it "
+              "needs causal=True; got window ", window, " with causal=False");
+  return window >= seq_kv ? 0 : static_cast<int>(window);
+}
+
 // The shared forward params for checked q, k, v writing into out and lse.
 inline AttentionParams make_attention_params(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                              const at::Tensor& out, const at::Tensor& lse, bool causal,
@@ -120,7 +130,7 @@ struct FwdCall {
 
 // For checked q, k, v; the caller guards q's device.
 inline FwdCall prepare_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
-                               double scale) {
+                               double scale, int window = 0) {
   FwdCall call;
   call.out = at::empty_like(q);
   call.lse = at::empty({q.size(0), q.size(1), q.size(2)}, q.options().dtype(at::kFloat));
@@ -129,7 +139,10 @@ inline FwdCall prepare_forward(const at::Tensor& q, const at::Tensor& k, const a
     call.out.zero_();
     call.lse.fill_(-INFINITY);
   }
-  if (!call.done) call.params = make_attention_params(q, k, v, call.out, call.lse, causal, scale);
+  if (!call.done) {
+    call.params = make_attention_params(q, k, v, call.out, call.lse, causal, scale);
+    call.params.window = window;
+  }
   return call;
 }
 

@@ -36,17 +36,21 @@ TORCH_LIBRARY_FRAGMENT(attnprof, m) {
   // may differ. out: like q. lse: [batch, heads_q, seq_q] float32, natural log.
   // causal: bottom-right aligned, key j visible to query i iff
   // j <= i + (seq_kv - seq_q) (top-left when seq_q == seq_kv); a row that sees
-  // no key (seq_q > seq_kv) gets out 0 and lse -inf. Few queries per KV head
+  // no key (seq_q > seq_kv) gets out 0 and lse -inf. window (causal only; 0:
+  // none): a sliding window of that many keys, bottom-right aligned with the
+  // causal mask: query i sees keys j with i + off - window < j <= i + off,
+  // off = seq_kv - seq_q (FlashAttention's window_size_left = window - 1);
+  // key blocks outside every row's window are skipped. Few queries per KV head
   // run a split-KV decode kernel, the others the prefill kernel; either may
   // split the keys and add a combine kernel (flash_fwd_plan.h).
-  m.def("flash_attention(Tensor q, Tensor k, Tensor v, bool causal, float scale) -> (Tensor out, Tensor lse)");
+  m.def("flash_attention(Tensor q, Tensor k, Tensor v, bool causal, float scale, int window=0) -> (Tensor out, Tensor lse)");
   // Gradients of flash_attention from its saved inputs, output and lse.
   // q, out, grad_out: [batch, heads_q, seq_q, head_dim]; k, v: [batch, heads_kv,
   // seq_k, head_dim] with heads_kv dividing heads_q; one dtype (bf16 or fp16),
   // contiguous; lse float32 [batch, heads_q, seq_q]. causal: bottom-right
-  // aligned (key j visible to query i iff j <= i + seq_k - seq_q); rows with
-  // lse = -inf (no visible key) contribute nothing.
-  m.def("flash_attention_backward(Tensor grad_out, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, bool causal, float scale) -> (Tensor grad_q, Tensor grad_k, Tensor grad_v)");
+  // aligned (key j visible to query i iff j <= i + seq_k - seq_q), window as
+  // the forward's; rows with lse = -inf (no visible key) contribute nothing.
+  m.def("flash_attention_backward(Tensor grad_out, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, bool causal, float scale, int window=0) -> (Tensor grad_q, Tensor grad_k, Tensor grad_v)");
 }
 
 namespace attnprof::flash {
@@ -127,10 +131,12 @@ int sm_count(c10::DeviceIndex device) {
 }
 
 std::tuple<at::Tensor, at::Tensor> flash_attention_cuda(const at::Tensor& q, const at::Tensor& k,
-                                                        const at::Tensor& v, bool causal, double scale) {
+                                                        const at::Tensor& v, bool causal, double scale,
+                                                        int64_t window) {
   check_inputs(q, k, v, scale);
+  const int kernel_window = kernels::checked_window(kOp, causal, window, k.size(2));
   c10::cuda::CUDAGuard guard(q.device());
-  const kernels::FwdCall call = kernels::prepare_forward(q, k, v, causal, scale);
+  const kernels::FwdCall call = kernels::prepare_forward(q, k, v, causal, scale, kernel_window);
   if (call.done) return {call.out, call.lse};
   FwdParams p;
   static_cast<kernels::AttentionParams&>(p) = call.params;
@@ -162,8 +168,11 @@ void check_operand(const at::Tensor& t, const char* op, const char* name, const 
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_backward_cuda(
     const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-    const at::Tensor& out, const at::Tensor& lse, bool causal, double scale) {
-  FlashBwdCall call = prepare_flash_bwd(kBwdOp, grad_out, q, k, v, out, lse, causal, scale, &unsupported);
+    const at::Tensor& out, const at::Tensor& lse, bool causal, double scale, int64_t window) {
+  int kernel_window = 0;
+  FlashBwdCall call = prepare_flash_bwd(kBwdOp, grad_out, q, k, v, out, lse, causal, scale, &unsupported,
+                                        [&] { kernel_window = kernels::checked_window(kBwdOp, causal, window, k.size(2)); });
+  call.params.window = kernel_window;
   c10::cuda::CUDAGuard guard(q.device());
   if (!call.trivial) run_flash_bwd(call.params, at::cuda::getCurrentCUDAStream().stream());
   return {call.dq, call.dk, call.dv};

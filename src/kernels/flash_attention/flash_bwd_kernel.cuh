@@ -350,7 +350,7 @@ __device__ __forceinline__ void keys_by_queries(float (&acc)[Traits::kKeyTiles][
 
 // Pᵀ of one step as 16-bit A fragments (they feed dV += Pᵀ·dO and dS = P ∘
 // (dP − D)): Sᵀ = K·Qᵀ for this warp's keys and queries, masked where the
-// block crosses the keys' end or the causal diagonal, then Pᵀ = exp2(Sᵀ·scale
+// block crosses the keys' end, the causal diagonal or a window's start, then Pᵀ = exp2(Sᵀ·scale
 // ·log2 e − lse·log2 e), in kParts slices of the warp's queries (one slice of
 // fp32 Sᵀ live at a time; half the registers of fp32 Pᵀ). Padding rows and
 // rows that see no key have lse·log2 e = +inf: P = 0.
@@ -361,9 +361,11 @@ __device__ __forceinline__ void compute_p(uint32_t (&pa)[Traits::kKeyTiles][Trai
   using Element = typename Traits::Element;
   constexpr int kKT = Traits::kKeyTiles;
   constexpr int kPartQT = Traits::kQTiles / Traits::kParts;  // n8 query tiles per slice
-  // Only the last key block and blocks crossing the diagonal need masking.
+  // Only the last key block and blocks crossing the diagonal (or a window's
+  // start: key n0 hidden from the block's last query) need masking.
   const bool tail = n0 + Traits::kBlockN > p.seqlen_k;
-  const bool diag = kCausal && m0 + causal_off < n0 + Traits::kBlockN - 1;
+  const bool diag = kCausal && (m0 + causal_off < n0 + Traits::kBlockN - 1 ||
+                                (p.window > 0 && n0 <= m0 + Traits::kBlockM - 1 + causal_off - p.window));
 #pragma unroll
   for (int part = 0; part < Traits::kParts; ++part) {
     float acc_s[kKT][kPartQT][4];
@@ -377,7 +379,9 @@ __device__ __forceinline__ void compute_p(uint32_t (&pa)[Traits::kKeyTiles][Trai
           for (int e = 0; e < 4; ++e) {
             const int key = n0 + wn * Traits::kWarpKeys + kt * 16 + g + (e & 2) * 4;
             const int qi = m0 + q_col + (part * kPartQT + t) * 8 + (e & 1);
-            if (key >= p.seqlen_k || (kCausal && key > qi + causal_off)) acc_s[kt][t][e] = -INFINITY;
+            if (key >= p.seqlen_k ||
+                (kCausal && (key > qi + causal_off || (p.window > 0 && key <= qi + causal_off - p.window))))
+              acc_s[kt][t][e] = -INFINITY;
           }
     }
 #pragma unroll
@@ -501,9 +505,15 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   const int n0 = blockIdx.y * kBN;
   const int group = p.heads_q / p.heads_kv;
   const int causal_off = p.seqlen_k - p.seqlen_q;  // key j visible to query i iff j <= i + off
-  // First query block with a query that sees key n0: i + off >= n0.
+  // First query block with a query that sees key n0: i + off >= n0; under a
+  // window, past the last query that sees key n0 + kBN - 1
+  // (i + off - window < n0 + kBN - 1) the block ends.
   const int m_first = kCausal ? max(0, n0 - causal_off) / kBM : 0;
-  const int m_blocks = (p.seqlen_q + kBM - 1) / kBM;
+  int m_blocks = (p.seqlen_q + kBM - 1) / kBM;
+  if (kCausal && p.window > 0) {
+    const int last_query = n0 + kBN - 1 - causal_off + p.window - 1;  // < 0: no query sees these keys
+    m_blocks = last_query < 0 ? m_first : min(m_blocks, max(m_first, last_query / kBM + 1));
+  }
   const int n_iters = group * (m_blocks - m_first);
 
   const Element* k = static_cast<const Element*>(p.k) + b * p.k_batch_stride + hkv * p.k_head_stride;

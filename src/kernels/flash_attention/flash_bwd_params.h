@@ -63,6 +63,10 @@ struct BwdParams {
   // Bottom-right aligned: key j is visible to query i iff j <= i + seqlen_k - seqlen_q
   // (the same as top-left when seqlen_q == seqlen_k).
   bool causal = false;
+  // Under causal, a sliding window of this many keys (0: none): key j is also
+  // hidden from query i when j <= i + seqlen_k - seqlen_q - window (as in
+  // kernels::AttentionParams::window). The portable backward only.
+  int window = 0;
   bool is_bf16 = true;  // else fp16
 };
 

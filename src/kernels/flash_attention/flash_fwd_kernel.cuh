@@ -72,12 +72,14 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
 
   // Key tiles [n_begin, n_end): this block's split, and under causal masking
   // none past the diagonal of its last row (possibly none at all: rows that
-  // see no key when seqlen_q > seqlen_k).
+  // see no key when seqlen_q > seqlen_k), under a window none before its
+  // first row's oldest key (a split there may keep none).
   // keys_per_split is a multiple of kBN (the planner's tile), except for a
   // development tile with another BLOCK_N (unsplit): round up to cover every key.
   const int tiles_per_split = (p.plan.keys_per_split + kBN - 1) / kBN;
-  const int n_begin = blockIdx.z * tiles_per_split;
-  int n_end = min((p.seqlen_k + kBN - 1) / kBN, n_begin + tiles_per_split);
+  const int n_split = blockIdx.z * tiles_per_split;
+  const int n_begin = max(n_split, mask.first_tile(m0, kBN));
+  int n_end = min((p.seqlen_k + kBN - 1) / kBN, n_split + tiles_per_split);
   if constexpr (kCausal) n_end = min(n_end, max(0, m0 + kBM + mask.diagonal() + kBN - 1) / kBN);
 
   // Key tile n lives in ring stage n % kStages. Prologue: the first tile (with
@@ -127,7 +129,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
     const int n0 = n * kBN;
     float acc_s[kMT][kSTiles][4];
     gemm_qk<Traits>(acc_s, q_regs, q_off, k_off);
-    if (mask.tile_needs_mask(n0, kBN, m0)) mask.apply(acc_s, n0, lane, query_row);
+    if (mask.tile_needs_mask(n0, kBN, m0, m0 + kBM - 1)) mask.apply(acc_s, n0, lane, query_row);
     softmax.update(acc_s, acc_o, scale_log2);
     gemm_pv<Traits>(acc_o, acc_s, v_off);
   }

@@ -95,10 +95,11 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   const Element* v = static_cast<const Element*>(p.v) + b * p.v_batch_stride + h_kv * p.v_head_stride;
   const KeyMask<kCausal> mask{p};
 
-  // As in flash_fwd_kernel (a multiple of kBN from the planner).
+  // As in flash_fwd_kernel (a multiple of kBN from the planner); the packed
+  // rows hold queries from 0 on, so a window starts at query 0's oldest key.
   const int tiles_per_split = (p.plan.keys_per_split + kBN - 1) / kBN;
-  const int n_begin = split * tiles_per_split;
-  const int n_end = min((p.seqlen_k + kBN - 1) / kBN, n_begin + tiles_per_split);
+  const int n_begin = max(split * tiles_per_split, mask.first_tile(0, kBN));
+  const int n_end = min((p.seqlen_k + kBN - 1) / kBN, split * tiles_per_split + tiles_per_split);
 
   // Prologue: the Q tile (rows past the group's end are zeros) with the first
   // key tile, then the next kStages-2; tile n in ring stage n % kStages, one
@@ -143,9 +144,9 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
     const int n0 = n * kBN + warp * kWarpKeys;  // this warp's first key
     float acc_s[1][kSTiles][4];
     gemm_qk<Traits>(acc_s, q_regs, q_off, k_off);
-    // Query index 0 is the smallest any row can have: a tile needs the test
-    // only near the end of the keys.
-    if (mask.tile_needs_mask(n0, kWarpKeys, 0)) mask.apply(acc_s, n0, lane, query_row);
+    // Query indices 0 and seqlen_q - 1 bound every row's: a tile needs the
+    // test only near the end of the keys (or a window's start).
+    if (mask.tile_needs_mask(n0, kWarpKeys, 0, p.seqlen_q - 1)) mask.apply(acc_s, n0, lane, query_row);
     softmax.update(acc_s, acc_o, scale_log2);
     gemm_pv<Traits>(acc_o, acc_s, v_off);
   }

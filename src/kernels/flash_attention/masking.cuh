@@ -1,8 +1,10 @@
 // Which scores of an S tile a query may see: keys past the end of the
 // sequence (the tail tile) are masked, and under causal masking keys after
 // the query's diagonal, bottom-right aligned: key j is visible to query i iff
-// j <= i + (seqlen_k − seqlen_q). Masked scores become −inf, so the online
-// softmax gives them 0; a row with no visible key keeps max −inf and sum 0.
+// j <= i + (seqlen_k − seqlen_q), and under a sliding window (p.window > 0)
+// also j > i + (seqlen_k − seqlen_q) − window. Masked scores become −inf, so
+// the online softmax gives them 0; a row with no visible key keeps max −inf
+// and sum 0.
 #pragma once
 
 #include <cmath>
@@ -20,12 +22,20 @@ struct KeyMask {
   // Key j is visible to query i iff j <= i + diagonal().
   __device__ __forceinline__ int diagonal() const { return p.seqlen_k - p.seqlen_q; }
 
+  // The first key tile (of block_n keys) a query row from `first_row` on can
+  // see: 0, or under a window the tile of first_row's oldest visible key.
+  __device__ __forceinline__ int first_tile(int first_row, int block_n) const {
+    if (!kCausal || p.window == 0) return 0;
+    return max(0, first_row + diagonal() - p.window + 1) / block_n;
+  }
+
   // Whether any score of the tile of keys [n0, n0 + block_n) for query rows
-  // from `first_row` on is masked; the other tiles skip the per-element test.
-  __device__ __forceinline__ bool tile_needs_mask(int n0, int block_n, int first_row) const {
+  // first_row .. last_row is masked; the other tiles skip the per-element test.
+  __device__ __forceinline__ bool tile_needs_mask(int n0, int block_n, int first_row, int last_row) const {
     const bool tail = n0 + block_n > p.seqlen_k;
     const bool diag = kCausal && n0 + block_n - 1 > first_row + diagonal();
-    return tail || diag;
+    const bool window = kCausal && p.window > 0 && n0 <= last_row + diagonal() - p.window;
+    return tail || diag || window;
   }
 
   // Sets the masked scores of this thread's m16n8 accumulators to −inf. In that
@@ -35,6 +45,10 @@ struct KeyMask {
   template <int kMTiles, int kSTiles, typename RowOf>
   __device__ __forceinline__ void apply(float (&s)[kMTiles][kSTiles][4], int n0, int lane,
                                         RowOf row_of) const {
+    // Key j is hidden from row i past i + diag, and at or before i + below
+    // (no key is, without a window: rows and keys stay under 2^30).
+    const int diag = diagonal();
+    const int below = kCausal && p.window > 0 ? diag - p.window : -(1 << 30);
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
@@ -43,7 +57,7 @@ struct KeyMask {
         for (int e = 0; e < 4; ++e) {
           const int col = n0 + t * 8 + (lane % 4) * 2 + (e & 1);
           const int row = row_of(mt, e >= 2 ? 1 : 0);
-          if (col >= p.seqlen_k || (kCausal && col > row + diagonal())) s[mt][t][e] = -INFINITY;
+          if (col >= p.seqlen_k || (kCausal && (col > row + diag || col <= row + below))) s[mt][t][e] = -INFINITY;
         }
   }
 };

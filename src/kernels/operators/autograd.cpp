@@ -46,6 +46,8 @@ namespace {
 using ops::op_handle;
 using FlashFn = ops::FlashAttentionFn;
 using FlashBwdFn = ops::FlashAttentionBackwardFn;
+using FlashSm90Fn = ops::FlashAttentionSm90Fn;
+using FlashBwdSm90Fn = ops::FlashAttentionBackwardSm90Fn;
 using SoftmaxFn = ops::ScaledMaskedSoftmaxFn;
 using SoftmaxBwdFn = ops::ScaledMaskedSoftmaxBackwardFn;
 
@@ -56,21 +58,32 @@ bool any_requires_grad(std::initializer_list<const at::Tensor*> ts) {
   return false;
 }
 
+// The forward kernel's operator: attnprof::flash_attention (which takes a
+// sliding window), or attnprof::flash_attention_sm90 (window 0), whose out and
+// lse have the same meaning, so one backward kernel serves both.
+enum class FlashForward { portable, hopper };
+
+std::tuple<at::Tensor, at::Tensor> call_forward(FlashForward which, const at::Tensor& q, const at::Tensor& k,
+                                                const at::Tensor& v, bool causal, double scale, int64_t window) {
+  static const auto portable = op_handle<FlashFn>("attnprof::flash_attention");
+  static const auto hopper = op_handle<FlashSm90Fn>("attnprof::flash_attention_sm90");
+  return which == FlashForward::portable ? portable.call(q, k, v, causal, scale, window)
+                                         : hopper.call(q, k, v, causal, scale);
+}
+
 }  // namespace
 
 // Saves q, k, v, out and lse (all the backward kernel reads besides grad_out).
-// `forward_op` is the forward kernel's operator: attnprof::flash_attention, or
-// attnprof::flash_attention_sm90, whose out and lse have the same meaning, so
-// one backward kernel serves both.
 struct FlashAttentionFunction : torch::autograd::Function<FlashAttentionFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
-                               const at::Tensor& v, bool causal, double scale,
-                               const c10::TypedOperatorHandle<FlashFn>& forward_op) {
+                               const at::Tensor& v, bool causal, double scale, int64_t window,
+                               FlashForward which) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    auto [out, lse] = forward_op.call(q, k, v, causal, scale);
+    auto [out, lse] = call_forward(which, q, k, v, causal, scale, window);
     ctx->save_for_backward({q, k, v, out, lse});
     ctx->saved_data["causal"] = causal;
     ctx->saved_data["scale"] = scale;
+    ctx->saved_data["window"] = window;
     ctx->mark_non_differentiable({lse});
     // lse has no gradient: without this autograd would hand backward a zero
     // tensor for it (one fill kernel per backward, seen in the profile).
@@ -81,17 +94,22 @@ struct FlashAttentionFunction : torch::autograd::Function<FlashAttentionFunction
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const at::Tensor& grad_out = grads[0];
     if (!grad_out.defined())
-      return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+      return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
     const variable_list saved = ctx->get_saved_variables();
     static const auto portable = op_handle<FlashBwdFn>("attnprof::flash_attention_backward");
-    static const auto hopper = op_handle<FlashBwdFn>("attnprof::flash_attention_backward_sm90");
+    static const auto hopper = op_handle<FlashBwdSm90Fn>("attnprof::flash_attention_backward_sm90");
     // The kernels read rows of grad_out; autograd may hand over a broadcast or
     // strided gradient (e.g. from out.sum()).
     const at::Tensor go = grad_out.contiguous();
-    const auto& op = kernels::hopper_backward_applies({&saved[0], &saved[1], &saved[2], &go}) ? hopper : portable;
-    auto [dq, dk, dv] = op.call(go, saved[0], saved[1], saved[2], saved[3], saved[4],
-                                ctx->saved_data["causal"].toBool(), ctx->saved_data["scale"].toDouble());
-    return {dq, dk, dv, at::Tensor(), at::Tensor(), at::Tensor()};
+    const bool causal = ctx->saved_data["causal"].toBool();
+    const double scale = ctx->saved_data["scale"].toDouble();
+    const int64_t window = ctx->saved_data["window"].toInt();
+    // The Hopper backward has no sliding window.
+    auto [dq, dk, dv] =
+        window == 0 && kernels::hopper_backward_applies({&saved[0], &saved[1], &saved[2], &go})
+            ? hopper.call(go, saved[0], saved[1], saved[2], saved[3], saved[4], causal, scale)
+            : portable.call(go, saved[0], saved[1], saved[2], saved[3], saved[4], causal, scale, window);
+    return {dq, dk, dv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -120,27 +138,25 @@ namespace {
 
 // Without a gradient to record, the forward goes straight to the kernel: no
 // node, no saved tensors (inference profiling pays nothing for autograd).
-std::tuple<at::Tensor, at::Tensor> flash_autograd(const c10::TypedOperatorHandle<FlashFn>& op, const at::Tensor& q,
-                                                  const at::Tensor& k, const at::Tensor& v, bool causal,
-                                                  double scale) {
+std::tuple<at::Tensor, at::Tensor> flash_autograd(FlashForward which, const at::Tensor& q, const at::Tensor& k,
+                                                  const at::Tensor& v, bool causal, double scale, int64_t window) {
   if (!any_requires_grad({&q, &k, &v})) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return op.call(q, k, v, causal, scale);
+    return call_forward(which, q, k, v, causal, scale, window);
   }
-  variable_list outs = FlashAttentionFunction::apply(q, k, v, causal, scale, op);
+  variable_list outs = FlashAttentionFunction::apply(q, k, v, causal, scale, window, which);
   return {outs[0], outs[1]};
 }
 
 std::tuple<at::Tensor, at::Tensor> flash_attention_autograd(const at::Tensor& q, const at::Tensor& k,
-                                                            const at::Tensor& v, bool causal, double scale) {
-  static const auto op = op_handle<FlashFn>("attnprof::flash_attention");
-  return flash_autograd(op, q, k, v, causal, scale);
+                                                            const at::Tensor& v, bool causal, double scale,
+                                                            int64_t window) {
+  return flash_autograd(FlashForward::portable, q, k, v, causal, scale, window);
 }
 
 std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_autograd(const at::Tensor& q, const at::Tensor& k,
                                                                  const at::Tensor& v, bool causal, double scale) {
-  static const auto op = op_handle<FlashFn>("attnprof::flash_attention_sm90");
-  return flash_autograd(op, q, k, v, causal, scale);
+  return flash_autograd(FlashForward::hopper, q, k, v, causal, scale, 0);
 }
 
 at::Tensor scaled_masked_softmax_autograd(const at::Tensor& scores, double scale, bool causal) {
