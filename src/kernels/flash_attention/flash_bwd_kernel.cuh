@@ -348,6 +348,28 @@ __device__ __forceinline__ void keys_by_queries(float (&acc)[Traits::kKeyTiles][
                     false, 8 * kRS, 32>(acc, a_lane, b_lane + part * kPartQT * 8 * kRS);
 }
 
+// Sets the scores of keys past the end, after a query's diagonal (kCausal)
+// or at or before its window's start (kWindow) to −inf, in one slice `part`
+// of Sᵀ. Two copies, chosen once per block: without a window the plain test.
+template <typename Traits, bool kCausal, bool kWindow>
+__device__ __forceinline__ void mask_scores(float (&acc_s)[Traits::kKeyTiles][Traits::kQTiles / Traits::kParts][4],
+                                            const BwdParams& p, int n0, int m0, int wn, int g, int q_col, int part,
+                                            int causal_off) {
+  constexpr int kPartQT = Traits::kQTiles / Traits::kParts;
+#pragma unroll
+  for (int kt = 0; kt < Traits::kKeyTiles; ++kt)
+#pragma unroll
+    for (int t = 0; t < kPartQT; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = n0 + wn * Traits::kWarpKeys + kt * 16 + g + (e & 2) * 4;
+        const int qi = m0 + q_col + (part * kPartQT + t) * 8 + (e & 1);
+        if (key >= p.seqlen_k || (kCausal && key > qi + causal_off) ||
+            (kWindow && key <= qi + causal_off - p.window))
+          acc_s[kt][t][e] = -INFINITY;
+      }
+}
+
 // Pᵀ of one step as 16-bit A fragments (they feed dV += Pᵀ·dO and dS = P ∘
 // (dP − D)): Sᵀ = K·Qᵀ for this warp's keys and queries, masked where the
 // block crosses the keys' end, the causal diagonal or a window's start, then Pᵀ = exp2(Sᵀ·scale
@@ -371,18 +393,8 @@ __device__ __forceinline__ void compute_p(uint32_t (&pa)[Traits::kKeyTiles][Trai
     float acc_s[kKT][kPartQT][4];
     keys_by_queries<Traits>(acc_s, k_a, q_b, part);
     if (tail || diag) {  // keys past the end; under causal, keys after the query's last visible one
-#pragma unroll
-      for (int kt = 0; kt < kKT; ++kt)
-#pragma unroll
-        for (int t = 0; t < kPartQT; ++t)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int key = n0 + wn * Traits::kWarpKeys + kt * 16 + g + (e & 2) * 4;
-            const int qi = m0 + q_col + (part * kPartQT + t) * 8 + (e & 1);
-            if (key >= p.seqlen_k ||
-                (kCausal && (key > qi + causal_off || (p.window > 0 && key <= qi + causal_off - p.window))))
-              acc_s[kt][t][e] = -INFINITY;
-          }
+      if (kCausal && p.window > 0) mask_scores<Traits, kCausal, true>(acc_s, p, n0, m0, wn, g, q_col, part, causal_off);
+      else mask_scores<Traits, kCausal, false>(acc_s, p, n0, m0, wn, g, q_col, part, causal_off);
     }
 #pragma unroll
     for (int t = 0; t < kPartQT; ++t) {

@@ -42,13 +42,20 @@ struct KeyMask {
   // layout a thread holds columns 2·(lane % 4) + {0, 1} of each n8 tile, rows
   // g (elements 0, 1) and g + 8 (elements 2, 3); row_of(mt, half) is the query
   // index of row g + 8·half of m16 tile mt.
+  // Two copies of the per-score test, chosen once per tile: the one without
+  // a window is the plain causal test (one compare more per score cost 3.4%
+  // at 8x16x1024x64 causal, where an eighth of the tiles are masked; H200).
   template <int kMTiles, int kSTiles, typename RowOf>
   __device__ __forceinline__ void apply(float (&s)[kMTiles][kSTiles][4], int n0, int lane,
                                         RowOf row_of) const {
-    // Key j is hidden from row i past i + diag, and at or before i + below
-    // (no key is, without a window: rows and keys stay under 2^30).
-    const int diag = diagonal();
-    const int below = kCausal && p.window > 0 ? diag - p.window : -(1 << 30);
+    if (kCausal && p.window > 0) apply_to<true>(s, n0, lane, row_of);
+    else apply_to<false>(s, n0, lane, row_of);
+  }
+
+ private:
+  template <bool kWindow, int kMTiles, int kSTiles, typename RowOf>
+  __device__ __forceinline__ void apply_to(float (&s)[kMTiles][kSTiles][4], int n0, int lane,
+                                           RowOf row_of) const {
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
@@ -57,7 +64,9 @@ struct KeyMask {
         for (int e = 0; e < 4; ++e) {
           const int col = n0 + t * 8 + (lane % 4) * 2 + (e & 1);
           const int row = row_of(mt, e >= 2 ? 1 : 0);
-          if (col >= p.seqlen_k || (kCausal && (col > row + diag || col <= row + below))) s[mt][t][e] = -INFINITY;
+          if (col >= p.seqlen_k || (kCausal && col > row + diagonal()) ||
+              (kWindow && col <= row + diagonal() - p.window))
+            s[mt][t][e] = -INFINITY;
         }
   }
 };
