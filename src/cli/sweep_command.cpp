@@ -88,6 +88,7 @@ int run_sweep(SweepOptions& o) {
       if (first_invalid.empty()) first_invalid = e.what();
       ++invalid;
       u.problem = fallback_problem(sp, /*causal=*/!o.run.no_causal_given);
+      u.problem.window = o.run.window;
       u.decided.emplace();
       u.decided->status = Status::skipped;
       u.decided->reason = std::string("not a valid problem: ") + e.what();
@@ -240,6 +241,10 @@ Subcommand add_sweep_command(CLI::App& app) {
   add_integer_list_option(sub, "--heads", o->axes.heads, "Head counts");
   add_name_list_option(sub, "--dtype", o->axes.dtype, "Dtypes: bf16, fp16, fp32");
   add_name_list_option(sub, "--variant", o->axes.variant, "Variants (comma list, or 'all')");
+  sub.add_option("--window", o->run.window,
+                 "A sliding window of N keys at every point (as the single run's --window; a point whose keys "
+                 "it all covers runs causal); 0: none")
+      ->check(decimal_integer(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
   sub.add_option("--max-points", o->max_points,
                  "Refuse sweeps of more configurations than this (a typo in a list can ask for days)")
       ->capture_default_str()

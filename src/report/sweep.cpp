@@ -57,7 +57,8 @@ Table sweep_table(const std::vector<RunRecord>& points) {
                number_column("heads_q", "heads_q"),    number_column("heads_kv", "heads_kv"),
                number_column("seq_q", "seq_q"),        number_column("seq_kv", "seq_kv"),
                number_column("head_dim", "head_dim"),  text_column("dtype", "dtype"),
-               text_column("mask", "mask"),            text_column("pass", "pass"),
+               text_column("mask", "mask"),            number_column("window", "window"),
+               text_column("pass", "pass"),
                text_column("status", "status"),        text_column("reason", "reason"),
                number_column("gpu_time_us", "gpu_time_us", {S::general, 6}),
                number_column("event_median_us", "event_median_us", {S::general, 6}),
@@ -71,7 +72,7 @@ Table sweep_table(const std::vector<RunRecord>& points) {
     const Cell na;
     t.rows.push_back({r.variant, double(p.batch), double(p.heads_q), double(p.heads_kv), double(p.seq_q),
                       double(p.seq_kv), double(p.head_dim), dtype_name(p.dtype), mask_name(p.effective_mask()),
-                      pass_name(p.pass), status_name(r.status), r.reason,
+                      double(p.windowed() ? p.window : 0), pass_name(p.pass), status_name(r.status), r.reason,
                       ok && cuda ? number_cell(r.device_time_us()) : na,
                       ok && r.timing ? number_cell(r.timing->median_us) : na, ok ? number_cell(r.cpu_time_us()) : na,
                       ok ? number_cell(r.tflops) : na, ok && cuda ? number_cell(r.kernels_per_step()) : na,

@@ -16,7 +16,7 @@ class StagedFiles;
 namespace attnprof::report {
 
 // variant | batch | heads_q | heads_kv | seq_q | seq_kv | head_dim | dtype |
-// mask | pass | status | reason | gpu_time_us | event_median_us | cpu_time_us |
+// mask | window (0: none) | pass | status | reason | gpu_time_us | event_median_us | cpu_time_us |
 // tflops | kernels_per_step | peak_memory_bytes. Missing values are empty.
 Table sweep_table(const std::vector<RunRecord>& points);
 
