@@ -29,7 +29,9 @@
 #                 ring, signals, sweep) as BENCHMARKS.md's records, into work/records/ of the
 #                 tarball; on the CPU machine `python3 scripts/bench_records.py merge
 #                 results_<stages>.tgz && python3 scripts/benchmarks_md.py` adds them to docs/bench/
-#                 and rewrites the page. The commit measured: ATTNPROF_COMMIT, else git here.
+#                 and rewrites the page. The commit measured: ATTNPROF_COMMIT, else git here (the
+#                 device's copy of the tree may carry an older HEAD with the work as changes, which
+#                 git calls <old>-dirty: pass ATTNPROF_COMMIT=$(git rev-parse --short=7 HEAD) from here).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-$PWD/gpu_out}
