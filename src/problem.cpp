@@ -105,9 +105,11 @@ double Problem::visible_pairs() const {
   const double q = double(seq_q), k = double(seq_kv);
   if (windowed()) {
     // Query i sees min(i + 1 + k - q, window) keys; the counts i + 1 + k - q
-    // run over the integers from max(1, k - q + 1) to k (those above 0).
+    // run over the integers from max(1, k - q + 1) to k (those above 0). Each
+    // such query's diagonal counts half, as in the causal count below (q*k -
+    // q^2/2 is the exact count less q/2), so the two meet at window = k.
     const double lo = std::max(1.0, k - q + 1);
-    return sum_capped(lo, k, double(window));
+    return sum_capped(lo, k, double(window)) - (k - lo + 1) / 2.0;
   }
   switch (effective_mask()) {
     case Mask::none:

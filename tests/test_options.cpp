@@ -226,30 +226,29 @@ TEST(Options, WindowReachesTheProblemAndIsCheckedAgainstTheMask) {
   EXPECT_EQ(build_problem(parse({"--shape", "mistral-7b-window"})).window, 4096);
   EXPECT_EQ(build_problem(parse({"--window", "512", "--shape", "mistral-7b-window"})).window, 512);
   EXPECT_EQ(build_problem(parse({"--shape", "mistral-7b-window", "--window", "0"})).window, 0);
+  CliOptions preset = parse({"--shape", "mistral-7b-window"});
+  preset.no_causal_given = true;
+  EXPECT_EQ(usage_error(preset).rfind("the --shape preset's sliding window (4096 keys) needs the causal mask", 0), 0u)
+      << usage_error(preset);
   EXPECT_THROW(parse({"--window", "1e3"}), CLI::ValidationError);
 }
 
 // visible_pairs under a window that hides keys against a count of the pairs
-// one by one (exact, where the plain causal count keeps FlashAttention's
-// q*k - q^2/2 convention), on
+// one by one (the diagonal counted half, FlashAttention's q*k - q^2/2
+// convention for causal), and meeting the causal count at window = seq_kv, on
 // square, chunked and decode problems and windows from 1 to past the keys.
 TEST(Options, WindowedVisiblePairsCountTheKeysInsideTheWindow) {
   for (const auto& [sq, skv] : {std::pair<int64_t, int64_t>{1, 1}, {7, 7}, {100, 100}, {37, 300}, {1, 300}}) {
     for (int64_t w : {1, 2, 17, 36, 37, 99, 100, 101, 299, 300, 1000}) {
       Problem p;
       p.seq_q = sq, p.seq_kv = skv, p.window = w;
+      // Each pair inside the window, the diagonal's counted half (as the causal count does).
       double count = 0;
       for (int64_t i = 0; i < sq; ++i)
         for (int64_t j = 0; j < skv; ++j)
-          if (j <= i + skv - sq && j > i + skv - sq - w) ++count;
-      if (p.windowed()) {
-        EXPECT_DOUBLE_EQ(p.visible_pairs(), count) << sq << "x" << skv << " window " << w;
-      } else {  // a window past every query's keys: the causal convention (q*k - q^2/2)
-        EXPECT_GE(w, skv);
-        Problem causal = p;
-        causal.window = 0;
-        EXPECT_DOUBLE_EQ(p.visible_pairs(), causal.visible_pairs());
-      }
+          if (j <= i + skv - sq && j > i + skv - sq - w) count += j == i + skv - sq ? 0.5 : 1.0;
+      EXPECT_DOUBLE_EQ(p.visible_pairs(), count) << sq << "x" << skv << " window " << w;
+      if (!p.windowed()) EXPECT_GE(w, skv);
     }
   }
 }

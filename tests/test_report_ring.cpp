@@ -12,6 +12,7 @@
 
 #include "attnprof/io/files.h"
 #include "attnprof/report/ring_report.h"
+#include "attnprof/report/summary.h"
 
 using namespace attnprof;
 using namespace attnprof::report;
@@ -191,3 +192,35 @@ TEST(RingSummaryTable, FilesParseBack) {
 }
 
 }  // namespace
+
+// --ring-baseline takes a summary of this run's problem only: the sliding
+// window is part of it (a window that hides no key is none).
+TEST(RingBaseline, ASummaryOfAnotherWindowIsAnotherProblem) {
+  RunRecord r;
+  r.variant = "sdpa-flash";
+  r.status = Status::ok;
+  r.problem.device = "cpu";
+  r.problem.batch = 1, r.problem.heads_q = r.problem.heads_kv = 2;
+  r.problem.seq_q = r.problem.seq_kv = 128, r.problem.head_dim = 16;
+  r.problem.window = 16;
+  r.timing = EventTiming{1, 1, 1, 10.0, 10.0, 10.0, "steady_clock"};
+  char dir[] = "/tmp/attnprof_ring_baseline_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/w16.summary.json";
+  io::write_file_atomic(path, report::summary_json(r).dump());
+  Problem p = r.problem;
+  EXPECT_NO_THROW(load_ring_baseline(path, p));
+  for (int64_t other : {int64_t{0}, int64_t{32}}) {
+    p.window = other;
+    try {
+      load_ring_baseline(path, p);
+      ADD_FAILURE() << "window " << other << " took the window-16 summary";
+    } catch (const io::FileError& e) {
+      EXPECT_NE(std::string(e.what()).find("a summary of another problem"), std::string::npos) << e.what();
+    }
+  }
+  p.window = 128;  // hides nothing, as does a summary without a window
+  r.problem.window = 0;
+  io::write_file_atomic(path, report::summary_json(r).dump());
+  EXPECT_NO_THROW(load_ring_baseline(path, p));
+}

@@ -74,8 +74,9 @@ struct Problem {
   // least seq_kv keys hides none: no query sees more).
   bool windowed() const { return window > 0 && window < seq_kv && effective_mask() == Mask::causal_bottom_right; }
   // Query-key pairs a head computes: seq_q * seq_kv without a mask; causal
-  // counts the visible area (seq_q^2 / 2 for a square problem, as before),
-  // a window only the keys inside it.
+  // counts the visible area (seq_q^2 / 2 for a square problem, as before:
+  // the diagonal counted half), a window only the keys inside it (its
+  // diagonal counted half too, so a window of seq_kv keys counts as causal).
   double visible_pairs() const;
   // 4 * B * Hq * pairs * D: the two matmuls of one forward.
   double forward_flops() const;

@@ -178,6 +178,7 @@ void add_shape_options(CLI::App& app, CliOptions& o) {
           o.batch = s.batch, o.heads = s.heads, o.kv_heads = s.kv_heads;
           o.seq = s.seq_kv, o.seq_q = s.seq_q, o.seq_kv = s.seq_kv, o.head_dim = s.head_dim;
           o.window = s.window;
+          o.window_from_shape = s.window > 0;
           return;
         }
         throw CLI::ValidationError(invalid_choice("--shape", name, names));
@@ -208,7 +209,8 @@ void add_shape_options(CLI::App& app, CliOptions& o) {
                  "Sliding window: each query sees the N most recent keys up to its diagonal (bottom-right aligned "
                  "with the causal mask, FlashAttention's window_size_left = N - 1; needs the causal mask); "
                  "0: none (the default)")
-      ->check(decimal_integer(kInt64Min, kInt64Max));
+      ->check(decimal_integer(kInt64Min, kInt64Max))
+      ->each([&o](const std::string&) { o.window_from_shape = false; });
   app.add_option("--pass", o.pass,
                  "What a step runs: fwd (the forward), bwd (the backward of a forward run outside the measured "
                  "scope), fwd+bwd (both)")
@@ -359,9 +361,13 @@ Problem build_problem(const CliOptions& o) {
     throw UsageError(o.window < 0 ? fmt::format("--window must be >= 0 keys (0: no window), got {}", o.window)
                                   : fmt::format("--window {} is too large (at most {})", o.window, kMaxSeq));
   if (o.window > 0 && !causal)
-    throw UsageError(fmt::format("--window {} needs the causal mask (the window ends at each query's diagonal, "
-                                 "bottom-right aligned); drop --no-causal or --window",
-                                 o.window));
+    throw UsageError(!o.window_from_shape
+                         ? fmt::format("--window {} needs the causal mask (the window ends at each query's diagonal, "
+                                       "bottom-right aligned); drop --no-causal or --window",
+                                       o.window)
+                         : fmt::format("the --shape preset's sliding window ({} keys) needs the causal mask; drop "
+                                       "--no-causal, or add --window 0 for the preset without its window",
+                                       o.window));
   // Each flag within its limit can still multiply past int64: q holds
   // B*Hq*Sq*D elements, k and v B*Hkv*Skv*D, and no tensor (nor address
   // space) holds 2^63 bytes.

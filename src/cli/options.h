@@ -29,6 +29,7 @@ struct CliOptions {
   std::optional<int64_t> kv_heads, seq_q, seq_kv;
   std::string pass = "fwd";
   int64_t window = 0;  // --window: a sliding window of that many keys (0: none)
+  bool window_from_shape = false;  // the window is a --shape preset's (no --window after it)
   // --causal (the default) / --no-causal; both at once is refused.
   bool causal_given = false, no_causal_given = false;
   // Seen on the command line: an explicit --seq replaces a --shape preset's

@@ -49,7 +49,10 @@ std::string headline_text(const RunRecord& r) {
   if (r.tflops) {
     std::string basis;
     if (p.pass != Pass::fwd) basis += "backward = 2.5x forward FLOPs";
-    if (p.causal())
+    if (p.windowed())
+      basis += std::string(basis.empty() ? "" : "; ") +
+               fmt::format("window {}: only the pairs inside it counted", p.window);
+    else if (p.causal())
       basis += std::string(basis.empty() ? "" : "; ") +
                (p.seq_q == p.seq_kv ? "causal: half the score matrix counted"
                                     : "causal: the visible part of the score matrix counted");

@@ -35,9 +35,21 @@ std::string pass_word(const std::string& pass) {
 // the key only where it differs from seq_kv: a sweep of --seq moves both.
 using GroupKey = std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, int64_t, std::string, std::string>;
 
+// A sweep's --window is one value for every point (a point it covers whole
+// runs causal): named with the mask, so those points stay on one plot.
 GroupKey group_of(const Problem& p) {
+  std::string mask = mask_name(p.effective_mask());
+  if (p.window > 0 && p.effective_mask() == Mask::causal_bottom_right) mask += "-w" + std::to_string(p.window);
   return {dtype_name(p.dtype), p.batch, p.heads_q, p.heads_kv, p.head_dim,
-          p.seq_q == p.seq_kv ? -1 : p.seq_q, mask_name(p.effective_mask()), pass_name(p.pass)};
+          p.seq_q == p.seq_kv ? -1 : p.seq_q, mask, pass_name(p.pass)};
+}
+
+// "causal-w4096" -> "causal, window 4096" for a title.
+std::string mask_words(const std::string& mask) {
+  const size_t w = mask.find("-w");
+  return w == std::string::npos || mask.rfind("causal-top-left", 0) == 0
+             ? mask
+             : mask.substr(0, w) + ", window " + mask.substr(w + 2);
 }
 
 template <size_t I>
@@ -122,7 +134,8 @@ std::vector<std::string> stage_sweep_plots(io::StagedFiles& files, const std::ve
         y_label = fmt::format("{} {} ({})", word, what.substr(0, what.find(" (")), m->unit);
       }
       plot.title = fmt::format("{} vs sequence length: B={} H={}{} D={} {} {}{}", title, b, heads, queries, d, dtype,
-                               mask == "full" ? "non-causal" : mask, device_name.empty() ? "" : ", " + device_name);
+                               mask == "full" ? "non-causal" : mask_words(mask),
+                               device_name.empty() ? "" : ", " + device_name);
       plot.x_label = sq < 0 ? "sequence length" : "key/value sequence length";
       plot.y_label = y_label;
       plot.log_x = plot.log_y = true;

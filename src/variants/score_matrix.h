@@ -21,6 +21,12 @@ class ScoreMatrixVariant : public Variant {
     scale_tensor_ = at::native::wrapped_scalar_tensor(p.softmax_scale());
     mask_ = hidden_keys_mask(p, q.options());
     heads_q_ = p.heads_q;
+    window_ = p.windowed() ? p.window : 0;
+  }
+  std::vector<Fact> facts() const override {
+    if (window_ == 0) return {};
+    return {{"sliding window", std::to_string(window_) + " keys, in the boolean mask built before the measured "
+                               "scope: every score is computed, those outside the window masked"}};
   }
 
  protected:
@@ -31,6 +37,7 @@ class ScoreMatrixVariant : public Variant {
   at::Tensor scale_tensor_;
   at::Tensor mask_;  // undefined without a causal mask
   int64_t heads_q_ = 0;
+  int64_t window_ = 0;  // the problem's window where it hides keys, else 0
 };
 
 }  // namespace attnprof

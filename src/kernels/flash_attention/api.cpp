@@ -171,7 +171,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_backward_cuda(
     const at::Tensor& out, const at::Tensor& lse, bool causal, double scale, int64_t window) {
   int kernel_window = 0;
   FlashBwdCall call = prepare_flash_bwd(kBwdOp, grad_out, q, k, v, out, lse, causal, scale, &unsupported,
-                                        [&] { kernel_window = kernels::checked_window(kBwdOp, causal, window, k.size(2)); });
+                                        [&] {
+                                          kernel_window = kernels::checked_window(kBwdOp, causal, window, k.size(2));
+                                          // The kernel finds a key block's last query in 32-bit arithmetic:
+                                          // seq_q + seq_k + window stays under 2^31.
+                                          TORCH_CHECK(kernel_window == 0 || q.size(2) + 2 * k.size(2) < kInt32Max - 256,
+                                                      kBwdOp, ": sizes too large for a sliding window's 32-bit "
+                                                      "indices: q ", q.sizes(), ", k ", k.sizes());
+                                        });
   call.params.window = kernel_window;
   c10::cuda::CUDAGuard guard(q.device());
   if (!call.trivial) run_flash_bwd(call.params, at::cuda::getCurrentCUDAStream().stream());

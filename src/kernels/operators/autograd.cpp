@@ -83,7 +83,8 @@ struct FlashAttentionFunction : torch::autograd::Function<FlashAttentionFunction
     ctx->save_for_backward({q, k, v, out, lse});
     ctx->saved_data["causal"] = causal;
     ctx->saved_data["scale"] = scale;
-    ctx->saved_data["window"] = window;
+    // A window of seq_kv keys or more hides nothing: no window, so the Hopper backward may run.
+    ctx->saved_data["window"] = window >= k.size(2) ? int64_t{0} : window;
     ctx->mark_non_differentiable({lse});
     // lse has no gradient: without this autograd would hand backward a zero
     // tensor for it (one fill kernel per backward, seen in the profile).
