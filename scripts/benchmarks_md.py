@@ -152,22 +152,26 @@ SECTIONS = [
             among({"sdpa-cudnn", "custom-flash", "custom-flash-sm90"}), by("group", "shape", "mask", "variant")),
     Section("backward", "Backward",
             "`scripts/bench_kernels.py --suite backward`, bf16: `bwd` times the backward alone, `fwd+bwd` both. "
-            "custom-flash and custom-flash-sm90 run the same backward kernels. " + RATIO,
+            "custom-flash and custom-flash-sm90 run the same backward kernels (so `bwd` shows custom-flash's "
+            "only). " + RATIO,
             [text("shape", "shape"), text("mask", "mask"), text("pass", "pass"), text("variant", "variant"),
              num("event median µs", "median_us", "us", True), num("profiled µs", "profiled_us", "us"),
              num("TFLOP/s", "tflops", ".0f"), num("vs", "vs", "x"), text("baseline", "baseline"),
              num("its TFLOP/s", "baseline_tflops", ".0f")],
-            among({"sdpa-cudnn", "custom-flash", "custom-flash-sm90"}), by("shape", "mask", "pass", "variant")),
+            lambda p: p.get("variant") in {"sdpa-cudnn", "custom-flash"} or
+            (p.get("variant") == "custom-flash-sm90" and p.get("pass") != "bwd"),
+            by("shape", "mask", "pass", "variant")),
     Section("serving", "Sliding window",
-            "`scripts/bench_kernels.py --suite serving`, bf16, causal: each variant through a 4096-key window "
-            "(`--window 4096`) and without one, in the same run. share: the windowed event median over the causal "
-            "one of the same variant; ideal: the pairs inside the window over the causal ones (the share a kernel "
-            "that skips everything outside the window would take); wall: the whole `attnprof` command. " + RATIO,
-            [text("shape", "shape"), text("mask", "mask"), text("variant", "variant"),
-             num("event median µs", "median_us", "us", True), num("TFLOP/s", "tflops", ".0f"),
+            "`scripts/bench_kernels.py --suite serving`, bf16, causal, a 4096-key window (`--window 4096`) against "
+            "no window, each variant in the same run (custom-flash-sm90 has no window). share: the windowed event "
+            "median over the causal one; ideal: the pairs inside the window over the causal ones (the share of a "
+            "kernel that skips everything outside the window); wall: the whole windowed `attnprof` command.",
+            [text("shape", "shape"), text("variant", "variant"), num("window µs", "median_us", "us", True),
+             num("causal µs", "causal_median_us", "us"), num("TFLOP/s", "tflops", ".0f"),
              num("share of causal", "window_share", ".3f"), num("ideal", "ideal_share", ".3f"),
-             num("wall s", "wall_s", ".1f"), num("vs", "vs", "x"), text("baseline", "baseline")],
-            sort=by("shape", "mask", "variant")),
+             num("wall s", "wall_s", ".1f")],
+            lambda p: str(p.get("mask", "")).startswith("window") and p.get("variant") != "custom-flash-sm90",
+            by("shape", "variant")),
     Section("op_backward", "Backward kernels from Python",
             "`scripts/bench_flash_bwd.py`, bf16: the backward operators alone (sm90: the Hopper kernel; portable: "
             "the `mma.sync` one) and SDPA's backward in one process; the SDPA columns are from the same run.",
@@ -191,12 +195,14 @@ SECTIONS = [
             sort=by("shape", "mask", "variant")),
     Section("variants", "Every variant",
             "`attnprof --variant all` (its at-a-glance table), bf16: kernels, profiled and event-median GPU time per "
-            "step, TFLOP/s from the profiled time, speed-up over naive in the same run.",
+            "step, TFLOP/s from the profiled time, speed-up over naive in the same run (sdpa-auto, the backend it "
+            "picks, left out).",
             [Col("problem", lambda p: f"{p['shape']} {p['mask']} {p['pass']}"), text("variant", "variant"),
              Col("kernels", lambda p: fmt(p.get("kernels"), "g") if p.get("status") == "ok" else
                  fmt(p.get("status")), True),
              num("profiled µs", "profiled_us", "us"), num("event median µs", "median_us", "us"),
              num("TFLOP/s", "tflops", "g3"), num("vs naive", "vs", "x")],
+            lambda p: p.get("variant") != "sdpa-auto",
             sort=by("pass", "shape", "mask", "variant")),
     Section("ring", "Context parallel: ring and Ulysses",
             "`scripts/bench_ring.py`: `--variant <scheme>-<inner> --nproc N`, batch 1, 16 heads, head_dim 128, bf16; the "
@@ -251,7 +257,8 @@ def checks_section(doc):
            "| check | result | command | GPU | commit | date |", "|---|---|---|---|---|---|"]
     for run in doc["runs"]:
         for p in run["points"]:
-            out.append(f"| {fmt(p['check'])} | {linked(fmt(p['result']))} | `{run['command']}` | {run['gpu']} | "
+            note = f" ({run['note']})" if run.get("note") else ""
+            out.append(f"| {fmt(p['check'])} | {linked(fmt(p['result']) + note)} | `{run['command']}` | {run['gpu']} | "
                        f"`{run['commit']}` | {run['date']} |")
     return out + [""]
 
