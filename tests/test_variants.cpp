@@ -30,7 +30,7 @@ struct Shape {
 // seq not a multiple of 64, seq = 1, odd batch/heads, two head dims; grouped-
 // query (4 query heads on 2 KV heads) and multi-query (3 on 1) heads; a decode
 // step (1 query against 77 keys) and a chunk of 5 queries against 40 keys.
-const Shape kShapes[] = {{1, 1, 1, 1, 1, 64},    {2, 3, 3, 77, 77, 64},  {1, 2, 2, 128, 128, 32},
+const std::vector<Shape> kShapes = {{1, 1, 1, 1, 1, 64},    {2, 3, 3, 77, 77, 64},  {1, 2, 2, 128, 128, 32},
                          {3, 1, 1, 200, 200, 128}, {2, 4, 2, 33, 33, 64}, {1, 3, 1, 1, 77, 64},
                          {2, 4, 1, 5, 40, 32}};
 
@@ -38,7 +38,7 @@ const Shape kShapes[] = {{1, 1, 1, 1, 1, 64},    {2, 3, 3, 77, 77, 64},  {1, 2, 
 // skip whole key tiles (1100 keys: 17 tiles of 64) and to cross tile edges:
 // square prefill, grouped-query, a chunk of 37 queries and a multi-query
 // decode step against 1100 keys.
-const Shape kWindowShapes[] = {{1, 2, 2, 1100, 1100, 64}, {2, 4, 2, 300, 300, 128}, {1, 3, 3, 37, 1100, 64},
+const std::vector<Shape> kWindowShapes = {{1, 2, 2, 1100, 1100, 64}, {2, 4, 2, 300, 300, 128}, {1, 3, 3, 37, 1100, 64},
                                {1, 4, 1, 1, 1100, 64}};
 // 1 (the diagonal only), an odd width, a width that crosses tiles, and one
 // past every sequence (hides nothing: the plain causal result).
@@ -176,8 +176,8 @@ class ParityPool {
 // draw, so the printed seed reproduces them all) with the variant prepared for
 // them; then checks what fn added to the pool against 2x plain. Returns how
 // many cases ran. A case a variant refuses must say why.
-template <class Shapes, class F>
-int for_each_supported_case(const Case& c, Pass pass, const Shapes& shapes, const std::vector<MaskCase>& masks,
+template <class F>
+int for_each_supported_case(const Case& c, Pass pass, const std::vector<Shape>& shapes, const std::vector<MaskCase>& masks,
                             F&& fn) {
   int ran = 0;
   for (const auto& entry : variant_registry()) {
@@ -209,8 +209,8 @@ int for_each_supported_case(const Case& c, Pass pass, const Shapes& shapes, cons
 }
 
 // Every variant's forward on `shapes` x `masks` against float64.
-int check_forward(const Case& c, const Shape* shapes, size_t n_shapes, const std::vector<MaskCase>& masks) {
-  return for_each_supported_case(c, Pass::fwd, std::vector<Shape>(shapes, shapes + n_shapes), masks,
+int check_forward(const Case& c, const std::vector<Shape>& shapes, const std::vector<MaskCase>& masks) {
+  return for_each_supported_case(c, Pass::fwd, shapes, masks,
                                  [&](const Problem& p, Variant& v, const Inputs& in, ParityPool& pool) {
     const at::Tensor out = v.forward(in.q, in.k, in.v);
     ASSERT_EQ(out.sizes(), in.q.sizes());
@@ -226,8 +226,8 @@ int check_forward(const Case& c, const Shape* shapes, size_t n_shapes, const std
 // dq, dk, dv of every variant that has a backward here, against float64
 // autograd of the textbook formula, through the same out.backward(grad_out)
 // the runner calls; each gradient pooled over the draws on its own.
-int check_gradients(const Case& c, const Shape* shapes, size_t n_shapes, const std::vector<MaskCase>& masks) {
-  return for_each_supported_case(c, Pass::bwd, std::vector<Shape>(shapes, shapes + n_shapes), masks,
+int check_gradients(const Case& c, const std::vector<Shape>& shapes, const std::vector<MaskCase>& masks) {
+  return for_each_supported_case(c, Pass::bwd, shapes, masks,
                                  [&](const Problem& p, Variant& v, const Inputs& in, ParityPool& pool) {
     v.forward(in.q, in.k, in.v).backward(in.grad_out);
     std::vector<at::Tensor> ref_leaves, plain_leaves;
@@ -255,40 +255,35 @@ int check_gradients(const Case& c, const Shape* shapes, size_t n_shapes, const s
   });
 }
 
+// The cases a check ran, printed with `label`; at least one must have.
+void expect_cases_ran(const char* label, const Case& c, int ran) {
+  EXPECT_GT(ran, 0);
+  std::cout << "[ " << label << " ] " << c.device << " " << dtype_name(c.dtype) << ": " << ran
+            << " variant/shape cases checked\n";
+}
+
 }  // namespace
 
 TEST_P(VariantParity, ForwardMatchesFloat64Reference) {
-  const Case c = GetParam();
   SCOPED_TRACE("seed " + std::to_string(seed_));
-  const int ran = check_forward(c, kShapes, std::size(kShapes), kPlainMasks);
-  EXPECT_GT(ran, 0);
-  std::cout << "[ parity   ] " << c.device << " " << dtype_name(c.dtype) << ": " << ran << " variant/shape cases checked\n";
+  expect_cases_ran("parity  ", GetParam(), check_forward(GetParam(), kShapes, kPlainMasks));
 }
 
 TEST_P(VariantParity, GradientsMatchFloat64Autograd) {
-  const Case c = GetParam();
   SCOPED_TRACE("seed " + std::to_string(seed_));
-  const int ran = check_gradients(c, kShapes, std::size(kShapes), kPlainMasks);
-  EXPECT_GT(ran, 0);
-  std::cout << "[ gradient ] " << c.device << " " << dtype_name(c.dtype) << ": " << ran << " variant/shape cases checked\n";
+  expect_cases_ran("gradient", GetParam(), check_gradients(GetParam(), kShapes, kPlainMasks));
 }
 
 // Sliding windows: every variant that takes one (or masks it) against the
 // float64 reference with the window; the others refuse with a reason.
 TEST_P(VariantParity, WindowedForwardMatchesFloat64Reference) {
-  const Case c = GetParam();
   SCOPED_TRACE("seed " + std::to_string(seed_));
-  const int ran = check_forward(c, kWindowShapes, std::size(kWindowShapes), window_masks());
-  EXPECT_GT(ran, 0);
-  std::cout << "[ window   ] " << c.device << " " << dtype_name(c.dtype) << ": " << ran << " variant/shape cases checked\n";
+  expect_cases_ran("window  ", GetParam(), check_forward(GetParam(), kWindowShapes, window_masks()));
 }
 
 TEST_P(VariantParity, WindowedGradientsMatchFloat64Autograd) {
-  const Case c = GetParam();
   SCOPED_TRACE("seed " + std::to_string(seed_));
-  const int ran = check_gradients(c, kWindowShapes, std::size(kWindowShapes), window_masks());
-  EXPECT_GT(ran, 0);
-  std::cout << "[ window ∇ ] " << c.device << " " << dtype_name(c.dtype) << ": " << ran << " variant/shape cases checked\n";
+  expect_cases_ran("window ∇", GetParam(), check_gradients(GetParam(), kWindowShapes, window_masks()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, VariantParity,

@@ -73,6 +73,8 @@ struct Problem {
   // Whether the window hides a key the causal mask shows (a window of at
   // least seq_kv keys hides none: no query sees more).
   bool windowed() const { return window > 0 && window < seq_kv && effective_mask() == Mask::causal_bottom_right; }
+  // The window where it hides keys, else 0: what variants pass to a kernel and tables show.
+  int64_t effective_window() const { return windowed() ? window : 0; }
   // Query-key pairs a head computes: seq_q * seq_kv without a mask; causal
   // counts the visible area (seq_q^2 / 2 for a square problem, as before:
   // the diagonal counted half), a window only the keys inside it (its

@@ -84,7 +84,7 @@ Table sweep_table(const std::vector<RunRecord>& points) {
     const Cell na;
     t.rows.push_back({r.variant, double(p.batch), double(p.heads_q), double(p.heads_kv), double(p.seq_q),
                       double(p.seq_kv), double(p.head_dim), dtype_name(p.dtype), mask_name(p.effective_mask()),
-                      double(p.windowed() ? p.window : 0), pass_name(p.pass), status_name(r.status), r.reason,
+                      double(p.effective_window()), pass_name(p.pass), status_name(r.status), r.reason,
                       ok && cuda ? number_cell(r.device_time_us()) : na,
                       ok && r.timing ? number_cell(r.timing->median_us) : na, ok ? number_cell(r.cpu_time_us()) : na,
                       ok ? number_cell(r.tflops) : na, ok && cuda ? number_cell(r.kernels_per_step()) : na,

@@ -19,7 +19,7 @@ class CustomOpVariant : public Variant {
   void prepare(const Problem& p, const at::Tensor&, const at::Tensor&, const at::Tensor&) override {
     scale_ = p.softmax_scale();
     causal_ = p.causal();
-    window_ = p.windowed() ? p.window : 0;
+    window_ = p.effective_window();
     pass_ = p.pass;
     head_dim_ = static_cast<int>(p.head_dim);
   }

@@ -21,7 +21,7 @@ class ScoreMatrixVariant : public Variant {
     scale_tensor_ = at::native::wrapped_scalar_tensor(p.softmax_scale());
     mask_ = hidden_keys_mask(p, q.options());
     heads_q_ = p.heads_q;
-    window_ = p.windowed() ? p.window : 0;
+    window_ = p.effective_window();
   }
   std::vector<Fact> facts() const override {
     if (window_ == 0) return {};

@@ -151,7 +151,7 @@ class Sdpa : public Variant {
   void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
     enable_gqa_ = p.heads_kv != p.heads_q;
     scale_ = p.softmax_scale();
-    window_ = p.windowed() ? p.window : 0;
+    window_ = p.effective_window();
     route_ = route_for(p, q, k, v);
     if (route_ == MaskRoute::materialised) allowed_ = hidden_keys_mask(p, q.options()).logical_not();
     if (!backend_)
