@@ -23,7 +23,10 @@ Suites:
   serving   a sliding window of 4096 keys (--window) at 1x16x32768x128 and
             1 x 32q/8kv x 16384 x 128 against the causal run of the same
             variant: the window's share of the causal time beside the ideal
-            share (its visible pairs over the causal ones; issue 31).
+            share (its visible pairs over the causal ones); decode from a
+            paged KV cache (8 x 32q/8kv x 1 x 32768 x 128, pages of 16, 64,
+            256 tokens) against the contiguous decode and against
+            gather-then-SDPA (issue 31).
 
   python3 scripts/bench_kernels.py [--attnprof build/attnprof] [--suite forward,shapes,backward]
                                    [--iters 100] [--markdown out.md] [--json out.json]
@@ -70,17 +73,24 @@ FUSED = ["custom-flash", "custom-flash-sm90"] + SDPA
 ALL = ["naive", "inplace", "sdpa-math"] + SDPA + ["sdpa-auto", "custom-softmax", "custom-flash", "custom-flash-sm90"]
 
 
-def run_point(exe, out_root, variant, b, hq, hkv, sq, skv, d, causal, pass_="fwd", iters=100, window=0):
+def mask_label(causal, window=0, page=0):
+    """'causal', 'full', 'window 4096', 'causal paged 16': a point's mask, and its KV layout when paged."""
+    label = (f"window {window}" if window else "causal") if causal else "full"
+    return f"{label} paged {page}" if page else label
+
+
+def run_point(exe, out_root, variant, b, hq, hkv, sq, skv, d, causal, pass_="fwd", iters=100, window=0, page=0):
     out = tempfile.mkdtemp(prefix="pt_", dir=out_root)
     cmd = [exe, "--variant", variant, "--batch", str(b), "--heads", str(hq), "--kv-heads", str(hkv),
            "--seq-q", str(sq), "--seq-kv", str(skv), "--head-dim", str(d), "--dtype", "bf16", "--pass", pass_,
            "--timing-iters", str(iters), "--out", out, "--row-limit", "1",
-           "--causal" if causal else "--no-causal"] + (["--window", str(window)] if window else [])
+           "--causal" if causal else "--no-causal"] + (["--window", str(window)] if window else []) + \
+        (["--kv-layout", "paged", "--page-size", str(page)] if page else [])
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.monotonic() - t0
     point = {"variant": variant, "shape": shape_label(b, hq, hkv, sq, skv, d),
-             "mask": (f"window {window}" if window else "causal") if causal else "full", "pass": pass_, "wall_s": wall}
+             "mask": mask_label(causal, window, page), "pass": pass_, "wall_s": wall}
     if p.returncode != 0:
         point["skipped"] = (p.stderr.strip().splitlines() or ["?"])[-1][:160]
         return point
@@ -112,7 +122,7 @@ def run_variants(exe, out_root, variants, *args, iters=100, **kwargs):
     """run_point for each variant at one point, REPEAT times in alternating order; one combined point each.
     iters: a number, or a function of the variant. None of them where --shapes/--masks leave the point out."""
     b, hq, hkv, sq, skv, d, causal = args[:7]
-    mask = ("window" if kwargs.get("window") else "causal") if causal else "full"
+    mask = "paged" if kwargs.get("page") else ("window" if kwargs.get("window") else "causal") if causal else "full"
     if (SHAPES is not None and shape_label(b, hq, hkv, sq, skv, d) not in SHAPES) or \
             (MASKS is not None and mask not in MASKS):
         return []
@@ -190,7 +200,7 @@ def ratio_to(points, baseline):
 RECORDED = ("group", "shape", "mask", "pass", "variant", "skipped", "median_us", "profiled_us", "tflops", "gbs",
             "pct_copy", "vs", "runs", "runs_median_us_range", "wall_s", "kernels", "baseline", "baseline_median_us",
             "baseline_profiled_us", "baseline_tflops", "baseline_gbs", "causal_median_us", "window_share",
-            "ideal_share")
+            "ideal_share", "contiguous_median_us", "vs_contiguous")
 
 
 def record_point(p, group):
@@ -293,7 +303,39 @@ def serving_suite(exe, tmp, iters):
                                                  f"{p['window_share'] / p['ideal_share']:.2f}x it)", **p["facts"]}
         pts += causal + windowed
     ratio_to(pts, "sdpa-flash")
-    return [("window", f"sliding window {WINDOW} against causal (ratio to sdpa-flash)", pts, "sdpa-flash")]
+    return [("window", f"sliding window {WINDOW} against causal (ratio to sdpa-flash)", pts, "sdpa-flash"),
+            paged_decode(exe, tmp, iters)]
+
+
+PAGES = (16, 64, 256)
+
+
+def paged_decode(exe, tmp, iters):
+    """Decode from a paged cache (8 x 32q/8kv x 1 x 32768 x 128, pages of PAGES tokens): custom-flash reads
+    the pages through the block table; the others gather them first, inside the measured scope. Each paged
+    point gets its variant's contiguous median (contiguous_median_us, vs_contiguous) and the K+V bandwidth;
+    vs: sdpa-flash on the same pages (gather, then SDPA) over the point."""
+    b, hq, hkv, sq, skv, d = 8, 32, 8, 1, 32768, 128
+    ceiling = copy_ceiling_gbs()
+    variants = pick(["custom-flash", "custom-flash-sm90", "sdpa-flash", "sdpa-cudnn"], "sdpa-flash")
+    contiguous = {p["variant"]: p for p in run_variants(exe, tmp, variants, b, hq, hkv, sq, skv, d, True, iters=iters)}
+    pts = list(contiguous.values())
+    for page in PAGES:
+        for p in run_variants(exe, tmp, variants, b, hq, hkv, sq, skv, d, True, iters=iters, page=page):
+            c = contiguous.get(p["variant"], {})
+            if p.get("median_us") and c.get("median_us"):
+                p["contiguous_median_us"] = c["median_us"]
+                p["vs_contiguous"] = c["median_us"] / p["median_us"]
+            pts.append(p)
+    for p in pts:
+        if p.get("median_us"):
+            p["gbs"] = 2 * b * hkv * skv * d * 2 / (p["median_us"] * 1e-6) / 1e9
+            p["pct_copy"] = 100 * p["gbs"] / ceiling if ceiling else None
+    ratio_to(pts, "sdpa-flash")
+    if ceiling:
+        RUN_FIELDS["serving"] = {"copy_ceiling_gbs": ceiling}
+    return ("paged", f"paged decode: pages read in the kernel or gathered first (copy ceiling {fmt(ceiling, '.0f')} "
+            "GB/s in this run; ratio to sdpa-flash on the same layout)", pts, "sdpa-flash")
 
 
 # Extra fields of a suite's recorded run (the shapes suite's copy ceiling).
@@ -311,7 +353,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs of each point, variants in alternating order; medians reported (default 1)")
     ap.add_argument("--shapes", help="comma-separated: run only the points of these shapes (e.g. 4x16x4096x128)")
-    ap.add_argument("--masks", help="comma-separated: causal, full, window (default all)")
+    ap.add_argument("--masks", help="comma-separated: causal, full, window, paged (default all)")
     bench_records.add_record_flags(ap)
     args = ap.parse_args()
     if args.repeat < 1:
@@ -324,8 +366,8 @@ def main():
             ap.error("--shapes: give at least one shape, e.g. 4x16x4096x128")
     if args.masks is not None:
         MASKS = set(x for x in args.masks.split(",") if x)
-        if not MASKS or MASKS - {"causal", "full", "window"}:
-            ap.error(f"--masks {args.masks}: expected some of causal, full, window")
+        if not MASKS or MASKS - {"causal", "full", "window", "paged"}:
+            ap.error(f"--masks {args.masks}: expected some of causal, full, window, paged")
     unknown_suites = set(args.suite.split(",")) - {"forward", "shapes", "backward", "serving"}
     if unknown_suites:
         ap.error(f"--suite: unknown {', '.join(sorted(unknown_suites))}; valid: forward, shapes, backward, serving")

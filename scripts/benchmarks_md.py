@@ -23,7 +23,7 @@ import bench_records  # noqa: E402
 
 VARIANT_ORDER = ["naive", "inplace", "sdpa-math", "sdpa-efficient", "sdpa-flash", "sdpa-cudnn", "sdpa-auto",
                  "custom-softmax", "custom-flash", "custom-flash-sm90", "sm90", "portable", "cudnn", "flash"]
-MASK_ORDER = ["causal", "full"]
+MASK_ORDER = ["causal", "full", "causal paged 16", "causal paged 64", "causal paged 256"]
 PASS_ORDER = ["fwd", "bwd", "fwd+bwd"]
 NONE = "—"
 
@@ -172,6 +172,19 @@ SECTIONS = [
              num("wall s", "wall_s", ".1f")],
             lambda p: str(p.get("mask", "")).startswith("window") and p.get("variant") != "custom-flash-sm90",
             by("shape", "variant")),
+    Section("serving", "Paged KV cache",
+            "`scripts/bench_kernels.py --suite serving`, bf16, causal decode from a KV cache in pages scattered "
+            "through a random block table (`--kv-layout paged --page-size N`): custom-flash reads the pages in its "
+            "kernels, the others gather them into contiguous K/V inside the measured scope first. vs contiguous: "
+            "the variant's contiguous decode over its paged one; vs gather: sdpa-flash's paged time (gather, then "
+            "SDPA) over the variant's; GB/s: K and V bytes over the event median; all from one run.",
+            [text("shape", "shape"), text("layout", "mask"), text("variant", "variant"),
+             num("event median µs", "median_us", "us", True), num("GB/s", "gbs", ".0f"),
+             num("% of copy", "pct_copy", ".0f"), num("vs contiguous", "vs_contiguous", "x"),
+             num("vs gather", "vs", "x"), num("wall s", "wall_s", ".1f")],
+            lambda p: p.get("group") == "paged" and ("paged" in str(p.get("mask", "")) or p.get("variant") ==
+                                                     "custom-flash"),
+            by("shape", "mask", "variant")),
     Section("op_backward", "Backward kernels from Python",
             "`scripts/bench_flash_bwd.py`, bf16: the backward operators alone (sm90: the Hopper kernel; portable: "
             "the `mma.sync` one) and SDPA's backward in one process; the SDPA columns are from the same run.",

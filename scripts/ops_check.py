@@ -105,6 +105,75 @@ def window_cases(f):
     ]
 
 
+def paged_inputs(dev, page=16, b=2, hq=4, hkv=2, sq=3, skv=80, d=64, dtype=torch.bfloat16):
+    """q, the paged k/v caches, the int32 block table, and the contiguous k, v they hold."""
+    q, k, v = flash_inputs(dev, dtype, b, hq, hkv, sq, skv, d)
+    per = -(-skv // page)
+    table = torch.randperm(b * per, generator=torch.Generator().manual_seed(1)).view(b, per)
+
+    def pool(t):
+        padded = torch.zeros(b, hkv, per * page, d, dtype=dtype, device=dev)
+        padded[:, :, :skv] = t
+        slots = padded.view(b, hkv, per, page, d).permute(0, 2, 1, 3, 4).reshape(b * per, hkv, page, d)
+        out = torch.empty_like(slots)
+        out[table.flatten().to(dev)] = slots
+        return out
+    return q, pool(k), pool(v), table.to(dev, torch.int32), k, v
+
+
+def paged_cases(dev):
+    """attnprof::flash_attention_paged: valid calls must equal the contiguous operator bit for bit."""
+    s = 0.125
+    f = op("flash_attention_paged")
+
+    def same(page=16, sq=3, causal=True, window=0, keys=None, **kw):
+        q, kc, vc, t, k, v = paged_inputs(dev, page, sq=sq, **kw)
+        n = k.shape[2] if keys is None else keys
+        out, lse = f(q, kc, vc, t, n if keys is not None else -1, causal, s, window)
+        ref, ref_lse = op("flash_attention")(q, k[:, :, :n].contiguous(), v[:, :, :n].contiguous(), causal, s, window)
+        if not (torch.equal(out, ref) and torch.equal(lse, ref_lse)):
+            raise AssertionError("differs from attnprof::flash_attention on the same keys")
+        return out, lse
+
+    q, kc, vc, t, _, _ = paged_inputs(dev)
+    bad_table = t.clone()
+    bad_table[0, 0] = kc.shape[0]
+    return [
+        ("valid decode, 16-token pages", lambda: same(16, sq=1), "ok"),
+        ("valid prefill, 1-token pages", lambda: same(1, sq=80, skv=80), "ok"),
+        ("valid chunk, 64-token pages, GQA", lambda: same(64, sq=37, skv=300), "ok"),
+        ("valid, 256-token pages, non-causal", lambda: same(256, sq=5, causal=False), "ok"),
+        ("valid, window 16", lambda: same(16, sq=4, window=16), "ok"),
+        ("valid, seqlen_k 70 of 80", lambda: same(16, sq=1, keys=70), "ok"),
+        ("seqlen_k 0 (returns zeros)", lambda: f(q, kc, vc, t, 0, True, s), "ok"),
+        ("seqlen_k past the table", lambda: f(q, kc, vc, t, 81, True, s), "error"),
+        ("seqlen_k -2", lambda: f(q, kc, vc, t, -2, True, s), "error"),
+        ("block_table int64", lambda: f(q, kc, vc, t.long(), -1, True, s), "error"),
+        ("block_table float", lambda: f(q, kc, vc, t.float(), -1, True, s), "error"),
+        ("block_table on the CPU", lambda: f(q, kc, vc, t.cpu(), -1, True, s), "error"),
+        ("block_table rank 1", lambda: f(q, kc, vc, t.flatten(), -1, True, s), "error"),
+        ("block_table rows != batch", lambda: f(q, kc, vc, t[:1], -1, True, s), "error"),
+        ("block_table non-contiguous", lambda: f(q, kc, vc, t.t().contiguous().t(), -1, True, s), "error"),
+        ("block_table names a page past the pool", lambda: f(q, kc, vc, bad_table, -1, True, s), "error"),
+        ("block_table names page -1", lambda: f(q, kc, vc, t - 1, -1, True, s), "error"),
+        ("page size 3 (not a power of two)", lambda: f(q, kc[:, :, :3].contiguous(), vc[:, :, :3].contiguous(), t, 12,
+                                                      True, s), "error"),
+        ("k_cache and v_cache shapes differ", lambda: f(q, kc, vc[:-1].contiguous(), t, -1, True, s), "error"),
+        ("k_cache float16", lambda: f(q, kc.half(), vc.half(), t, -1, True, s), "error"),
+        ("k_cache on the CPU", lambda: f(q, kc.cpu(), vc, t, -1, True, s), "error"),
+        ("k_cache rank 3", lambda: f(q, kc[0], vc[0], t, -1, True, s), "error"),
+        ("k_cache non-contiguous", lambda: f(q, kc.transpose(1, 2), vc, t, -1, True, s), "error"),
+        ("q float32", lambda: f(q.float(), kc, vc, t, -1, True, s), "error"),
+        ("heads_q not a multiple of the cache's heads", lambda: f(q[:, :3].contiguous(), kc, vc, t, -1, True, s),
+         "error"),
+        ("head_dim differs", lambda: f(q, *paged_inputs(dev, d=128)[1:4], -1, True, s), "error"),
+        ("scale NaN", lambda: f(q, kc, vc, t, -1, True, float("nan")), "error"),
+        ("window -1", lambda: f(q, kc, vc, t, -1, True, s, -1), "error"),
+        ("window with causal False", lambda: f(q, kc, vc, t, -1, False, s, 16), "error"),
+        ("empty batch", lambda: f(q[:0], kc, vc, t[:0], -1, True, s), "ok"),
+    ]
+
+
 def flash_autograd_cases(dev):
     def grads(window):
         q, k, v = (t.requires_grad_(True) for t in flash_inputs(dev))
@@ -224,12 +293,16 @@ KNOWN = {
     "flash_attention_sm90_configs": configs_list_cases,
     "scaled_masked_softmax": softmax_cases,
     "flash_attention_backward": flash_backward_cases,
+    "flash_attention_paged": paged_cases,
     "flash_attention_backward_sm90": lambda dev: hopper_only(flash_backward_cases(dev, "flash_attention_backward_sm90")),
     "scaled_masked_softmax_backward": softmax_backward_cases,
 }
 SCHEMAS = {  # what the Python user calls; the test fails if one changes unnoticed
     "flash_attention": "attnprof::flash_attention(Tensor q, Tensor k, Tensor v, bool causal, float scale, "
                        "int window=0) -> (Tensor out, Tensor lse)",
+    "flash_attention_paged": "attnprof::flash_attention_paged(Tensor q, Tensor k_cache, Tensor v_cache, "
+                             "Tensor block_table, int seqlen_k, bool causal, float scale, int window=0) -> "
+                             "(Tensor out, Tensor lse)",
     "scaled_masked_softmax": "attnprof::scaled_masked_softmax(Tensor scores, float scale, bool causal) -> Tensor",
     "flash_attention_sm90_config": "attnprof::flash_attention_sm90_config(Tensor q, Tensor k, Tensor v, bool causal, "
                                    "float scale, str config) -> (Tensor out, Tensor lse)",

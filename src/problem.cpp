@@ -143,6 +143,7 @@ std::string Problem::file_stem() const {
   if (heads_kv != heads_q) s += "_hkv" + std::to_string(heads_kv);
   if (seq_kv != seq_q) s += "_kv" + std::to_string(seq_kv);
   if (windowed()) s += "_w" + std::to_string(window);
+  if (paged()) s += "_p" + std::to_string(page_size);
   if (pass != Pass::fwd) s += "_" + pass_tag(pass);
   return s;
 }
@@ -160,6 +161,7 @@ std::string Problem::config_string() const {
   std::string s = std::string(dtype_name(dtype)) + " " +
                   (m == Mask::none ? "non-causal" : m == Mask::causal_top_left ? "causal (top-left)" : "causal");
   if (windowed()) s += " window " + std::to_string(window);
+  if (paged()) s += " paged " + std::to_string(page_size);
   if (pass != Pass::fwd) s += std::string(" ") + pass_name(pass);
   return s;
 }

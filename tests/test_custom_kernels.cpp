@@ -252,23 +252,28 @@ TEST(FlashAttentionOp, RowMaxDriftingAcrossKeyBlocks) {
           }
 }
 
-// Every bad input is a c10::Error naming the operator, never a launch.
-TEST(FlashAttentionOp, RejectsBadInputs) {
-  REQUIRE_CUDA();
-  const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
-  const at::Tensor q = at::randn({1, 4, 32, 64}, bf16);
-  const at::Tensor kv = at::randn({1, 2, 40, 64}, bf16);
-  auto expect_error = [](const std::string& what, auto&& call, const std::string& message) {
+// expect_error(what, call, message): call() throws a c10::Error naming `op` and containing `message`.
+auto expect_op_error(std::string op) {
+  return [op](const std::string& what, auto&& call, const std::string& message) {
     SCOPED_TRACE(what);
     try {
       call();
       ADD_FAILURE() << "no error";
     } catch (const c10::Error& e) {
       const std::string text = e.what();
-      EXPECT_NE(text.find("attnprof::flash_attention"), std::string::npos) << text;
+      EXPECT_NE(text.find(op), std::string::npos) << text;
       EXPECT_NE(text.find(message), std::string::npos) << text;
     }
   };
+}
+
+// Every bad input is a c10::Error naming the operator, never a launch.
+TEST(FlashAttentionOp, RejectsBadInputs) {
+  REQUIRE_CUDA();
+  const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  const at::Tensor q = at::randn({1, 4, 32, 64}, bf16);
+  const at::Tensor kv = at::randn({1, 2, 40, 64}, bf16);
+  const auto expect_error = expect_op_error("attnprof::flash_attention");
   auto call = [](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
     return [=] { flash_op().call(a, b, c, true, 0.125); };
   };
@@ -313,6 +318,126 @@ TEST(FlashAttentionOp, EmptyInputs) {
                                       at::randn({2, 2, 0, 64}, bf16), false, 0.125);
   EXPECT_TRUE((out0 == 0).all().item<bool>());
   EXPECT_TRUE((lse0 == -INFINITY).all().item<bool>());
+}
+
+// attnprof::flash_attention_paged, through the dispatcher.
+using PagedFn = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                                   const at::Tensor&, int64_t, bool, double, int64_t);
+c10::TypedOperatorHandle<PagedFn> paged_op() {
+  return c10::Dispatcher::singleton().findSchemaOrThrow("attnprof::flash_attention_paged", "").typed<PagedFn>();
+}
+
+// The paged kernels run the contiguous kernels' tiles in the same order, so
+// reading K/V through a random block table must give the contiguous
+// operator's output and lse bit for bit: page sizes 1, 16, 64, 256, both
+// paths (decode: few queries per KV head; prefill), GQA, key counts that fill
+// no page exactly (the tail rows hold NaN), windows; and the float64 bound.
+TEST(FlashAttentionPagedOp, MatchesTheContiguousOperatorBitwise) {
+  REQUIRE_CUDA();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  struct PagedCase {
+    int64_t b, hq, hkv, sq, sk, d;
+    bool causal;
+    int64_t window;
+  };
+  const PagedCase cases[] = {{4, 32, 8, 1, 3001, 128, true, 0},  {2, 8, 2, 37, 1100, 64, true, 0},
+                             {1, 4, 4, 300, 300, 128, true, 0},  {2, 4, 1, 5, 777, 64, false, 0},
+                             {2, 8, 2, 1, 1100, 128, true, 17},  {1, 2, 2, 200, 1000, 64, true, 256},
+                             {3, 2, 2, 1, 1, 64, true, 0},       {1, 16, 16, 1, 70000, 128, true, 0}};
+  for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
+    const auto opts = at::TensorOptions().device(at::kCUDA).dtype(dtype);
+    for (const PagedCase& c : cases) {
+      for (const int64_t page : {1, 16, 64, 256}) {
+        SCOPED_TRACE(std::to_string(c.b) + "x" + std::to_string(c.hq) + "/" + std::to_string(c.hkv) + "x" +
+                     std::to_string(c.sq) + "/" + std::to_string(c.sk) + "x" + std::to_string(c.d) +
+                     (c.causal ? " causal" : " full") + " window " + std::to_string(c.window) + " page " +
+                     std::to_string(page) + " " + c10::toString(dtype));
+        const at::Tensor q = at::randn({c.b, c.hq, c.sq, c.d}, opts);
+        const at::Tensor k = at::randn({c.b, c.hkv, c.sk, c.d}, opts), v = at::randn({c.b, c.hkv, c.sk, c.d}, opts);
+        const attnprof::PagedKv kv = attnprof::paged_copy(k, v, page);
+        const double scale = 1.0 / std::sqrt(double(c.d));
+        const auto [out, lse] = paged_op().call(q, kv.k_cache, kv.v_cache, kv.block_table, c.sk, c.causal, scale,
+                                                c.window);
+        const auto [ref_out, ref_lse] = flash_op().call(q, k, v, c.causal, scale, c.window);
+        ASSERT_TRUE(at::isfinite(out).all().item<bool>());
+        EXPECT_TRUE(at::equal(out, ref_out)) << "max |diff| " << (out - ref_out).abs().max().item<float>();
+        EXPECT_TRUE(at::equal(lse, ref_lse));
+        if (c.sk <= 3001) {  // the float64 check on the shapes that fit it quickly
+          attnprof::Problem p;
+          p.batch = c.b, p.heads_q = c.hq, p.heads_kv = c.hkv, p.seq_q = c.sq, p.seq_kv = c.sk, p.head_dim = c.d;
+          p.mask = c.causal ? attnprof::Mask::causal_bottom_right : attnprof::Mask::none;
+          p.window = c.window;
+          const attnprof::Inputs in{q, k, v, {}, {}};
+          EXPECT_LE(relative_frobenius_error(out, attnprof::reference_attention(p, in)), 1e-2);
+        }
+      }
+    }
+  }
+}
+
+// Fewer keys than the table holds (seqlen_k), and no key at all.
+TEST(FlashAttentionPagedOp, SeqlenKTrimsTheLastPageAndZeroKeysGiveZeros) {
+  REQUIRE_CUDA();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  const at::Tensor q = at::randn({2, 4, 1, 64}, bf16);
+  const at::Tensor k = at::randn({2, 2, 128, 64}, bf16), v = at::randn({2, 2, 128, 64}, bf16);
+  const attnprof::PagedKv kv = attnprof::paged_copy(k, v, 64);
+  for (const int64_t keys : {int64_t{100}, int64_t{65}, int64_t{1}}) {
+    const auto [out, lse] = paged_op().call(q, kv.k_cache, kv.v_cache, kv.block_table, keys, true, 0.125, 0);
+    const auto [ref, ref_lse] = flash_op().call(q, k.narrow(2, 0, keys).contiguous(), v.narrow(2, 0, keys).contiguous(),
+                                                true, 0.125);
+    EXPECT_TRUE(at::equal(out, ref)) << keys << " keys";
+  }
+  const auto [all, all_lse] = paged_op().call(q, kv.k_cache, kv.v_cache, kv.block_table, -1, true, 0.125, 0);
+  EXPECT_TRUE(at::equal(all, std::get<0>(flash_op().call(q, k, v, true, 0.125)))) << "-1: every key of the table";
+  const auto [none, none_lse] = paged_op().call(q, kv.k_cache, kv.v_cache, kv.block_table, 0, true, 0.125, 0);
+  EXPECT_TRUE((none == 0).all().item<bool>());
+  EXPECT_TRUE((none_lse == -INFINITY).all().item<bool>());
+}
+
+TEST(FlashAttentionPagedOp, RejectsBadInputs) {
+  REQUIRE_CUDA();
+  const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  const at::Tensor q = at::randn({2, 4, 1, 64}, bf16);
+  const at::Tensor k = at::randn({2, 2, 40, 64}, bf16);
+  const attnprof::PagedKv kv = attnprof::paged_copy(k, k, 16);  // 3 pages per sequence, 6 in the pool
+  const auto expect_error = expect_op_error("attnprof::flash_attention_paged");
+  auto call = [&](const at::Tensor& kc, const at::Tensor& vc, const at::Tensor& table, int64_t keys,
+                  bool causal = true, int64_t window = 0) {
+    return [=] { paged_op().call(q, kc, vc, table, keys, causal, 0.125, window); };
+  };
+  const at::Tensor& kc = kv.k_cache;
+  const at::Tensor& t = kv.block_table;
+  expect_error("int64 table", call(kc, kc, t.to(at::kLong), 40), "block_table must be int32");
+  expect_error("table on the CPU", call(kc, kc, t.cpu(), 40), "block_table must be a CUDA tensor");
+  expect_error("table rank 1", call(kc, kc, t.flatten(), 40), "block_table [batch, pages_per_seq]");
+  expect_error("table rows", call(kc, kc, t.narrow(0, 0, 1), 40), "block_table has 1 rows");
+  expect_error("seqlen_k past the table", call(kc, kc, t, 49), "seqlen_k 49 must be -1");
+  expect_error("seqlen_k -2", call(kc, kc, t, -2), "seqlen_k -2");
+  expect_error("page past the pool", call(kc, kc, t.clone().fill_(6), 40), "names page 6");
+  expect_error("negative page", call(kc, kc, t.clone().fill_(-1), 40), "names page -1");
+  expect_error("page size 3", call(at::randn({6, 2, 3, 64}, bf16), at::randn({6, 2, 3, 64}, bf16), t, 9),
+               "must be a power of two");
+  expect_error("pools differ", call(kc, kc.narrow(0, 0, 5).contiguous(), t, 40), "one shape");
+  expect_error("pool dtype", call(kc.to(at::kHalf), kc.to(at::kHalf), t, 40), "one dtype");
+  expect_error("heads", call(at::randn({6, 3, 16, 64}, bf16), at::randn({6, 3, 16, 64}, bf16), t, 40),
+               "multiple of the cache's key/value heads");
+  expect_error("head_dim", call(at::randn({6, 2, 16, 128}, bf16), at::randn({6, 2, 16, 128}, bf16), t, 40),
+               "head_dim 128");
+  expect_error("strided pool", call(at::randn({6, 16, 2, 64}, bf16).transpose(1, 2), kc, t, 40), "contiguous");
+  expect_error("window without causal", call(kc, kc, t, 40, false, 8), "needs causal=True");
+  // Unused columns may hold anything; a table written in place is checked again.
+  at::Tensor table = t.clone();
+  table.narrow(1, 2, 1).fill_(1000);
+  EXPECT_NO_THROW(paged_op().call(q, kc, kc, table, 32, true, 0.125, 0)) << "the third page is unused at 32 keys";
+  EXPECT_NO_THROW(paged_op().call(q, kc, kc, t, 40, true, 0.125, 0));
+  at::Tensor edited = t.clone();
+  EXPECT_NO_THROW(paged_op().call(q, kc, kc, edited, 40, true, 0.125, 0));
+  edited[1][0] = 99;  // in place: a new version of a table already checked
+  expect_error("an edited table", [&] { paged_op().call(q, kc, kc, edited, 40, true, 0.125, 0); }, "names page 99");
 }
 
 struct SoftmaxCase {

@@ -233,6 +233,45 @@ TEST(Options, WindowReachesTheProblemAndIsCheckedAgainstTheMask) {
   EXPECT_THROW(parse({"--window", "1e3"}), CLI::ValidationError);
 }
 
+// --kv-layout / --page-size: the problem carries the page size and names it;
+// --page-size alone means paged; a paged cache is forward-only; nonsense is
+// refused with the value; the preset's pages give way to an explicit layout.
+TEST(Options, PagedLayoutReachesTheProblemAndIsChecked) {
+  const Problem p = build_problem(parse({"--kv-layout", "paged", "--seq-q", "1", "--seq-kv", "100"}));
+  EXPECT_EQ(p.page_size, kDefaultPageSize);
+  EXPECT_TRUE(p.paged());
+  EXPECT_EQ(p.pages_per_sequence(), 7);
+  EXPECT_EQ(p.file_stem(), "8_16_1_64_bf16_causal_kv100_p16");
+  EXPECT_EQ(p.config_string(), "bf16 causal paged 16");
+  EXPECT_EQ(build_problem(parse({"--page-size", "64"})).page_size, 64) << "--page-size alone implies paged";
+  EXPECT_EQ(build_problem(parse({"--page-size", "64", "--kv-layout", "paged"})).page_size, 64);
+  EXPECT_EQ(build_problem(parse({"--page-size", "48"})).page_size, 48) << "the CLI takes any size; kernels say";
+  EXPECT_FALSE(build_problem(parse({})).paged());
+  EXPECT_EQ(build_problem(parse({})).file_stem().find("_p"), std::string::npos);
+  EXPECT_EQ(usage_error(parse({"--kv-layout", "pagd"})),
+            "invalid --kv-layout 'pagd' (valid: contiguous, paged; did you mean 'paged'?)");
+  EXPECT_EQ(usage_error(parse({"--kv-layout", "contiguous", "--page-size", "16"})),
+            "--page-size 16 needs --kv-layout paged (contiguous K/V has no pages)");
+  EXPECT_EQ(usage_error(parse({"--page-size", "0"})), "--page-size must be a positive integer, got 0");
+  EXPECT_NE(usage_error(parse({"--page-size", "65537"})).find("--page-size 65537 is too large"), std::string::npos);
+  EXPECT_EQ(usage_error(parse({"--kv-layout", "paged", "--pass", "bwd"})).rfind("--kv-layout paged is the layout of "
+                                                                                 "an inference KV cache", 0),
+            0u);
+  EXPECT_THROW(parse({"--page-size", "0x10"}), CLI::ValidationError);
+  // The preset's pages; an explicit layout or page size replaces them in either order.
+  const Problem preset = build_problem(parse({"--shape", "llama3-8b-paged-decode"}));
+  EXPECT_EQ(preset.page_size, 16);
+  EXPECT_EQ(preset.seq_kv, 32768);
+  EXPECT_EQ(build_problem(parse({"--shape", "llama3-8b-paged-decode", "--kv-layout", "contiguous"})).page_size, 0);
+  EXPECT_EQ(build_problem(parse({"--kv-layout", "contiguous", "--shape", "llama3-8b-paged-decode"})).page_size, 0);
+  EXPECT_EQ(build_problem(parse({"--page-size", "256", "--shape", "llama3-8b-paged-decode"})).page_size, 256);
+  // A pool of whole pages past 2^63 bytes is refused before anything is allocated.
+  EXPECT_NE(usage_error(parse({"--batch", "1048576", "--heads", "65536", "--seq", "1", "--head-dim", "4096",
+                               "--page-size", "65536"}))
+                .find("too large"),
+            std::string::npos);
+}
+
 // visible_pairs under a window that hides keys against a count of the pairs
 // one by one (the diagonal counted half, FlashAttention's q*k - q^2/2
 // convention for causal), and meeting the causal count at window = seq_kv, on

@@ -200,6 +200,16 @@ TEST(AtAGlance, EveryNote) {
   nan.scopes[0].cpu_time_avg_us = 1;
   nan.output_finite = false;
   EXPECT_EQ(at_a_glance_note(nan), "single fused kernel; output has NaN/Inf");
+  // A paged cache: the gather (aten::index) among the ops, or the pages read by the kernel.
+  RunRecord paged = s[2];
+  paged.launches.clear();
+  paged.scopes[0].cpu_time_avg_us = 1;
+  paged.problem.page_size = 16;
+  EXPECT_EQ(at_a_glance_note(paged), "KV pages read in the kernel; single fused kernel");
+  OpStats index;
+  index.name = "aten::index";
+  paged.rows.push_back(index);
+  EXPECT_EQ(at_a_glance_note(paged), "KV pages gathered first; single fused kernel");
 }
 
 TEST(AtAGlance, NaPathsCpuNoNaiveAndOverride) {

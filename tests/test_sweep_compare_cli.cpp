@@ -39,10 +39,11 @@ TEST(SweepCli, PrintsCountWritesCsvAndSvgs) {
   const std::vector<std::string> csv = split_lines(attnprof::io::read_file(d + "/sweep/sweep.csv"));
   ASSERT_EQ(csv.size(), 5u);
   EXPECT_EQ(csv[0],
-            "variant,batch,heads_q,heads_kv,seq_q,seq_kv,head_dim,dtype,mask,window,pass,status,reason,gpu_time_us,"
+            "variant,batch,heads_q,heads_kv,seq_q,seq_kv,head_dim,dtype,mask,window,page_size,pass,status,reason,"
+            "gpu_time_us,"
             "event_median_us,cpu_time_us,tflops,kernels_per_step,peak_memory_bytes");
-  EXPECT_EQ(csv[1].rfind("naive,1,2,2,16,16,16,bf16,causal,0,fwd,ok,", 0), 0u) << csv[1];
-  EXPECT_EQ(csv[4].rfind("sdpa-math,1,2,2,32,32,16,bf16,causal,0,fwd,ok,", 0), 0u) << csv[4];
+  EXPECT_EQ(csv[1].rfind("naive,1,2,2,16,16,16,bf16,causal,0,0,fwd,ok,", 0), 0u) << csv[1];
+  EXPECT_EQ(csv[4].rfind("sdpa-math,1,2,2,32,32,16,bf16,causal,0,0,fwd,ok,", 0), 0u) << csv[4];
   const nlohmann::json j = nlohmann::json::parse(attnprof::io::read_file(d + "/sweep/sweep.json"));
   ASSERT_EQ(j.size(), 4u);
   EXPECT_GT(j[0]["cpu_time_us"].get<double>(), 0.0);
@@ -81,13 +82,28 @@ TEST(SweepCli, WindowAppliesToEveryPoint) {
   ASSERT_EQ(r.rc, 0) << r.err;
   const std::vector<std::string> csv = split_lines(attnprof::io::read_file(d + "/sweep/sweep.csv"));
   ASSERT_EQ(csv.size(), 3u);
-  EXPECT_EQ(csv[1].rfind("naive,1,2,2,16,16,16,bf16,causal,0,fwd,ok,", 0), 0u) << csv[1];
-  EXPECT_EQ(csv[2].rfind("naive,1,2,2,32,32,16,bf16,causal,24,fwd,ok,", 0), 0u) << csv[2];
+  EXPECT_EQ(csv[1].rfind("naive,1,2,2,16,16,16,bf16,causal,0,0,fwd,ok,", 0), 0u) << csv[1];
+  EXPECT_EQ(csv[2].rfind("naive,1,2,2,32,32,16,bf16,causal,24,0,fwd,ok,", 0), 0u) << csv[2];
   EXPECT_TRUE(path_exists(d + "/naive/1_2_32_16_bf16_causal_w24.summary.json"));
   const Result bad = run_cli(std::string("sweep --seq 16 --head-dim 16 --window 4 --no-causal --variant naive ") +
                              kFast + " --out " + d);
   EXPECT_EQ(bad.rc, 2);
   EXPECT_NE(bad.err.find("--window 4 needs the causal mask"), std::string::npos) << bad.err;
+}
+
+// --page-size reaches every point (a paged cache, gathered by naive); a
+// backward point is skipped as not a valid problem, with the reason.
+TEST(SweepCli, PageSizeAppliesToEveryPoint) {
+  const std::string d = make_temp_dir("sweep");
+  const Result r = run_cli(std::string("sweep --seq 16,40 --head-dim 16 --page-size 16 --pass fwd,bwd "
+                                       "--variant naive ") + kFast + " --out " + d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::vector<std::string> csv = split_lines(attnprof::io::read_file(d + "/sweep/sweep.csv"));
+  ASSERT_EQ(csv.size(), 5u);
+  EXPECT_EQ(csv[1].rfind("naive,1,2,2,16,16,16,bf16,causal,0,16,fwd,ok,", 0), 0u) << csv[1];
+  EXPECT_NE(csv[3].find(",bwd,skipped,\"not a valid problem: --kv-layout paged"), std::string::npos) << csv[3];
+  EXPECT_TRUE(path_exists(d + "/naive/1_2_40_16_bf16_causal_p16.summary.json"));
+  remove_tree(d);
 }
 
 TEST(SweepCli, PredictedTooLargeIsSkippedWithReason) {
@@ -96,8 +112,8 @@ TEST(SweepCli, PredictedTooLargeIsSkippedWithReason) {
   ASSERT_EQ(r.rc, 0) << r.err;
   const std::vector<std::string> csv = split_lines(attnprof::io::read_file(d + "/sweep/sweep.csv"));
   ASSERT_EQ(csv.size(), 3u);
-  EXPECT_EQ(csv[1].rfind("naive,1,2,2,16,16,16,bf16,causal,0,fwd,ok,", 0), 0u) << csv[1];
-  EXPECT_EQ(csv[2].rfind("naive,1,2,2,2000000,2000000,16,bf16,causal,0,fwd,skipped,\"needs ~", 0), 0u) << csv[2];
+  EXPECT_EQ(csv[1].rfind("naive,1,2,2,16,16,16,bf16,causal,0,0,fwd,ok,", 0), 0u) << csv[1];
+  EXPECT_EQ(csv[2].rfind("naive,1,2,2,2000000,2000000,16,bf16,causal,0,0,fwd,skipped,\"needs ~", 0), 0u) << csv[2];
   EXPECT_NE(csv[2].find("TiB (predicted)"), std::string::npos) << csv[2];
   EXPECT_NE(r.err.find("skipped: needs ~"), std::string::npos) << r.err;
   EXPECT_FALSE(path_exists(d + "/naive/1_2_2000000_16_bf16_causal.summary.json"));

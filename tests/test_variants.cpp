@@ -44,10 +44,12 @@ const std::vector<Shape> kWindowShapes = {{1, 2, 2, 1100, 1100, 64}, {2, 4, 2, 3
 // past every sequence (hides nothing: the plain causal result).
 const int64_t kWindows[] = {1, 17, 256, 2000};
 
-// The masks a case runs: causal or not, and a window (0: none).
+// The masks a case runs: causal or not, and a window (0: none); and the KV
+// cache's layout (page_size 0: contiguous).
 struct MaskCase {
   bool causal;
   int64_t window;
+  int64_t page_size = 0;
 };
 const std::vector<MaskCase> kPlainMasks = {{true, 0}, {false, 0}};
 std::vector<MaskCase> window_masks() {
@@ -55,6 +57,15 @@ std::vector<MaskCase> window_masks() {
   for (int64_t w : kWindows) m.push_back({true, w});
   return m;
 }
+
+// A paged KV cache (Problem::page_size): pages of 1, 16, 64 and 256 tokens in
+// a random order, on shapes whose key counts fill no page exactly (the last
+// page's tail holds NaN: a reader past the sequence shows), a single key, a
+// multi-query decode step and a chunk of 37 queries; causal, full and windowed.
+const std::vector<Shape> kPagedShapes = {{2, 4, 2, 1, 1100, 64}, {1, 3, 3, 37, 1100, 64}, {2, 2, 2, 77, 77, 128},
+                                         {1, 2, 1, 1, 1, 64}};
+const std::vector<MaskCase> kPagedMasks = {{true, 0, 1},  {false, 0, 16}, {true, 17, 16},
+                                           {true, 0, 64}, {false, 0, 256}, {true, 256, 256}};
 
 struct Case {
   std::string device;
@@ -84,6 +95,7 @@ Problem problem_of(const Shape& s, const Case& c, MaskCase m, Pass pass) {
   p.dtype = c.dtype;
   p.mask = m.causal ? Mask::causal_bottom_right : Mask::none;
   p.window = m.window;
+  p.page_size = m.page_size;
   p.pass = pass;
   p.device = c.device;
   return p;
@@ -212,7 +224,7 @@ int for_each_supported_case(const Case& c, Pass pass, const std::vector<Shape>& 
 int check_forward(const Case& c, const std::vector<Shape>& shapes, const std::vector<MaskCase>& masks) {
   return for_each_supported_case(c, Pass::fwd, shapes, masks,
                                  [&](const Problem& p, Variant& v, const Inputs& in, ParityPool& pool) {
-    const at::Tensor out = v.forward(in.q, in.k, in.v);
+    const at::Tensor out = forward_of(v, p, in);  // forward_paged on a paged problem
     ASSERT_EQ(out.sizes(), in.q.sizes());
     ASSERT_EQ(out.scalar_type(), in.q.scalar_type());
     ASSERT_TRUE(at::isfinite(out).all().item<bool>());
@@ -284,6 +296,13 @@ TEST_P(VariantParity, WindowedForwardMatchesFloat64Reference) {
 TEST_P(VariantParity, WindowedGradientsMatchFloat64Autograd) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   expect_cases_ran("window ∇", GetParam(), check_gradients(GetParam(), kWindowShapes, window_masks()));
+}
+
+// A paged cache: every variant reads it (through its kernel or by gathering
+// the pages first) and must give the contiguous result, against float64.
+TEST_P(VariantParity, PagedForwardMatchesFloat64Reference) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  expect_cases_ran("paged   ", GetParam(), check_forward(GetParam(), kPagedShapes, kPagedMasks));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, VariantParity,
@@ -387,4 +406,59 @@ TEST(CustomFlashFacts, BackwardPassNamesTheBackwardKernels) {
   p.pass = Pass::bwd;
   v->prepare(p, in.q, in.k, in.v);
   EXPECT_TRUE(has_bwd(*v));
+}
+
+// The paged cache the runner builds: a random permutation of pages, key j of
+// sequence b at row j % page of page table[b][j / page], NaN past the keys,
+// and gathering it back gives k exactly.
+TEST(PagedKv, CopyPlacesEveryKeyAndGatherRestoresIt) {
+  at::manual_seed(7);
+  for (const int64_t page : {1, 16, 64, 256, 48}) {
+    SCOPED_TRACE("page " + std::to_string(page));
+    const at::Tensor k = at::randn({3, 2, 77, 8}), v = at::randn({3, 2, 77, 8});
+    const PagedKv kv = paged_copy(k, v, page);
+    const int64_t per_seq = (77 + page - 1) / page;
+    ASSERT_EQ(kv.block_table.sizes(), (std::vector<int64_t>{3, per_seq}));
+    EXPECT_EQ(kv.block_table.scalar_type(), at::kInt);
+    ASSERT_EQ(kv.k_cache.sizes(), (std::vector<int64_t>{3 * per_seq, 2, page, 8}));
+    EXPECT_EQ(kv.page_size(), page);
+    EXPECT_TRUE(at::equal(std::get<0>(at::sort(kv.block_table.flatten())), at::arange(3 * per_seq, at::kInt)))
+        << "the table is a permutation of the pool's pages";
+    const auto table = kv.block_table.accessor<int, 2>();
+    for (const auto& [b, h, j] : {std::tuple{0, 0, 0}, {2, 1, 76}, {1, 0, 33}, {2, 0, 64}}) {
+      const at::Tensor row = kv.k_cache[table[b][j / page]][h][j % page];
+      EXPECT_TRUE(at::equal(row, k[b][h][j])) << "key " << j << " of sequence " << b << ", head " << h;
+    }
+    if (77 % page != 0)
+      EXPECT_TRUE(at::isnan(kv.v_cache[table[0][per_seq - 1]][0][77 % page]).all().item<bool>())
+          << "the last page's tail holds NaN";
+    EXPECT_TRUE(at::equal(gather_pages(kv.k_cache, kv.block_table, 77), k));
+    EXPECT_TRUE(at::equal(gather_pages(kv.v_cache, kv.block_table, 77), v));
+    const at::Tensor gathered = gather_pages(kv.k_cache, kv.block_table, 77);
+    EXPECT_TRUE(gathered.is_contiguous());
+  }
+}
+
+// Every variant reads a paged problem: with its own kernel (reads_pages), or
+// by the default gather; a paged problem's facts never claim what it is not.
+TEST(PagedKv, EveryVariantEitherReadsPagesOrGathersThem) {
+  Problem p;
+  p.batch = 2, p.heads_q = 2, p.heads_kv = 1, p.seq_q = 1, p.seq_kv = 50, p.head_dim = 64;
+  p.dtype = DType::FP32;
+  p.page_size = 16;
+  at::manual_seed(3);
+  const Inputs in = random_inputs(p);
+  ASSERT_TRUE(in.paged.block_table.defined());
+  const at::Tensor ref = reference_attention(p, in);
+  int gathered = 0;
+  for (const auto& entry : variant_registry()) {
+    auto v = entry.make();
+    if (!v->supports(p).ok) continue;
+    SCOPED_TRACE(entry.name);
+    v->prepare(p, in.q, in.k, in.v);
+    EXPECT_FALSE(v->reads_pages()) << "no CPU kernel reads pages";
+    EXPECT_LE(relative_frobenius_error(forward_of(*v, p, in), ref), 1e-5);
+    ++gathered;
+  }
+  EXPECT_GT(gathered, 0);
 }

@@ -59,6 +59,12 @@ struct Problem {
   // diagonal, j in (i + seq_kv - seq_q - window, i + seq_kv - seq_q]
   // (FlashAttention's window_size_left = window - 1, Mistral's sliding_window).
   int64_t window = 0;
+  // The KV cache's layout: 0, contiguous [batch, heads_kv, seq_kv, head_dim];
+  // > 0, paged as inference servers keep it: pages of page_size tokens
+  // [pages, heads_kv, page_size, head_dim] (FlashInfer's HND) scattered in a
+  // pool and found through a block table [batch, pages per sequence]. A
+  // forward-only layout (the CLI enforces it).
+  int64_t page_size = 0;
   Pass pass = Pass::fwd;
   std::string device = "cpu";  // "cpu" or "cuda:N", already resolved
   uint64_t seed = 0;
@@ -75,6 +81,9 @@ struct Problem {
   bool windowed() const { return window > 0 && window < seq_kv && effective_mask() == Mask::causal_bottom_right; }
   // The window where it hides keys, else 0: what variants pass to a kernel and tables show.
   int64_t effective_window() const { return windowed() ? window : 0; }
+  bool paged() const { return page_size > 0; }
+  // Pages one sequence's keys fill: ceil(seq_kv / page_size) (0 when contiguous).
+  int64_t pages_per_sequence() const { return paged() ? (seq_kv + page_size - 1) / page_size : 0; }
   // Query-key pairs a head computes: seq_q * seq_kv without a mask; causal
   // counts the visible area (seq_q^2 / 2 for a square problem, as before:
   // the diagonal counted half), a window only the keys inside it (its
@@ -86,13 +95,13 @@ struct Problem {
   double flops() const;
   // "<B>_<Hq>_<Sq>_<D>_<dtype>_<mask>" then "_hkv<Hkv>" when the heads differ,
   // "_kv<Skv>" when the sequences differ, "_w<window>" under a window that
-  // hides keys, "_<pass>" when not the forward:
+  // hides keys, "_p<page_size>" for a paged cache, "_<pass>" when not the forward:
   // every output file of this problem starts with it, and no two problems
   // share one.
   std::string file_stem() const;
   // "8x16x1024x64", "8x32/8x1/32768x128" (heads q/kv, seq q/kv) for tables and logs.
   std::string shape_string() const;
-  // "bf16 causal fwd", "bf16 causal window 4096": the rest of the problem in words.
+  // "bf16 causal bwd", "bf16 causal window 4096 paged 16": the rest of the problem in words.
   std::string config_string() const;
 };
 

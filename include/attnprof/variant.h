@@ -48,6 +48,15 @@ class Variant {
   // seq_q, head_dim]. Differentiable where supports() accepts a backward pass:
   // the runner calls backward() on what it returns.
   virtual at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) = 0;
+  // The forward of a paged problem (Problem::paged()): k_cache, v_cache
+  // [pages, heads_kv, page_size, head_dim], block_table int32 [batch, pages
+  // per sequence], seq_kv keys per sequence. By default the pages are
+  // gathered into contiguous K/V, then forward(): inside the measured scope,
+  // as a server without a paged kernel pays it. A variant with a paged kernel
+  // overrides this and says so in reads_pages().
+  virtual at::Tensor forward_paged(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
+                                   const at::Tensor& block_table, int64_t seq_kv);
+  virtual bool reads_pages() const { return false; }
   virtual std::vector<Fact> facts() const { return {}; }
   // How the variant holds memory, so a run can be skipped before it allocates
   // what the device does not have. Fused kernels: O(S) per head.

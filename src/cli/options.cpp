@@ -156,6 +156,9 @@ const std::vector<ShapePreset>& shape_presets() {
        32, 1, 1, 32768, 128},
       {"mistral-7b-window", "Mistral-7B prefill through its 4096-key sliding window: 1 x 32q/8kv heads x 16384 x 128",
        1, 32, 8, 16384, 16384, 128, 4096},
+      {"llama3-8b-paged-decode", "Llama-3-8B decode from a paged KV cache: batch 8, 1 query against 32768 keys in "
+       "16-token pages, 32q/8kv heads",
+       8, 32, 8, 1, 32768, 128, 0, 16},
   };
   return presets;
 }
@@ -179,6 +182,7 @@ void add_shape_options(CLI::App& app, CliOptions& o) {
           o.seq = s.seq_kv, o.seq_q = s.seq_q, o.seq_kv = s.seq_kv, o.head_dim = s.head_dim;
           o.window = s.window;
           o.window_from_shape = s.window > 0;
+          if (s.page_size > 0) o.kv_layout = "paged", o.page_size = s.page_size, o.page_size_from_shape = true;
           return;
         }
         throw CLI::ValidationError(invalid_choice("--shape", name, names));
@@ -211,6 +215,17 @@ void add_shape_options(CLI::App& app, CliOptions& o) {
                  "0: none (the default)")
       ->check(decimal_integer(kInt64Min, kInt64Max))
       ->each([&o](const std::string&) { o.window_from_shape = false; });
+  app.add_option("--kv-layout", o.kv_layout,
+                 "The KV cache's layout: contiguous, or paged (pages of --page-size tokens scattered in a pool "
+                 "through a random block table, as inference servers keep it; forward only). Variants without a "
+                 "paged kernel gather the pages into contiguous K/V inside the measured scope")
+      ->capture_default_str()
+      ->each([&o](const std::string&) { o.kv_layout_given = true; });
+  app.add_option("--page-size", o.page_size,
+                 fmt::format("Tokens per page of a paged KV cache (default {}; implies --kv-layout paged)",
+                             kDefaultPageSize))
+      ->check(decimal_integer(kInt64Min, kInt64Max))
+      ->each([&o](const std::string&) { o.page_size_from_shape = false; });
   app.add_option("--pass", o.pass,
                  "What a step runs: fwd (the forward), bwd (the backward of a forward run outside the measured "
                  "scope), fwd+bwd (both)")
@@ -368,10 +383,28 @@ Problem build_problem(const CliOptions& o) {
                          : fmt::format("the --shape preset's sliding window ({} keys) needs the causal mask; drop "
                                        "--no-causal, or add --window 0 for the preset without its window",
                                        o.window));
+  // --page-size alone implies the paged layout; an explicit --kv-layout
+  // contiguous drops a preset's pages but refuses an explicit --page-size.
+  if (o.kv_layout != "contiguous" && o.kv_layout != "paged")
+    throw UsageError(invalid_choice("--kv-layout", o.kv_layout, {"contiguous", "paged"}));
+  const bool explicit_page_size = o.page_size && !o.page_size_from_shape;
+  if (o.kv_layout == "contiguous" && o.kv_layout_given && explicit_page_size)
+    throw UsageError(fmt::format("--page-size {} needs --kv-layout paged (contiguous K/V has no pages)", *o.page_size));
+  int64_t page_size = 0;
+  if (o.kv_layout == "paged" || (!o.kv_layout_given && explicit_page_size)) {
+    page_size = o.page_size.value_or(kDefaultPageSize);
+    check_positive("--page-size", page_size, kMaxPageSize);
+    if (*pass != Pass::fwd)
+      throw UsageError(fmt::format("--kv-layout paged is the layout of an inference KV cache, which nothing "
+                                   "differentiates: use --pass fwd, not {}",
+                                   o.pass));
+  }
   // Each flag within its limit can still multiply past int64: q holds
   // B*Hq*Sq*D elements, k and v B*Hkv*Skv*D, and no tensor (nor address
   // space) holds 2^63 bytes.
-  for (const auto& [which, heads, seq] : {std::tuple{"q", o.heads, seq_q}, std::tuple{"k and v", kv_heads, seq_kv}}) {
+  // A paged cache holds whole pages: the key rows round up to a page.
+  const int64_t kv_rows = page_size > 0 ? (seq_kv + page_size - 1) / page_size * page_size : seq_kv;
+  for (const auto& [which, heads, seq] : {std::tuple{"q", o.heads, seq_q}, std::tuple{"k and v", kv_heads, kv_rows}}) {
     int64_t elements = 0, bytes = 0;
     if (__builtin_mul_overflow(o.batch * heads, seq * o.head_dim, &elements) ||
         __builtin_mul_overflow(elements, int64_t(dtype_bytes(*dtype)), &bytes))
@@ -388,6 +421,7 @@ Problem build_problem(const CliOptions& o) {
   p.pass = *pass;
   p.mask = causal ? Mask::causal_bottom_right : Mask::none;
   p.window = o.window;
+  p.page_size = page_size;
   p.seed = o.seed;
   try {
     p.device = resolve_device(o.device);

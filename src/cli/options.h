@@ -30,6 +30,10 @@ struct CliOptions {
   std::string pass = "fwd";
   int64_t window = 0;  // --window: a sliding window of that many keys (0: none)
   bool window_from_shape = false;  // the window is a --shape preset's (no --window after it)
+  std::string kv_layout = "contiguous";  // --kv-layout: contiguous or paged
+  std::optional<int64_t> page_size;      // --page-size (default for a paged cache: kDefaultPageSize)
+  bool kv_layout_given = false;          // --kv-layout on the command line
+  bool page_size_from_shape = false;     // the page size is a --shape preset's (no --page-size after it)
   // --causal (the default) / --no-causal; both at once is refused.
   bool causal_given = false, no_causal_given = false;
   // Seen on the command line: an explicit --seq replaces a --shape preset's
@@ -57,7 +61,7 @@ struct CliOptions {
 // The problem, schedule and output flags (everything but --variant and the shape).
 void add_run_options(CLI::App& app, CliOptions& o);
 // --shape (a preset, applied first) --batch --heads --kv-heads --seq --seq-q
-// --seq-kv --head-dim --window --dtype --pass
+// --seq-kv --head-dim --window --kv-layout --page-size --dtype --pass
 void add_shape_options(CLI::App& app, CliOptions& o);
 
 // A named shape of a model people profile; explicit flags override its fields.
@@ -66,6 +70,7 @@ struct ShapePreset {
   const char* what;
   int64_t batch, heads, kv_heads, seq_q, seq_kv, head_dim;
   int64_t window = 0;  // the model's sliding window (0: none)
+  int64_t page_size = 0;  // a paged KV cache of pages of that many tokens (0: contiguous)
 };
 const std::vector<ShapePreset>& shape_presets();
 // "must be a positive number, got 0" (CLI::PositiveNumber prints DBL_MAX in full).
@@ -86,6 +91,8 @@ void add_variant_option(CLI::App& app, CliOptions& o);
 
 // Upper limits of the size and schedule flags (README, "Errors and exit codes").
 inline constexpr int64_t kMaxBatch = 1 << 20, kMaxHeads = 1 << 16, kMaxSeq = 1 << 22, kMaxHeadDim = 1 << 12;
+// --page-size: vLLM's default block size; at most 2^16 tokens per page.
+inline constexpr int64_t kDefaultPageSize = 16, kMaxPageSize = 1 << 16;
 inline constexpr int kMaxIters = 1000000;  // --warmup-iters, --timing-iters (untraced)
 inline constexpr int kMaxSteps = 10000;    // --wait, --warmup, --active (profiler schedule steps)
 inline constexpr int64_t kDefaultMaxPoints = 1000;  // sweep: more needs --max-points

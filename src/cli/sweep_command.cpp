@@ -89,6 +89,8 @@ int run_sweep(SweepOptions& o) {
       ++invalid;
       u.problem = fallback_problem(sp, /*causal=*/!o.run.no_causal_given);
       u.problem.window = o.run.window;
+      u.problem.page_size = o.run.kv_layout == "paged" ? o.run.page_size.value_or(kDefaultPageSize)
+                                                       : o.run.page_size.value_or(0);
       u.decided.emplace();
       u.decided->status = Status::skipped;
       u.decided->reason = std::string("not a valid problem: ") + e.what();
@@ -244,6 +246,13 @@ Subcommand add_sweep_command(CLI::App& app) {
   sub.add_option("--window", o->run.window,
                  "A sliding window of N keys at every point (as the single run's --window; a point whose keys "
                  "it all covers runs causal); 0: none")
+      ->check(decimal_integer(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
+  sub.add_option("--kv-layout", o->run.kv_layout, "contiguous, or paged: a paged KV cache at every point (forward "
+                 "points only; as the single run's --kv-layout)")
+      ->capture_default_str()
+      ->each([o](const std::string&) { o->run.kv_layout_given = true; });
+  sub.add_option("--page-size", o->run.page_size, "Tokens per page of a paged KV cache at every point (implies "
+                 "--kv-layout paged)")
       ->check(decimal_integer(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
   sub.add_option("--max-points", o->max_points,
                  "Refuse sweeps of more configurations than this (a typo in a list can ask for days)")

@@ -28,9 +28,9 @@ void drop_grads(const Inputs& in) {
     if (t->grad().defined()) t->mutable_grad().reset();
 }
 
-at::Tensor recorded_forward(Variant& variant, const Inputs& in) {
+at::Tensor recorded_forward(Variant& variant, const Problem& p, const Inputs& in) {
   c10::AutoGradMode grad(true);
-  return variant.forward(in.q, in.k, in.v);
+  return forward_of(variant, p, in);
 }
 
 }  // namespace
@@ -40,18 +40,18 @@ void run_pass_step(Variant& variant, const Problem& p, const Inputs& in, bool sc
     case Pass::fwd:
       in_scope(scoped, kForwardScope, hooks, [&] {
         c10::NoGradGuard no_grad;
-        at::Tensor out = variant.forward(in.q, in.k, in.v);
+        at::Tensor out = forward_of(variant, p, in);
       });
       return;
     case Pass::bwd: {
-      at::Tensor out = recorded_forward(variant, in);
+      at::Tensor out = recorded_forward(variant, p, in);
       drop_grads(in);
       in_scope(scoped, kBackwardScope, hooks, [&] { out.backward(in.grad_out); });
       return;
     }
     case Pass::fwd_bwd: {
       at::Tensor out;
-      in_scope(scoped, kForwardScope, hooks, [&] { out = recorded_forward(variant, in); });
+      in_scope(scoped, kForwardScope, hooks, [&] { out = recorded_forward(variant, p, in); });
       drop_grads(in);
       in_scope(scoped, kBackwardScope, hooks, [&] { out.backward(in.grad_out); });
       return;
@@ -60,7 +60,10 @@ void run_pass_step(Variant& variant, const Problem& p, const Inputs& in, bool sc
 }
 
 RetainedForward::RetainedForward(Variant& variant, const Inputs& in)
-    : in_(&in), out_(recorded_forward(variant, in)) {}
+    : in_(&in), out_([&] {
+        c10::AutoGradMode grad(true);  // a backward pass: never paged
+        return variant.forward(in.q, in.k, in.v);
+      }()) {}
 
 void RetainedForward::backward() const {
   (void)torch::autograd::grad({out_}, {in_->q, in_->k, in_->v}, {in_->grad_out}, /*retain_graph=*/true);
@@ -69,9 +72,9 @@ void RetainedForward::backward() const {
 bool pass_outputs_finite(Variant& variant, const Problem& p, const Inputs& in) {
   if (p.pass == Pass::fwd) {
     c10::NoGradGuard no_grad;
-    return at::isfinite(variant.forward(in.q, in.k, in.v)).all().item<bool>();
+    return at::isfinite(forward_of(variant, p, in)).all().item<bool>();
   }
-  const at::Tensor out = recorded_forward(variant, in);
+  const at::Tensor out = recorded_forward(variant, p, in);
   const auto grads = torch::autograd::grad({out}, {in.q, in.k, in.v}, {in.grad_out});
   bool finite = at::isfinite(out.detach()).all().item<bool>();
   for (const at::Tensor& g : grads) finite = finite && g.defined() && at::isfinite(g).all().item<bool>();

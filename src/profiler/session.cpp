@@ -94,10 +94,20 @@ class ScratchDir {
 std::string predicted_not_to_fit(const Variant& v, const Problem& p) {
   const std::optional<MemoryBudget> budget = available_memory(p.device);
   if (!budget) return "";
-  const auto need = report::predict_memory(p, v.memory_family());
+  const auto need = report::predict_memory(p, v.memory_family(), !v.reads_pages());
   if (need && need->peak_bytes <= budget->bytes) return "";
   return "needs ~" + (need ? report::format_bytes(double(need->peak_bytes)) : std::string("more than 16 EiB")) +
          " (predicted), " + report::format_bytes(double(budget->bytes)) + " " + budget->what;
+}
+
+// How the variant read the paged cache: through the block table in its
+// kernel, or gathered into contiguous K/V first (inside the measured scope).
+std::string paged_kv_fact(const Variant& v, const Problem& p) {
+  const std::string cache = std::to_string(p.batch * p.pages_per_sequence()) + " pages of " +
+                            std::to_string(p.page_size) + " tokens in a random order";
+  if (v.reads_pages()) return cache + ", read through the block table in the kernel (no gather)";
+  return cache + ", gathered into contiguous K/V inside the measured scope (aten::index, then a copy into "
+                 "[batch, heads, seq, head_dim]) before attention: what a server without a paged kernel pays";
 }
 
 std::string trace_metadata(const RunRecord& r) {
@@ -233,6 +243,7 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
     variant->prepare(p, in.q, in.k, in.v);
     clock.lap("inputs and prepare", r.phases_ms);
     for (const Fact& f : variant->facts()) r.facts.emplace_back(f.key, f.value);
+    if (p.paged()) r.facts.emplace_back("kv cache", paged_kv_fact(*variant, p));
     const int first_touch = first_touch_steps(p, timing_input_set_count(p, in));
     progress.plan_timing(opt.timing_iters, first_touch);
     RunnerOptions ro;

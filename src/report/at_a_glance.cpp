@@ -180,6 +180,11 @@ std::string at_a_glance_note(const RunRecord& r) {
   if (dtod) notes.emplace_back("DtoD Memcpy present");
   if (upcast) notes.emplace_back("FP32 upcast");
   if (mask) notes.emplace_back(r.problem.windowed() ? "causal window mask materialised" : "causal mask materialised");
+  if (r.problem.paged()) {
+    // A variant without a paged kernel gathers the pages first (aten::index, then a copy).
+    const bool gathered = std::any_of(r.rows.begin(), r.rows.end(), [](const OpStats& s) { return s.name == "aten::index"; });
+    notes.emplace_back(gathered ? "KV pages gathered first" : "KV pages read in the kernel");
+  }
   if (r.problem.on_cuda() && r.kernels_per_step() == 1.0) notes.emplace_back("single fused kernel");
   if (const KernelStats* k = dominant_kernel(kernels)) {
     const KernelLaunch* l = launch_of(r, k->name);

@@ -40,6 +40,7 @@ using GroupKey = std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, int
 GroupKey group_of(const Problem& p) {
   std::string mask = mask_name(p.effective_mask());
   if (p.window > 0 && p.effective_mask() == Mask::causal_bottom_right) mask += "-w" + std::to_string(p.window);
+  if (p.paged()) mask += " paged " + std::to_string(p.page_size);  // --page-size: one value too
   return {dtype_name(p.dtype), p.batch, p.heads_q, p.heads_kv, p.head_dim,
           p.seq_q == p.seq_kv ? -1 : p.seq_q, mask, pass_name(p.pass)};
 }
@@ -70,7 +71,7 @@ Table sweep_table(const std::vector<RunRecord>& points) {
                number_column("seq_q", "seq_q"),        number_column("seq_kv", "seq_kv"),
                number_column("head_dim", "head_dim"),  text_column("dtype", "dtype"),
                text_column("mask", "mask"),            number_column("window", "window"),
-               text_column("pass", "pass"),
+               number_column("page_size", "page_size"), text_column("pass", "pass"),
                text_column("status", "status"),        text_column("reason", "reason"),
                number_column("gpu_time_us", "gpu_time_us", {S::general, 6}),
                number_column("event_median_us", "event_median_us", {S::general, 6}),
@@ -84,7 +85,8 @@ Table sweep_table(const std::vector<RunRecord>& points) {
     const Cell na;
     t.rows.push_back({r.variant, double(p.batch), double(p.heads_q), double(p.heads_kv), double(p.seq_q),
                       double(p.seq_kv), double(p.head_dim), dtype_name(p.dtype), mask_name(p.effective_mask()),
-                      double(p.effective_window()), pass_name(p.pass), status_name(r.status), r.reason,
+                      double(p.effective_window()), double(p.page_size), pass_name(p.pass), status_name(r.status),
+                      r.reason,
                       ok && cuda ? number_cell(r.device_time_us()) : na,
                       ok && r.timing ? number_cell(r.timing->median_us) : na, ok ? number_cell(r.cpu_time_us()) : na,
                       ok ? number_cell(r.tflops) : na, ok && cuda ? number_cell(r.kernels_per_step()) : na,

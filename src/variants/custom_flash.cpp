@@ -30,14 +30,19 @@ class CustomFlash final : public CustomOpVariant {
   }
 
   Support supports(const Problem& p) const override {
-    const Support base = operator_support("attnprof::flash_attention", p);
-    return base.ok ? family_support(&flash::unsupported, p) : base;
+    const Support base = operator_support(p.paged() ? "attnprof::flash_attention_paged" : "attnprof::flash_attention", p);
+    if (!base.ok) return base;
+    if (p.paged() && (p.page_size & (p.page_size - 1)) != 0)
+      return Support::no(name() + " reads pages whose size is a power of two (it finds a key's page by shift and "
+                                  "mask), not " + std::to_string(p.page_size));
+    return family_support(&flash::unsupported, p);
   }
 
   void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k,
                const at::Tensor& v) override {
     CustomOpVariant::prepare(p, q, k, v);
     is_bf16_ = p.dtype == DType::BF16;
+    page_size_ = p.page_size;
     hopper_bwd_ = window_ == 0 && flash_backward_is_hopper(q, k, v);  // the Hopper backward has no window
 #ifdef ATTNPROF_HAVE_CUDA_KERNELS
     if (q.is_cuda()) plan_ = flash::plan_for(q, k, causal_);  // the path forward() runs
@@ -45,6 +50,13 @@ class CustomFlash final : public CustomOpVariant {
   }
 
   bool takes_window() const override { return true; }
+  bool reads_pages() const override { return true; }
+
+  at::Tensor forward_paged(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
+                           const at::Tensor& block_table, int64_t seq_kv) override {
+    static auto op = ops::op_handle<ops::FlashAttentionPagedFn>("attnprof::flash_attention_paged");
+    return std::get<0>(op.call(q, k_cache, v_cache, block_table, seq_kv, causal_, scale_, window_));
+  }
 
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
     static auto op = ops::op_handle<ops::FlashAttentionFn>("attnprof::flash_attention");
@@ -52,7 +64,10 @@ class CustomFlash final : public CustomOpVariant {
   }
 
   std::vector<Fact> facts() const override {
-    std::vector<Fact> f = {{"kernel", flash::describe_fwd(head_dim_, is_bf16_, plan_)}};
+    std::vector<Fact> f = {{"kernel", flash::describe_fwd(head_dim_, is_bf16_, plan_) +
+                                          (page_size_ > 0 ? ", K/V rows read through the block table (" +
+                                                                std::to_string(page_size_) + "-token pages)"
+                                                          : std::string())}};
     if (window_ > 0)
       f.push_back({"sliding window", std::to_string(window_) + " keys in the kernel: key tiles outside every row's "
                                      "window skipped, the window's edge masked per score"});
@@ -63,6 +78,7 @@ class CustomFlash final : public CustomOpVariant {
  private:
   bool is_bf16_ = true;
   bool hopper_bwd_ = false;
+  int64_t page_size_ = 0;
   flash::FwdPlan plan_;
 };
 

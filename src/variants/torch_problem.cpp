@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "attnprof/variant.h"
+
 namespace attnprof {
 
 at::ScalarType scalar_type(DType d) {
@@ -29,7 +31,44 @@ Inputs random_inputs(const Problem& p) {
     in.grad_out = at::randn({p.batch, p.heads_q, p.seq_q, p.head_dim}, opt);
     in.q.requires_grad_(true), in.k.requires_grad_(true), in.v.requires_grad_(true);
   }
+  if (p.paged()) in.paged = paged_copy(in.k, in.v, p.page_size);
   return in;
+}
+
+PagedKv paged_copy(const at::Tensor& k, const at::Tensor& v, int64_t page_size) {
+  TORCH_CHECK(page_size > 0, "paged_copy: page_size must be positive, got ", page_size);
+  const int64_t batch = k.size(0), heads = k.size(1), seq = k.size(2), dim = k.size(3);
+  const int64_t per_seq = (seq + page_size - 1) / page_size;
+  const int64_t pages = batch * per_seq;
+  PagedKv out;
+  out.seq_kv = seq;
+  // Page slot s of sequence b is pool page table[b][s], a random permutation.
+  out.block_table = at::randperm(pages, k.options().dtype(at::kLong)).view({batch, per_seq});
+  const auto to_pages = [&](const at::Tensor& t) {
+    at::Tensor padded = at::full({batch, heads, per_seq * page_size, dim}, NAN, t.options());
+    padded.narrow(2, 0, seq).copy_(t.detach());
+    // [B, H, per_seq, page, D] -> [B * per_seq, H, page, D], page slots in sequence order.
+    const at::Tensor slots = padded.view({batch, heads, per_seq, page_size, dim})
+                                 .permute({0, 2, 1, 3, 4})
+                                 .reshape({pages, heads, page_size, dim});
+    at::Tensor pool = at::empty_like(slots);
+    pool.index_copy_(0, out.block_table.flatten(), slots);
+    return pool;
+  };
+  out.k_cache = to_pages(k);
+  out.v_cache = to_pages(v);
+  out.block_table = out.block_table.to(at::kInt);
+  return out;
+}
+
+at::Tensor gather_pages(const at::Tensor& cache, const at::Tensor& block_table, int64_t seq_kv) {
+  const int64_t batch = block_table.size(0), per_seq = block_table.size(1);
+  const int64_t heads = cache.size(1), page = cache.size(2), dim = cache.size(3);
+  // [B, per_seq, H, page, D] -> [B, H, per_seq * page, D]: the index kernel, then one copy.
+  const at::Tensor pages = cache.index({block_table.to(at::kLong)});
+  // contiguous(), not reshape(): with one token per page reshape could return a strided view.
+  at::Tensor rows = pages.permute({0, 2, 1, 3, 4}).contiguous().view({batch, heads, per_seq * page, dim});
+  return per_seq * page == seq_kv ? rows : rows.narrow(2, 0, seq_kv).contiguous();
 }
 
 at::Tensor hidden_keys_mask(const Problem& p, const at::TensorOptions& options) {
@@ -65,6 +104,17 @@ at::Tensor reference_attention(const Problem& p, const Inputs& in) {
 double relative_frobenius_error(const at::Tensor& out, const at::Tensor& ref) {
   const at::Tensor o = out.detach().to(at::kDouble), r = ref.detach().to(at::kDouble).to(o.device());
   return ((o - r).norm() / r.norm()).item<double>();
+}
+
+at::Tensor Variant::forward_paged(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
+                                  const at::Tensor& block_table, int64_t seq_kv) {
+  return forward(q, gather_pages(k_cache, block_table, seq_kv), gather_pages(v_cache, block_table, seq_kv));
+}
+
+at::Tensor forward_of(Variant& variant, const Problem& p, const Inputs& in) {
+  if (!p.paged()) return variant.forward(in.q, in.k, in.v);
+  const PagedKv& kv = in.paged;
+  return variant.forward_paged(in.q, kv.k_cache, kv.v_cache, kv.block_table, kv.seq_kv);
 }
 
 std::string first_line(const std::string& message) { return message.substr(0, message.find('\n')); }

@@ -31,6 +31,8 @@ std::optional<uint64_t> checked_product(std::initializer_list<int64_t> factors);
 std::optional<uint64_t> score_matrix_bytes(const Problem& p, int64_t element_bytes);
 
 // std::nullopt when any term overflows uint64_t (treat as "does not fit").
-std::optional<MemoryPrediction> predict_memory(const Problem& p, MemoryFamily family);
+// A paged problem adds its two page pools to the resident bytes and, for a
+// variant that gathers the pages (`gathers_pages`), the gathered copies.
+std::optional<MemoryPrediction> predict_memory(const Problem& p, MemoryFamily family, bool gathers_pages = true);
 
 }  // namespace attnprof::report

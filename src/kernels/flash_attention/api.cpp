@@ -20,6 +20,7 @@
 
 #include "kernels/flash_attention/flash_params.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -44,6 +45,18 @@ TORCH_LIBRARY_FRAGMENT(attnprof, m) {
   // run a split-KV decode kernel, the others the prefill kernel; either may
   // split the keys and add a combine kernel (flash_fwd_plan.h).
   m.def("flash_attention(Tensor q, Tensor k, Tensor v, bool causal, float scale, int window=0) -> (Tensor out, Tensor lse)");
+  // flash_attention reading K and V from a paged cache, as inference servers
+  // keep it, without gathering it: k_cache, v_cache [num_pages, heads_kv,
+  // page_size, head_dim] (FlashInfer's HND layout; page_size a power of two),
+  // block_table int32 [batch, pages_per_seq] on q's device: key j of sequence
+  // b is row j % page_size of page block_table[b][j / page_size]. seqlen_k:
+  // the keys of every sequence (1 .. pages_per_seq * page_size; -1: all of
+  // them); the table's first ceil(seqlen_k / page_size) columns must name
+  // pages in [0, num_pages), checked on the device once per table (a sync
+  // the first time a table, or a new version of it, is seen; in-place writes
+  // bump the version). q, causal, scale, window and the outputs as
+  // flash_attention's. Forward only (no autograd).
+  m.def("flash_attention_paged(Tensor q, Tensor k_cache, Tensor v_cache, Tensor block_table, int seqlen_k, bool causal, float scale, int window=0) -> (Tensor out, Tensor lse)");
   // Gradients of flash_attention from its saved inputs, output and lse.
   // q, out, grad_out: [batch, heads_q, seq_q, head_dim]; k, v: [batch, heads_kv,
   // seq_k, head_dim] with heads_kv dividing heads_q; one dtype (bf16 or fp16),
@@ -152,6 +165,140 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_cuda(const at::Tensor& q, con
     // (the planner's choices on 132 SMs).
     const int64_t rows = q.size(0) * q.size(1) * q.size(2);
     o_accum = at::empty({p.plan.num_splits, rows, q.size(3)}, q.options().dtype(at::kFloat));
+    lse_accum = at::empty({p.plan.num_splits, rows}, q.options().dtype(at::kFloat));
+    p.o_accum = o_accum.data_ptr<float>();
+    p.lse_accum = lse_accum.data_ptr<float>();
+  }
+  run_flash_fwd(p, at::cuda::getCurrentCUDAStream().stream());
+  return {call.out, call.lse};
+}
+
+constexpr const char* kPagedOp = "attnprof::flash_attention_paged";
+
+// Tables whose page indices were checked, by identity and version: a
+// server's table is read by every layer of every step, and checking its values
+// costs a reduction and a device sync. A table written in place gets a new
+// version and is checked again; one written behind the version counter (raw
+// pointers, DLPack) is not, and the kernels then read any index outside the
+// pool as a page of zeros rather than outside the pools.
+class CheckedTables {
+ public:
+  bool seen(const at::Tensor& table, int64_t columns, int64_t num_pages) {
+    const Key key{table.unsafeGetTensorImpl(), table.data_ptr(), table._version(), table.size(0), columns, num_pages};
+    std::lock_guard<std::mutex> lock(mutex_);
+    return std::find(keys_.begin(), keys_.end(), key) != keys_.end();
+  }
+  void add(const at::Tensor& table, int64_t columns, int64_t num_pages) {
+    const Key key{table.unsafeGetTensorImpl(), table.data_ptr(), table._version(), table.size(0), columns, num_pages};
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (keys_.size() >= kKept) keys_.erase(keys_.begin());
+    keys_.push_back(key);
+  }
+
+ private:
+  struct Key {
+    const void* impl;
+    const void* data;
+    int64_t version;
+    int64_t rows, columns, num_pages;
+    bool operator==(const Key& o) const {
+      return impl == o.impl && data == o.data && version == o.version && rows == o.rows && columns == o.columns &&
+             num_pages == o.num_pages;
+    }
+  };
+  static constexpr size_t kKept = 64;  // tables a process alternates between (a layer group each, say)
+  std::mutex mutex_;
+  std::vector<Key> keys_;
+};
+
+std::tuple<at::Tensor, at::Tensor> flash_attention_paged_cuda(const at::Tensor& q, const at::Tensor& k_cache,
+                                                              const at::Tensor& v_cache, const at::Tensor& block_table,
+                                                              int64_t seqlen_k, bool causal, double scale,
+                                                              int64_t window) {
+  kernels::check_cuda_tensor(q, kPagedOp, "q");
+  kernels::check_cuda_tensor(k_cache, kPagedOp, "k_cache");
+  kernels::check_cuda_tensor(v_cache, kPagedOp, "v_cache");
+  kernels::check_cuda_tensor(block_table, kPagedOp, "block_table");
+  for (const auto& [t, name] : {std::pair{&k_cache, "k_cache"}, {&v_cache, "v_cache"}, {&block_table, "block_table"}})
+    TORCH_CHECK(t->device() == q.device(), kPagedOp, ": ", name, " is on ", t->device(), ", q on ", q.device());
+  TORCH_CHECK(k_cache.scalar_type() == q.scalar_type() && v_cache.scalar_type() == q.scalar_type(), kPagedOp,
+              ": q, k_cache, v_cache must have one dtype, got ", q.scalar_type(), ", ", k_cache.scalar_type(), ", ",
+              v_cache.scalar_type());
+  TORCH_CHECK(block_table.scalar_type() == at::kInt, kPagedOp, ": block_table must be int32, got ",
+              block_table.scalar_type());
+  TORCH_CHECK(q.dim() == 4 && k_cache.dim() == 4 && v_cache.dim() == 4 && block_table.dim() == 2, kPagedOp,
+              ": q must be [batch, heads_q, seq_q, head_dim], k_cache and v_cache [num_pages, heads_kv, page_size, "
+              "head_dim], block_table [batch, pages_per_seq]; got ", q.sizes(), ", ", k_cache.sizes(), ", ",
+              v_cache.sizes(), ", ", block_table.sizes());
+  TORCH_CHECK(k_cache.sizes() == v_cache.sizes(), kPagedOp, ": k_cache and v_cache must have one shape, got ",
+              k_cache.sizes(), " and ", v_cache.sizes());
+  const int64_t batch = q.size(0), heads_q = q.size(1), head_dim = q.size(3);
+  const int64_t num_pages = k_cache.size(0), heads_kv = k_cache.size(1), page_size = k_cache.size(2);
+  const int64_t pages_per_seq = block_table.size(1);
+  TORCH_CHECK(k_cache.size(3) == head_dim, kPagedOp, ": k_cache's head_dim ", k_cache.size(3), " is not q's ",
+              head_dim);
+  TORCH_CHECK(block_table.size(0) == batch, kPagedOp, ": block_table has ", block_table.size(0),
+              " rows; q's batch is ", batch);
+  TORCH_CHECK(heads_kv >= 1 && heads_q % heads_kv == 0, kPagedOp, ": query heads (", heads_q,
+              ") must be a multiple of the cache's key/value heads (", heads_kv, ")");
+  TORCH_CHECK(page_size >= 1 && (page_size & (page_size - 1)) == 0 && page_size <= (int64_t{1} << 30), kPagedOp,
+              ": page_size (k_cache.size(2)) must be a power of two (the kernels find a key's page by shift and "
+              "mask), got ", page_size);
+  TORCH_CHECK(num_pages <= kInt32Max, kPagedOp, ": ", num_pages, " pages exceed the int32 block table's range");
+  const int64_t capacity = pages_per_seq * page_size;
+  const int64_t keys = seqlen_k == -1 ? capacity : seqlen_k;
+  TORCH_CHECK(keys >= 0 && keys <= capacity, kPagedOp, ": seqlen_k ", seqlen_k, " must be -1 (every key) or 0 .. ",
+              capacity, " (pages_per_seq ", pages_per_seq, " x page_size ", page_size, ")");
+  TORCH_CHECK(std::isfinite(scale) && scale > 0, kPagedOp, ": scale must be finite and positive, got ", scale);
+  kernels::check_supported(unsupported(kernels::query_of(q)), kPagedOp);
+  const int64_t seq_q = q.size(2);
+  TORCH_CHECK(keys <= kMaxSeq && seq_q <= kMaxSeq && batch * heads_q <= kMaxGridX && (seq_q + 127) / 128 <= kMaxGridY &&
+                  batch * heads_q * seq_q / 4 <= kMaxGridX,
+              kPagedOp, ": sizes too large for the kernels' 32-bit indices and grid limits: q ", q.sizes(),
+              ", seqlen_k ", keys);
+  const int kernel_window = kernels::checked_window(kPagedOp, causal, window, keys);
+
+  // The pages the keys use must be in the pool (the kernel would read outside it).
+  const int64_t used = (keys + page_size - 1) / page_size;
+  static CheckedTables checked;
+  if (used > 0 && batch > 0 && !checked.seen(block_table, used, num_pages)) {
+    const at::Tensor columns = block_table.narrow(1, 0, used);
+    const auto [lo, hi] = at::aminmax(columns);
+    const int64_t min_page = lo.item<int64_t>(), max_page = hi.item<int64_t>();
+    TORCH_CHECK(min_page >= 0 && max_page < num_pages, kPagedOp, ": block_table names page ",
+                min_page < 0 ? min_page : max_page, " in its first ", used, " columns (the pages of ", keys,
+                " keys); the pool has pages 0 .. ", num_pages - 1);
+    checked.add(block_table, used, num_pages);
+  }
+
+  c10::cuda::CUDAGuard guard(q.device());
+  // The shared params read the pools as k and v (heads, head and row strides
+  // hold); then the sequence length is the keys', and the batch strides are the table's.
+  kernels::FwdCall call = kernels::prepare_forward(q, k_cache, v_cache, causal, scale, kernel_window);
+  if (call.done) return {call.out, call.lse};
+  if (keys == 0) {  // nothing to attend to
+    call.out.zero_();
+    call.lse.fill_(-INFINITY);
+    return {call.out, call.lse};
+  }
+  FwdParams p;
+  static_cast<kernels::AttentionParams&>(p) = call.params;
+  p.seqlen_k = static_cast<int>(keys);
+  p.k_batch_stride = p.v_batch_stride = 0;
+  p.k_page_stride = k_cache.stride(0);
+  p.v_page_stride = v_cache.stride(0);
+  p.block_table = block_table.data_ptr<int>();
+  p.table_batch_stride = block_table.stride(0);
+  p.page_shift = 0;
+  while ((int64_t{1} << p.page_shift) < page_size) ++p.page_shift;
+  p.num_pages = static_cast<int>(num_pages);
+  p.plan = plan_fwd({batch, heads_q, heads_kv, seq_q, keys, head_dim, causal}, sm_count(q.device().index()));
+  TORCH_CHECK(p.plan.num_splits <= kMaxGridY && p.plan.row_tiles <= kMaxGridY, kPagedOp, ": ", p.plan.num_splits,
+              " key splits x ", p.plan.row_tiles, " row tiles exceed the grid limit for q ", q.sizes());
+  at::Tensor o_accum, lse_accum;
+  if (p.plan.num_splits > 1) {  // as flash_attention_cuda's workspace
+    const int64_t rows = batch * heads_q * seq_q;
+    o_accum = at::empty({p.plan.num_splits, rows, head_dim}, q.options().dtype(at::kFloat));
     lse_accum = at::empty({p.plan.num_splits, rows}, q.options().dtype(at::kFloat));
     p.o_accum = o_accum.data_ptr<float>();
     p.lse_accum = lse_accum.data_ptr<float>();
@@ -284,6 +431,7 @@ FlashBwdCall prepare_flash_bwd(const char* op, const at::Tensor& grad_out, const
 TORCH_LIBRARY_IMPL(attnprof, CUDA, m) {
   m.impl("flash_attention", &attnprof::flash::flash_attention_cuda);
   m.impl("flash_attention_backward", &attnprof::flash::flash_attention_backward_cuda);
+  m.impl("flash_attention_paged", &attnprof::flash::flash_attention_paged_cuda);
 }
 
 #endif  // ATTNPROF_HAVE_CUDA_KERNELS

@@ -3,7 +3,8 @@
 // One block computes kBlockM query rows of one (batch, query head) against
 // the keys of its split (all keys unless the plan splits them), each warp
 // kMTiles m16 tiles of the rows. Grouped-query attention reads K/V head
-// h / group in place. Its Q tile is copied to shared memory once and,
+// h / group in place; kPaged reads K/V from a paged cache through its block
+// table (tile_ops.cuh, KVSource), the rest of the kernel unchanged. Its Q tile is copied to shared memory once and,
 // where registers allow (kQInRegs), held in registers as MMA A-fragments;
 // K/V tiles of kBlockN keys stream through a kStages-deep cp.async ring.
 // Per K/V tile each warp computes S = Q·Kᵀ (mma.sync m16n8k16, fp32
@@ -30,7 +31,7 @@
 
 namespace attnprof::flash {
 
-template <typename Traits, bool kCausal>
+template <typename Traits, bool kCausal, bool kPaged>
 __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
     flash_fwd_kernel(const __grid_constant__ FwdParams p) {
   using namespace detail;
@@ -66,8 +67,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   const int warp_row0 = warp * kWarpRows;  // first row of this warp inside the block
 
   const Element* q = static_cast<const Element*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-  const Element* k = static_cast<const Element*>(p.k) + b * p.k_batch_stride + h_kv * p.k_head_stride;
-  const Element* v = static_cast<const Element*>(p.v) + b * p.v_batch_stride + h_kv * p.v_head_stride;
+  const auto kv = kv_source<Element, kPaged>(p, b, h_kv);
   const KeyMask<kCausal> mask{p};
 
   // Key tiles [n_begin, n_end): this block's split, and under causal masking
@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   // iteration has landed".
   load_tile<Traits, kBM>(sQ_addr, q, m0, p.seqlen_q, tid);
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) load_kv_tile_or_none(smem, k, v, n_begin + s, n_end, p.seqlen_k, tid);
+  for (int s = 0; s < kStages - 1; ++s) load_kv_tile_or_none(smem, kv, n_begin + s, n_end, p.seqlen_k, tid);
 
   // Row state: for each of its m16 tiles a thread holds rows g and g+8 (g = lane/4).
   const int row_in_tile = lane / 4;
@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
     __syncthreads();  // tile n visible to all; every warp is done with tile n-1
 
     // Refill the stage that held tile n-1 with tile n + kStages - 1.
-    load_kv_tile_or_none(smem, k, v, n + kStages - 1, n_end, p.seqlen_k, tid);
+    load_kv_tile_or_none(smem, kv, n + kStages - 1, n_end, p.seqlen_k, tid);
 
     if constexpr (kQInRegs) {
       if (n == n_begin) {

@@ -1,7 +1,8 @@
 // The operator's forward dispatch: the plan's path and head_dim → its tile
 // configuration (flash_kernel_traits.h). The prefill kernels are instantiated
-// here, the decode and combine kernels in flash_fwd_splitkv_launch.cu (two
-// translation units, built in parallel).
+// here, the decode and combine kernels in flash_fwd_splitkv_launch.cu, both
+// paths' paged kernels in flash_fwd_paged_launch.cu (three translation units,
+// built in parallel).
 #include <cuda_runtime.h>
 
 #include "kernels/common/static_switch.h"
@@ -19,7 +20,9 @@ void run_flash_fwd(const FwdParams& p, CUstream_st* stream) {
               kFwdOp, ": rows of q, k, v, out must be head_dim contiguous elements");
   TORCH_CHECK(p.plan.num_splits == 1 || (p.o_accum != nullptr && p.lse_accum != nullptr), kFwdOp, ": ",
               p.plan.num_splits, " key splits need a workspace");
-  if (p.plan.path == FwdPath::kDecode) {
+  if (p.block_table != nullptr) {
+    run_flash_fwd_paged(p, stream);
+  } else if (p.plan.path == FwdPath::kDecode) {
     run_flash_fwd_splitkv(p, stream);
   } else {
     kernels::head_dim_switch(FwdTiles{}, p.head_dim, kFwdOp,

@@ -44,9 +44,9 @@ void set_smem_bytes(Kernel* kernel, int smem_bytes) {
   }
 }
 
-template <typename Traits, bool kCausal>
+template <typename Traits, bool kCausal, bool kPaged>
 void launch_flash_fwd(const FwdParams& p, cudaStream_t stream) {
-  auto* kernel = &flash_fwd_kernel<Traits, kCausal>;
+  auto* kernel = &flash_fwd_kernel<Traits, kCausal, kPaged>;
   static std::atomic<uint64_t> configured{0};
   configure_once_per_device(configured, [&] { set_smem_bytes(kernel, Traits::kSmemBytes); });
   // x: (batch, query head), y: query block, z: key split. y is slower than x,
@@ -59,9 +59,9 @@ void launch_flash_fwd(const FwdParams& p, cudaStream_t stream) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-template <typename Traits, bool kCausal>
+template <typename Traits, bool kCausal, bool kPaged>
 void launch_flash_fwd_splitkv(const FwdParams& p, cudaStream_t stream) {
-  auto* kernel = &flash_fwd_splitkv_kernel<Traits, kCausal>;
+  auto* kernel = &flash_fwd_splitkv_kernel<Traits, kCausal, kPaged>;
   static std::atomic<uint64_t> configured{0};
   configure_once_per_device(configured, [&] {
     set_smem_bytes(kernel, Traits::kSmemBytes);
@@ -87,19 +87,20 @@ void dispatch_dtype_mask(const FwdParams& p, Launch launch) {
   });
 }
 
-// The prefill kernel for one tile configuration.
-template <typename Tile>
+// The prefill kernel for one tile configuration, reading contiguous or paged
+// K/V (kPaged: instantiated in its own translation unit).
+template <typename Tile, bool kPaged = false>
 void run_flash_fwd_tile(const FwdParams& p, cudaStream_t stream) {
   dispatch_dtype_mask<FwdKernelTraits, Tile>(p, [&](auto traits, auto causal) {
-    launch_flash_fwd<decltype(traits), decltype(causal)::value>(p, stream);
+    launch_flash_fwd<decltype(traits), decltype(causal)::value, kPaged>(p, stream);
   });
 }
 
 // The split-KV decode kernel for one tile configuration.
-template <typename Tile>
+template <typename Tile, bool kPaged = false>
 void run_flash_fwd_splitkv_tile(const FwdParams& p, cudaStream_t stream) {
   dispatch_dtype_mask<DecodeKernelTraits, Tile>(p, [&](auto traits, auto causal) {
-    launch_flash_fwd_splitkv<decltype(traits), decltype(causal)::value>(p, stream);
+    launch_flash_fwd_splitkv<decltype(traits), decltype(causal)::value, kPaged>(p, stream);
   });
 }
 

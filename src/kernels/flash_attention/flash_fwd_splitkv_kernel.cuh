@@ -9,6 +9,8 @@
 // online softmax; at the end the warps merge through shared memory. With
 // one split the block writes the output; with more, fp32 partials that
 // flash_combine_kernel merges by their log-sum-exps (as for split prefill).
+// kPaged reads the K/V tiles from a paged cache through its block table
+// (tile_ops.cuh, KVSource).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -55,7 +57,7 @@ __device__ __forceinline__ void load_group_q(const FwdParams& p, uint32_t sQ_add
 
 }  // namespace detail
 
-template <typename Traits, bool kCausal>
+template <typename Traits, bool kCausal, bool kPaged>
 __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
     flash_fwd_splitkv_kernel(const __grid_constant__ FwdParams p) {
   using Element = typename Traits::Element;
@@ -71,7 +73,6 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   constexpr int kOTiles = kD / 8;
   constexpr int kTileBytes = Traits::kSmemKVTileBytes;
   constexpr uint32_t kRowBytes = Traits::kRowBytes;
-  constexpr int kCh = Traits::kChunksPerRow;
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   const SmemTiles<Traits> smem(smem_raw);
@@ -91,8 +92,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   const int64_t group_row0 =
       (static_cast<int64_t>(b) * p.heads_q + static_cast<int64_t>(h_kv) * p.group) * p.seqlen_q;
 
-  const Element* k = static_cast<const Element*>(p.k) + b * p.k_batch_stride + h_kv * p.k_head_stride;
-  const Element* v = static_cast<const Element*>(p.v) + b * p.v_batch_stride + h_kv * p.v_head_stride;
+  const auto kv = kv_source<Element, kPaged>(p, b, h_kv);
   const KeyMask<kCausal> mask{p};
 
   // As in flash_fwd_kernel (a multiple of kBN from the planner); the packed
@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   // commit group per tile, as in flash_fwd_kernel.
   load_group_q<Traits>(p, sQ_addr, b, h_kv, r0, rows, tid);
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) load_kv_tile_or_none(smem, k, v, n_begin + s, n_end, p.seqlen_k, tid);
+  for (int s = 0; s < kStages - 1; ++s) load_kv_tile_or_none(smem, kv, n_begin + s, n_end, p.seqlen_k, tid);
 
   // This thread's rows g and g + 8 of the tile, as query indices for the mask.
   const int row_in_tile = lane / 4;
@@ -132,7 +132,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   for (int n = n_begin; n < n_end; ++n) {
     cp_async_wait<kStages - 2>();
     __syncthreads();  // tile n visible to all; every warp is done with tile n-1
-    load_kv_tile_or_none(smem, k, v, n + kStages - 1, n_end, p.seqlen_k, tid);
+    load_kv_tile_or_none(smem, kv, n + kStages - 1, n_end, p.seqlen_k, tid);
     if (n == n_begin) {
 #pragma unroll
       for (int ks = 0; ks < kDSteps; ++ks) ldmatrix_x4(q_regs[0][ks], q_frag_addr<Traits>(q_off, 0, ks));

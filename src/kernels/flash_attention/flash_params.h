@@ -22,6 +22,17 @@ struct FwdParams : kernels::AttentionParams {
   // [num_splits][batch·heads_q·seqlen_q], each normalised by its own row sum.
   float* o_accum = nullptr;
   float* lse_accum = nullptr;
+
+  // A paged K/V (attnprof::flash_attention_paged) when block_table is set: k
+  // and v are page pools [num_pages][heads_kv][page_size][head_dim] (the
+  // head stride is page_size · head_dim, the batch strides unused) and key j
+  // of batch b is row j & (page_size − 1) of page
+  // block_table[b · table_batch_stride + (j >> page_shift)].
+  const int* block_table = nullptr;
+  int64_t table_batch_stride = 0;
+  int64_t k_page_stride = 0, v_page_stride = 0;
+  int page_shift = 0;
+  int num_pages = 0;
 };
 
 // Runs p.plan: the path's kernel, then the combine kernel when the keys are
@@ -30,6 +41,8 @@ void run_flash_fwd(const FwdParams& params, CUstream_st* stream);
 
 // The split-KV decode kernel and the combine kernel (flash_fwd_splitkv_launch.cu).
 void run_flash_fwd_splitkv(const FwdParams& params, CUstream_st* stream);
+// Both paths' kernels reading a paged K/V (flash_fwd_paged_launch.cu).
+void run_flash_fwd_paged(const FwdParams& params, CUstream_st* stream);
 void run_flash_combine(const FwdParams& params, CUstream_st* stream);
 
 }  // namespace attnprof::flash

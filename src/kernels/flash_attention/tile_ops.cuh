@@ -9,6 +9,7 @@
 
 #include "kernels/common/packed_halves.cuh"
 #include "kernels/common/sm80_primitives.cuh"
+#include "kernels/flash_attention/flash_params.h"
 
 namespace attnprof::flash {
 
@@ -59,28 +60,92 @@ __device__ __forceinline__ void load_tile(uint32_t smem_tile, const typename Tra
   }
 }
 
+// Where the kernels read K and V of batch b, KV head h_kv: a pointer to row 0
+// of each (contiguous), or, for a paged cache (FwdParams::block_table), the
+// indices alone: the table, pools and strides are read from the kernel's
+// parameters (constant bank) at each load, so the d128 prefill kernel, at
+// 251-255 registers, keeps the paged view in two (holding the pointers and
+// strides spilled 8-36 bytes there). Key j is row j & (page_size - 1) of page
+// table[j >> page_shift], each page [heads_kv][page_size][head_dim]; K and V
+// share the table, so one lookup serves both.
+template <typename Element, bool kPaged>
+struct KVSource {
+  const Element* k;
+  const Element* v;
+};
+template <typename Element>
+struct KVSource<Element, true> {
+  const FwdParams& p;
+  int b, h_kv;
+};
+
+template <typename Element, bool kPaged>
+__device__ __forceinline__ KVSource<Element, kPaged> kv_source(const FwdParams& p, int b, int h_kv) {
+  if constexpr (kPaged) {
+    return {p, b, h_kv};
+  } else {
+    return {static_cast<const Element*>(p.k) + b * p.k_batch_stride + h_kv * p.k_head_stride,
+            static_cast<const Element*>(p.v) + b * p.v_batch_stride + h_kv * p.v_head_stride};
+  }
+}
+
 // Key tile n (keys [n·kBlockN, (n+1)·kBlockN)) of K and V into ring stage
 // n % kStages; keys at or past seqlen_k become zeros.
 template <typename Traits>
 __device__ __forceinline__ void load_kv_tile(const SmemTiles<Traits>& smem,
-                                             const typename Traits::Element* k,
-                                             const typename Traits::Element* v, int n, int seqlen_k,
-                                             int tid) {
+                                             const KVSource<typename Traits::Element, false>& kv, int n,
+                                             int seqlen_k, int tid) {
   constexpr int kBN = Traits::kBlockN;
   const uint32_t stage_off = (n % Traits::kStages) * Traits::kSmemKVTileBytes;
-  load_tile<Traits, kBN>(smem.k + stage_off, k, n * kBN, seqlen_k, tid);
-  load_tile<Traits, kBN>(smem.v + stage_off, v, n * kBN, seqlen_k, tid);
+  load_tile<Traits, kBN>(smem.k + stage_off, kv.k, n * kBN, seqlen_k, tid);
+  load_tile<Traits, kBN>(smem.v + stage_off, kv.v, n * kBN, seqlen_k, tid);
+}
+
+// The same from a paged cache: each of a thread's rows looks its page up once
+// for K and V. Keys at or past seqlen_k, and a page index outside the pool
+// (the operator checks the table, so only a table changed behind its back),
+// become zeros: the kernel never reads outside the pools.
+template <typename Traits>
+__device__ __forceinline__ void load_kv_tile(const SmemTiles<Traits>& smem,
+                                             const KVSource<typename Traits::Element, true>& kv, int n,
+                                             int seqlen_k, int tid) {
+  constexpr int kBN = Traits::kBlockN;
+  constexpr int kCh = Traits::kChunksPerRow;
+  constexpr int kRowsPerPass = Traits::kNThreads / kCh;
+  static_assert(Traits::kNThreads % kCh == 0 && kRowsPerPass % 8 == 0,
+                "a thread's rows must share one swizzle key (row & 7)");
+  static_assert(kBN % kRowsPerPass == 0, "whole passes per tile");
+  using Element = typename Traits::Element;
+  const FwdParams& p = kv.p;
+  const uint32_t stage_off = (n % Traits::kStages) * Traits::kSmemKVTileBytes;
+  const int r = tid / kCh;
+  const int c = tid % kCh;
+  const uint32_t dst = Traits::smem_offset(r, c) * Traits::kElemBytes + stage_off;
+  const int* table = p.block_table + kv.b * p.table_batch_stride;
+  // Row 0 of head h_kv of page 0, this thread's chunk (the pools have one shape).
+  const int64_t head = kv.h_kv * p.k_head_stride + c * Traits::kChunkElems;
+  const auto* k = static_cast<const Element*>(p.k);
+  const auto* v = static_cast<const Element*>(p.v);
+#pragma unroll
+  for (int i = 0; i < kBN / kRowsPerPass; ++i) {
+    const int key = n * kBN + r + i * kRowsPerPass;
+    const int page = key < seqlen_k ? __ldg(table + (key >> p.page_shift)) : -1;
+    const bool valid = static_cast<unsigned>(page) < static_cast<unsigned>(p.num_pages);
+    const int64_t row = head + static_cast<int64_t>(key & ((1 << p.page_shift) - 1)) * Traits::kHeadDim;
+    const uint32_t off = dst + i * kRowsPerPass * Traits::kRowBytes;
+    cp_async_16(smem.k + off, valid ? k + page * p.k_page_stride + row : k, valid);
+    cp_async_16(smem.v + off, valid ? v + page * p.v_page_stride + row : v, valid);
+  }
 }
 
 // Key tile n into its ring stage if n < n_end, then one cp.async commit
 // group either way: with empty groups counted too, wait_group<kStages - 2>
 // always means "the tile for this iteration has landed".
-template <typename Traits>
-__device__ __forceinline__ void load_kv_tile_or_none(const SmemTiles<Traits>& smem, const typename Traits::Element* k,
-                                                     const typename Traits::Element* v, int n, int n_end, int seqlen_k,
-                                                     int tid) {
+template <typename Traits, typename KV>
+__device__ __forceinline__ void load_kv_tile_or_none(const SmemTiles<Traits>& smem, const KV& kv, int n, int n_end,
+                                                     int seqlen_k, int tid) {
   if (n < n_end) {
-    load_kv_tile(smem, k, v, n, seqlen_k, tid);
+    load_kv_tile(smem, kv, n, seqlen_k, tid);
   }
   cp_async_commit();
 }

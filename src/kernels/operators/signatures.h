@@ -18,6 +18,11 @@ using FlashAttentionFn = std::tuple<at::Tensor, at::Tensor>(const at::Tensor& q,
 using FlashAttentionBackwardFn = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const at::Tensor& out, const at::Tensor& lse, bool causal, double scale, int64_t window);
+// attnprof::flash_attention_paged: K/V read from a paged cache through a block table.
+using FlashAttentionPagedFn = std::tuple<at::Tensor, at::Tensor>(const at::Tensor& q, const at::Tensor& k_cache,
+                                                                 const at::Tensor& v_cache,
+                                                                 const at::Tensor& block_table, int64_t seqlen_k,
+                                                                 bool causal, double scale, int64_t window);
 // ...and the Hopper ones, attnprof::flash_attention_sm90 and
 // attnprof::flash_attention_backward_sm90 (no window).
 using FlashAttentionSm90Fn = std::tuple<at::Tensor, at::Tensor>(const at::Tensor& q, const at::Tensor& k,
