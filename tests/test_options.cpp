@@ -257,6 +257,14 @@ TEST(Options, PagedLayoutReachesTheProblemAndIsChecked) {
   EXPECT_EQ(usage_error(parse({"--kv-layout", "paged", "--pass", "bwd"})).rfind("--kv-layout paged is the layout of "
                                                                                  "an inference KV cache", 0),
             0u);
+  // Each names what the user asked for the pages with.
+  EXPECT_EQ(usage_error(parse({"--page-size", "8", "--pass", "bwd"})).rfind("--page-size 8 (a paged KV cache) is", 0),
+            0u);
+  EXPECT_EQ(usage_error(parse({"--shape", "llama3-8b-paged-decode", "--pass", "fwd+bwd"})),
+            "the --shape preset's paged KV cache is the layout of an inference KV cache, which nothing differentiates: "
+            "use --pass fwd, not fwd+bwd, or add --kv-layout contiguous");
+  EXPECT_EQ(usage_error(parse({"--kv-layout", "contiguous", "--page-size", "-1"})),
+            "--page-size must be a positive integer, got -1");
   EXPECT_THROW(parse({"--page-size", "0x10"}), CLI::ValidationError);
   // The preset's pages; an explicit layout or page size replaces them in either order.
   const Problem preset = build_problem(parse({"--shape", "llama3-8b-paged-decode"}));

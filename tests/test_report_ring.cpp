@@ -223,4 +223,10 @@ TEST(RingBaseline, ASummaryOfAnotherWindowIsAnotherProblem) {
   r.problem.window = 0;
   io::write_file_atomic(path, report::summary_json(r).dump());
   EXPECT_NO_THROW(load_ring_baseline(path, p));
+  // A paged cache's run, or a backward's, is another problem too.
+  for (const auto& [page, pass] : {std::pair{int64_t{16}, Pass::fwd}, std::pair{int64_t{0}, Pass::bwd}}) {
+    r.problem.page_size = page, r.problem.pass = pass;
+    io::write_file_atomic(path, report::summary_json(r).dump());
+    EXPECT_THROW(load_ring_baseline(path, p), io::FileError) << "page " << page << ", " << pass_name(pass);
+  }
 }

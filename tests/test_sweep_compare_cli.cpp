@@ -101,8 +101,12 @@ TEST(SweepCli, PageSizeAppliesToEveryPoint) {
   const std::vector<std::string> csv = split_lines(attnprof::io::read_file(d + "/sweep/sweep.csv"));
   ASSERT_EQ(csv.size(), 5u);
   EXPECT_EQ(csv[1].rfind("naive,1,2,2,16,16,16,bf16,causal,0,16,fwd,ok,", 0), 0u) << csv[1];
-  EXPECT_NE(csv[3].find(",bwd,skipped,\"not a valid problem: --kv-layout paged"), std::string::npos) << csv[3];
+  EXPECT_NE(csv[3].find(",bwd,skipped,\"not a valid problem: --page-size 16 (a paged KV cache) is"), std::string::npos)
+      << csv[3];
   EXPECT_TRUE(path_exists(d + "/naive/1_2_40_16_bf16_causal_p16.summary.json"));
+  // Plots of the points that ran, their titles naming the pages; none for the backward, of which none ran.
+  EXPECT_NE(attnprof::io::read_file(d + "/sweep/cpu_time_us_fwd.svg").find("causal, paged 16"), std::string::npos);
+  EXPECT_FALSE(path_exists(d + "/sweep/cpu_time_us_bwd.svg"));
   remove_tree(d);
 }
 

@@ -417,10 +417,13 @@ TEST(PagedKv, CopyPlacesEveryKeyAndGatherRestoresIt) {
     SCOPED_TRACE("page " + std::to_string(page));
     const at::Tensor k = at::randn({3, 2, 77, 8}), v = at::randn({3, 2, 77, 8});
     const PagedKv kv = paged_copy(k, v, page);
+    // One sequence in pages of one token: the reordering is a view there, the pool must not be.
+    EXPECT_TRUE(paged_copy(k.narrow(0, 0, 1), v.narrow(0, 0, 1), 1).k_cache.is_contiguous());
     const int64_t per_seq = (77 + page - 1) / page;
     ASSERT_EQ(kv.block_table.sizes(), (std::vector<int64_t>{3, per_seq}));
     EXPECT_EQ(kv.block_table.scalar_type(), at::kInt);
     ASSERT_EQ(kv.k_cache.sizes(), (std::vector<int64_t>{3 * per_seq, 2, page, 8}));
+    EXPECT_TRUE(kv.k_cache.is_contiguous() && kv.v_cache.is_contiguous()) << "the kernels read contiguous pools";
     EXPECT_EQ(kv.page_size(), page);
     EXPECT_TRUE(at::equal(std::get<0>(at::sort(kv.block_table.flatten())), at::arange(3 * per_seq, at::kInt)))
         << "the table is a permutation of the pool's pages";

@@ -45,6 +45,9 @@ double pass_flop_factor(Pass p);
 inline constexpr const char* kForwardScope = "attn_fwd";
 inline constexpr const char* kBackwardScope = "attn_bwd";
 
+// The largest page of a paged KV cache, in tokens (the CLI and the summary reader both hold to it).
+inline constexpr int64_t kMaxPageSize = int64_t{1} << 16;
+
 struct Problem {
   int64_t batch = 8;
   int64_t heads_q = 16;

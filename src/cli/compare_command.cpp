@@ -207,8 +207,10 @@ int run_compare(const CompareOptions& o) {
     } else {
       report::DirectoryComparison d = report::compare_directories(o.a, o.b);
       if (d.pairs.empty()) {
-        error(fmt::format("no summaries with the same relative path under {} and {} ({} and {} found)", o.a, o.b,
-                          d.only_in_a.size(), d.only_in_b.size()));
+        error(fmt::format("no summaries with the same relative path under {} and {} ({} and {} found; runs of "
+                          "different problems have different file names: give the two .summary.json files to "
+                          "compare them)",
+                          o.a, o.b, d.only_in_a.size(), d.only_in_b.size()));
         return kBadFile;
       }
       pairs = std::move(d.pairs);

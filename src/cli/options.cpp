@@ -388,16 +388,22 @@ Problem build_problem(const CliOptions& o) {
   if (o.kv_layout != "contiguous" && o.kv_layout != "paged")
     throw UsageError(invalid_choice("--kv-layout", o.kv_layout, {"contiguous", "paged"}));
   const bool explicit_page_size = o.page_size && !o.page_size_from_shape;
+  if (explicit_page_size) check_positive("--page-size", *o.page_size, kMaxPageSize);
   if (o.kv_layout == "contiguous" && o.kv_layout_given && explicit_page_size)
     throw UsageError(fmt::format("--page-size {} needs --kv-layout paged (contiguous K/V has no pages)", *o.page_size));
   int64_t page_size = 0;
   if (o.kv_layout == "paged" || (!o.kv_layout_given && explicit_page_size)) {
     page_size = o.page_size.value_or(kDefaultPageSize);
     check_positive("--page-size", page_size, kMaxPageSize);
+    // Named as the user asked for the pages: the preset, --kv-layout, or --page-size alone.
+    const std::string asked = o.kv_layout_given ? std::string("--kv-layout paged")
+                              : explicit_page_size ? fmt::format("--page-size {} (a paged KV cache)", page_size)
+                                                   : std::string("the --shape preset's paged KV cache");
     if (*pass != Pass::fwd)
-      throw UsageError(fmt::format("--kv-layout paged is the layout of an inference KV cache, which nothing "
-                                   "differentiates: use --pass fwd, not {}",
-                                   o.pass));
+      throw UsageError(fmt::format("{} is the layout of an inference KV cache, which nothing differentiates: use "
+                                   "--pass fwd, not {}{}",
+                                   asked, o.pass,
+                                   o.kv_layout_given || explicit_page_size ? "" : ", or add --kv-layout contiguous"));
   }
   // Each flag within its limit can still multiply past int64: q holds
   // B*Hq*Sq*D elements, k and v B*Hkv*Skv*D, and no tensor (nor address
@@ -408,9 +414,10 @@ Problem build_problem(const CliOptions& o) {
     int64_t elements = 0, bytes = 0;
     if (__builtin_mul_overflow(o.batch * heads, seq * o.head_dim, &elements) ||
         __builtin_mul_overflow(elements, int64_t(dtype_bytes(*dtype)), &bytes))
-      throw UsageError(fmt::format("shape {}x{}x{}x{} (--batch x heads x seq x --head-dim) is too large: {} would "
+      throw UsageError(fmt::format("shape {}x{}x{}x{} (--batch x heads x {} x --head-dim) is too large: {} would "
                                    "need {:.3g} bytes, past the 2^63-byte limit of any tensor",
-                                   o.batch, heads, seq, o.head_dim, which,
+                                   o.batch, heads, seq, o.head_dim,
+                                   seq != seq_kv && seq == kv_rows ? "key rows in whole pages" : "seq", which,
                                    double(o.batch) * double(heads) * double(seq) * double(o.head_dim) *
                                        dtype_bytes(*dtype)));
   }

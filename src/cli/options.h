@@ -91,8 +91,8 @@ void add_variant_option(CLI::App& app, CliOptions& o);
 
 // Upper limits of the size and schedule flags (README, "Errors and exit codes").
 inline constexpr int64_t kMaxBatch = 1 << 20, kMaxHeads = 1 << 16, kMaxSeq = 1 << 22, kMaxHeadDim = 1 << 12;
-// --page-size: vLLM's default block size; at most 2^16 tokens per page.
-inline constexpr int64_t kDefaultPageSize = 16, kMaxPageSize = 1 << 16;
+// --page-size: vLLM's default block size (at most kMaxPageSize, problem.h).
+inline constexpr int64_t kDefaultPageSize = 16;
 inline constexpr int kMaxIters = 1000000;  // --warmup-iters, --timing-iters (untraced)
 inline constexpr int kMaxSteps = 10000;    // --wait, --warmup, --active (profiler schedule steps)
 inline constexpr int64_t kDefaultMaxPoints = 1000;  // sweep: more needs --max-points

@@ -104,7 +104,8 @@ std::string predicted_not_to_fit(const Variant& v, const Problem& p) {
 // kernel, or gathered into contiguous K/V first (inside the measured scope).
 std::string paged_kv_fact(const Variant& v, const Problem& p) {
   const std::string cache = std::to_string(p.batch * p.pages_per_sequence()) + " pages of " +
-                            std::to_string(p.page_size) + " tokens in a random order";
+                            std::to_string(p.page_size) + (p.page_size == 1 ? " token" : " tokens") +
+                            " in a random order";
   if (v.reads_pages()) return cache + ", read through the block table in the kernel (no gather)";
   return cache + ", gathered into contiguous K/V inside the measured scope (aten::index, then a copy into "
                  "[batch, heads, seq, head_dim]) before attention: what a server without a paged kernel pays";

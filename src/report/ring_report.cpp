@@ -334,7 +334,8 @@ RunRecord load_ring_baseline(const std::string& path, const Problem& p) {
   const Problem& q = b.problem;
   if (q.batch != p.batch || q.heads_q != p.heads_q || q.heads_kv != p.heads_kv || q.seq_q != p.seq_q ||
       q.seq_kv != p.seq_kv || q.head_dim != p.head_dim || q.dtype != p.dtype || q.causal() != p.causal() ||
-      q.windowed() != p.windowed() || (q.windowed() && q.window != p.window))
+      q.windowed() != p.windowed() || (q.windowed() && q.window != p.window) || q.page_size != p.page_size ||
+      q.pass != p.pass)
     throw io::FileError(fmt::format("{}: a summary of another problem ({} {}), not of this run's {} {}", what,
                                     q.shape_string(), q.config_string(), p.shape_string(), p.config_string()));
   if (!b.ok()) throw io::FileError(fmt::format("{}: its run is {}, not complete", what, status_name(b.status)));

@@ -42,7 +42,7 @@ void problem_fields(V& v, P& p) {
   v.enumeration("mask", p.mask, mask_name, parse_mask, "full, causal or causal-top-left");
   v.enumeration("pass", p.pass, pass_name, parse_pass, "fwd, bwd or fwd+bwd");
   v.integer_or_zero("window", p.window, 0, kMaxDim);  // 0: none (and in files from before the window)
-  v.integer_or_zero("page_size", p.page_size, 0, kMaxDim);  // 0: contiguous K/V (and in older files)
+  v.integer_or_zero("page_size", p.page_size, 0, kMaxPageSize);  // 0: contiguous K/V (and in older files)
   v.string("device", p.device);
   v.integer("seed", p.seed, int64_t{0}, std::numeric_limits<int64_t>::max());
   v.derived("flops", [&] { return p.flops(); });

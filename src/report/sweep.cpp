@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
 #include <map>
@@ -40,17 +41,22 @@ using GroupKey = std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, int
 GroupKey group_of(const Problem& p) {
   std::string mask = mask_name(p.effective_mask());
   if (p.window > 0 && p.effective_mask() == Mask::causal_bottom_right) mask += "-w" + std::to_string(p.window);
-  if (p.paged()) mask += " paged " + std::to_string(p.page_size);  // --page-size: one value too
+  if (p.paged()) mask += "-p" + std::to_string(p.page_size);  // --page-size: one value too
   return {dtype_name(p.dtype), p.batch, p.heads_q, p.heads_kv, p.head_dim,
           p.seq_q == p.seq_kv ? -1 : p.seq_q, mask, pass_name(p.pass)};
 }
 
-// "causal-w4096" -> "causal, window 4096" for a title.
+// "causal-w4096" -> "causal, window 4096", "causal-w4096-p16" -> "causal, window 4096, paged 16"
+// for a title.
 std::string mask_words(const std::string& mask) {
-  const size_t w = mask.find("-w");
-  return w == std::string::npos || mask.rfind("causal-top-left", 0) == 0
-             ? mask
-             : mask.substr(0, w) + ", window " + mask.substr(w + 2);
+  if (mask.rfind("causal-top-left", 0) == 0) return mask;
+  std::string out = mask.substr(0, mask.find('-'));
+  for (size_t at = mask.find('-'); at != std::string::npos; at = mask.find('-', at + 1)) {
+    const size_t end = mask.find('-', at + 1);
+    const std::string value = mask.substr(at + 2, end == std::string::npos ? std::string::npos : end - at - 2);
+    out += (mask[at + 1] == 'w' ? ", window " : ", paged ") + value;
+  }
+  return out;
 }
 
 template <size_t I>
@@ -114,6 +120,8 @@ std::vector<std::string> stage_sweep_plots(io::StagedFiles& files, const std::ve
              v_pass = varies<7>(order);
   std::vector<std::string> written;
   for (const GroupKey& k : order) {
+    // A group none of whose points ran (e.g. the backward points of a paged sweep) gets no empty plot.
+    if (std::none_of(groups[k].begin(), groups[k].end(), [](const RunRecord* r) { return r->ok(); })) continue;
     const auto& [dtype, b, hq, hkv, d, sq, mask, pass] = k;
     std::string suffix;
     if (v_dtype) suffix += "_" + dtype;

@@ -51,7 +51,8 @@ PagedKv paged_copy(const at::Tensor& k, const at::Tensor& v, int64_t page_size) 
     const at::Tensor slots = padded.view({batch, heads, per_seq, page_size, dim})
                                  .permute({0, 2, 1, 3, 4})
                                  .reshape({pages, heads, page_size, dim});
-    at::Tensor pool = at::empty_like(slots);
+    // Not empty_like: with one token per page `slots` may be a strided view, whose strides it would keep.
+    at::Tensor pool = at::empty(slots.sizes(), slots.options());
     pool.index_copy_(0, out.block_table.flatten(), slots);
     return pool;
   };
@@ -65,7 +66,7 @@ at::Tensor gather_pages(const at::Tensor& cache, const at::Tensor& block_table, 
   const int64_t batch = block_table.size(0), per_seq = block_table.size(1);
   const int64_t heads = cache.size(1), page = cache.size(2), dim = cache.size(3);
   // [B, per_seq, H, page, D] -> [B, H, per_seq * page, D]: the index kernel, then one copy.
-  const at::Tensor pages = cache.index({block_table.to(at::kLong)});
+  const at::Tensor pages = cache.index({block_table});  // int32 indices, as the table is kept
   // contiguous(), not reshape(): with one token per page reshape could return a strided view.
   at::Tensor rows = pages.permute({0, 2, 1, 3, 4}).contiguous().view({batch, heads, per_seq * page, dim});
   return per_seq * page == seq_kv ? rows : rows.narrow(2, 0, seq_kv).contiguous();
