@@ -88,9 +88,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   // iteration has landed".
   load_tile<Traits, kBM>(sQ_addr, q, m0, p.seqlen_q, tid);
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s)
-    load_kv_tile_or_none(smem, kv, tile_pages<Traits>(kv, n_begin + s, n_end, p.seqlen_k, tid), n_begin + s, n_end,
-                         p.seqlen_k, tid);
+  for (int s = 0; s < kStages - 1; ++s) load_kv_tile_or_none(smem, kv, n_begin + s, n_end, p.seqlen_k, tid);
 
   // Row state: for each of its m16 tiles a thread holds rows g and g+8 (g = lane/4).
   const int row_in_tile = lane / 4;
@@ -109,13 +107,11 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   const float scale_log2 = p.scale_log2;
 
   for (int n = n_begin; n < n_end; ++n) {
-    // Paged: the refill's pages, looked up ahead of the wait (tile_ops.cuh, TilePages).
-    const auto pages = tile_pages<Traits>(kv, n + kStages - 1, n_end, p.seqlen_k, tid);
     cp_async_wait<kStages - 2>();
     __syncthreads();  // tile n visible to all; every warp is done with tile n-1
 
     // Refill the stage that held tile n-1 with tile n + kStages - 1.
-    load_kv_tile_or_none(smem, kv, pages, n + kStages - 1, n_end, p.seqlen_k, tid);
+    load_kv_tile_or_none(smem, kv, n + kStages - 1, n_end, p.seqlen_k, tid);
 
     if constexpr (kQInRegs) {
       if (n == n_begin) {

@@ -106,9 +106,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   // commit group per tile, as in flash_fwd_kernel.
   load_group_q<Traits>(p, sQ_addr, b, h_kv, r0, rows, tid);
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s)
-    load_kv_tile_or_none(smem, kv, tile_pages<Traits>(kv, n_begin + s, n_end, p.seqlen_k, tid), n_begin + s, n_end,
-                         p.seqlen_k, tid);
+  for (int s = 0; s < kStages - 1; ++s) load_kv_tile_or_none(smem, kv, n_begin + s, n_end, p.seqlen_k, tid);
 
   // This thread's rows g and g + 8 of the tile, as query indices for the mask.
   const int row_in_tile = lane / 4;
@@ -132,10 +130,9 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   const float scale_log2 = p.scale_log2;
 
   for (int n = n_begin; n < n_end; ++n) {
-    const auto pages = tile_pages<Traits>(kv, n + kStages - 1, n_end, p.seqlen_k, tid);  // paged: ahead of the wait
     cp_async_wait<kStages - 2>();
     __syncthreads();  // tile n visible to all; every warp is done with tile n-1
-    load_kv_tile_or_none(smem, kv, pages, n + kStages - 1, n_end, p.seqlen_k, tid);
+    load_kv_tile_or_none(smem, kv, n + kStages - 1, n_end, p.seqlen_k, tid);
     if (n == n_begin) {
 #pragma unroll
       for (int ks = 0; ks < kDSteps; ++ks) ldmatrix_x4(q_regs[0][ks], q_frag_addr<Traits>(q_off, 0, ks));

@@ -68,15 +68,13 @@ __device__ __forceinline__ void load_tile(uint32_t smem_tile, const typename Tra
 // strides spilled 8-36 bytes there). Key j is row j & (page_size - 1) of page
 // table[j >> page_shift], each page [heads_kv][page_size][head_dim]; K and V
 // share the table, so one lookup serves both.
-template <typename Element, bool kPaged_>
+template <typename Element, bool kPaged>
 struct KVSource {
-  static constexpr bool kPaged = false;
   const Element* k;
   const Element* v;
 };
 template <typename Element>
 struct KVSource<Element, true> {
-  static constexpr bool kPaged = true;
   const FwdParams& p;
   int b, h_kv;
 };
@@ -91,58 +89,30 @@ __device__ __forceinline__ KVSource<Element, kPaged> kv_source(const FwdParams& 
   }
 }
 
-// The pool pages of this thread's rows of key tile n in a paged cache (-1
-// past the keys or the split), looked up before the refill's wait and
-// barrier, so the table's latency overlaps them rather than preceding the
-// copies (a lookup right before its copy cost the d128 prefill kernel 12% at
-// 1 x 32q/8kv x 512 x 32768 x 128, 16-token pages; H200). Nothing for
-// contiguous K/V.
-template <typename Traits, bool kPaged>
-struct TilePages {};
-template <typename Traits>
-struct TilePages<Traits, true> {
-  static constexpr int kRowsPerPass = Traits::kNThreads / Traits::kChunksPerRow;
-  int page[Traits::kBlockN / kRowsPerPass];  // this thread's row i·kRowsPerPass of the tile
-};
-
-template <typename Traits, typename KV>
-__device__ __forceinline__ TilePages<Traits, KV::kPaged> tile_pages(const KV& kv, int n, int n_end, int seqlen_k,
-                                                                     int tid) {
-  TilePages<Traits, KV::kPaged> pages;
-  if constexpr (KV::kPaged) {
-    constexpr int kRowsPerPass = TilePages<Traits, true>::kRowsPerPass;
-    const FwdParams& p = kv.p;
-    const int* table = p.block_table + kv.b * p.table_batch_stride;
-    const int r = tid / Traits::kChunksPerRow;
-#pragma unroll
-    for (int i = 0; i < Traits::kBlockN / kRowsPerPass; ++i) {
-      const int key = n * Traits::kBlockN + r + i * kRowsPerPass;
-      pages.page[i] = n < n_end && key < seqlen_k ? __ldg(table + (key >> p.page_shift)) : -1;
-    }
-  }
-  return pages;
-}
-
 // Key tile n (keys [n·kBlockN, (n+1)·kBlockN)) of K and V into ring stage
 // n % kStages; keys at or past seqlen_k become zeros.
 template <typename Traits>
 __device__ __forceinline__ void load_kv_tile(const SmemTiles<Traits>& smem,
-                                             const KVSource<typename Traits::Element, false>& kv,
-                                             TilePages<Traits, false>, int n, int seqlen_k, int tid) {
+                                             const KVSource<typename Traits::Element, false>& kv, int n,
+                                             int seqlen_k, int tid) {
   constexpr int kBN = Traits::kBlockN;
   const uint32_t stage_off = (n % Traits::kStages) * Traits::kSmemKVTileBytes;
   load_tile<Traits, kBN>(smem.k + stage_off, kv.k, n * kBN, seqlen_k, tid);
   load_tile<Traits, kBN>(smem.v + stage_off, kv.v, n * kBN, seqlen_k, tid);
 }
 
-// The same from a paged cache, on the pages tile_pages found (one lookup per
-// row for K and V). Keys at or past seqlen_k, and a page index outside the
-// pool (the operator checks the table, so only a table changed behind its
-// back), become zeros: the kernel never reads outside the pools.
+// The same from a paged cache: each of a thread's rows looks its page up once
+// for K and V. Keys at or past seqlen_k, and a page index outside the pool
+// (the operator checks the table, so only a table changed behind its back),
+// become zeros: the kernel never reads outside the pools. Cost on the H200:
+// decode (8 x 32q/8kv x 1 x 32768 x 128) 0.97-0.99x its contiguous time at
+// pages of 16-256; the d128 prefill kernel 0.88x at 1 x 32q/8kv x 512 x
+// 32768. Looking the pages up one tile ahead, before the wait, measured the
+// same (0.86-0.89x): the table's latency is not what that costs.
 template <typename Traits>
 __device__ __forceinline__ void load_kv_tile(const SmemTiles<Traits>& smem,
-                                             const KVSource<typename Traits::Element, true>& kv,
-                                             const TilePages<Traits, true>& pages, int n, int seqlen_k, int tid) {
+                                             const KVSource<typename Traits::Element, true>& kv, int n,
+                                             int seqlen_k, int tid) {
   constexpr int kBN = Traits::kBlockN;
   constexpr int kCh = Traits::kChunksPerRow;
   constexpr int kRowsPerPass = Traits::kNThreads / kCh;
@@ -155,6 +125,7 @@ __device__ __forceinline__ void load_kv_tile(const SmemTiles<Traits>& smem,
   const int r = tid / kCh;
   const int c = tid % kCh;
   const uint32_t dst = Traits::smem_offset(r, c) * Traits::kElemBytes + stage_off;
+  const int* table = p.block_table + kv.b * p.table_batch_stride;
   // Row 0 of head h_kv of page 0, this thread's chunk (the pools have one shape).
   const int64_t head = kv.h_kv * p.k_head_stride + c * Traits::kChunkElems;
   const auto* k = static_cast<const Element*>(p.k);
@@ -162,7 +133,7 @@ __device__ __forceinline__ void load_kv_tile(const SmemTiles<Traits>& smem,
 #pragma unroll
   for (int i = 0; i < kBN / kRowsPerPass; ++i) {
     const int key = n * kBN + r + i * kRowsPerPass;
-    const int page = pages.page[i];  // -1 at or past seqlen_k
+    const int page = key < seqlen_k ? __ldg(table + (key >> p.page_shift)) : -1;
     const bool valid = static_cast<unsigned>(page) < static_cast<unsigned>(p.num_pages);
     const int64_t row = head + static_cast<int64_t>(key & ((1 << p.page_shift) - 1)) * Traits::kHeadDim;
     const uint32_t off = dst + i * kRowsPerPass * Traits::kRowBytes;
@@ -175,11 +146,10 @@ __device__ __forceinline__ void load_kv_tile(const SmemTiles<Traits>& smem,
 // group either way: with empty groups counted too, wait_group<kStages - 2>
 // always means "the tile for this iteration has landed".
 template <typename Traits, typename KV>
-__device__ __forceinline__ void load_kv_tile_or_none(const SmemTiles<Traits>& smem, const KV& kv,
-                                                     const TilePages<Traits, KV::kPaged>& pages, int n, int n_end,
+__device__ __forceinline__ void load_kv_tile_or_none(const SmemTiles<Traits>& smem, const KV& kv, int n, int n_end,
                                                      int seqlen_k, int tid) {
   if (n < n_end) {
-    load_kv_tile(smem, kv, pages, n, seqlen_k, tid);
+    load_kv_tile(smem, kv, n, seqlen_k, tid);
   }
   cp_async_commit();
 }
