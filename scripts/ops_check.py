@@ -136,6 +136,17 @@ def paged_cases(dev):
             raise AssertionError("differs from attnprof::flash_attention on the same keys")
         return out, lse
 
+    def inference(**kw):
+        with torch.inference_mode():  # as servers run: tensors without a version counter
+            out = same(**kw)
+            bad = paged_inputs(dev)[3].clone()
+            bad[0, 0] = -1
+            try:
+                f(*paged_inputs(dev)[:3], bad, -1, True, s)
+            except RuntimeError:
+                return out
+            raise AssertionError("an inference-mode table naming page -1 was not refused")
+
     q, kc, vc, t, _, _ = paged_inputs(dev)
     bad_table = t.clone()
     bad_table[0, 0] = kc.shape[0]
@@ -145,6 +156,7 @@ def paged_cases(dev):
         ("valid chunk, 64-token pages, GQA", lambda: same(64, sq=37, skv=300), "ok"),
         ("valid, 256-token pages, non-causal", lambda: same(256, sq=5, causal=False), "ok"),
         ("valid, window 16", lambda: same(16, sq=4, window=16), "ok"),
+        ("valid under torch.inference_mode, and a bad table refused there", lambda: inference(page=16, sq=1), "ok"),
         ("valid, seqlen_k 70 of 80", lambda: same(16, sq=1, keys=70), "ok"),
         ("seqlen_k 0 (returns zeros)", lambda: f(q, kc, vc, t, 0, True, s), "ok"),
         ("seqlen_k past the table", lambda: f(q, kc, vc, t, 81, True, s), "error"),

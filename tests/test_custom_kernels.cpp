@@ -396,6 +396,16 @@ TEST(FlashAttentionPagedOp, SeqlenKTrimsTheLastPageAndZeroKeysGiveZeros) {
   const auto [none, none_lse] = paged_op().call(q, kv.k_cache, kv.v_cache, kv.block_table, 0, true, 0.125, 0);
   EXPECT_TRUE((none == 0).all().item<bool>());
   EXPECT_TRUE((none_lse == -INFINITY).all().item<bool>());
+  // Under a window the pages before it are neither checked nor used: a server may have freed them.
+  const attnprof::PagedKv small = attnprof::paged_copy(k, v, 16);  // 8 pages per sequence
+  at::Tensor table = small.block_table.clone();
+  table.narrow(1, 0, 4).fill_(1000);  // keys 0 .. 63; query 0 of 1 sees keys 84 .. 99 under a 16-key window
+  const auto [windowed, w_lse] = paged_op().call(q, small.k_cache, small.v_cache, table, 100, true, 0.125, 16);
+  const auto [w_ref, w_ref_lse] = flash_op().call(q, k.narrow(2, 0, 100).contiguous(), v.narrow(2, 0, 100).contiguous(),
+                                                  true, 0.125, 16);
+  EXPECT_TRUE(at::equal(windowed, w_ref));
+  table.narrow(1, 5, 1).fill_(1000);  // key 84's page: inside the window, refused
+  EXPECT_THROW(paged_op().call(q, small.k_cache, small.v_cache, table, 100, true, 0.125, 16), c10::Error);
 }
 
 TEST(FlashAttentionPagedOp, RejectsBadInputs) {

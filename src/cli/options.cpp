@@ -417,7 +417,9 @@ Problem build_problem(const CliOptions& o) {
       throw UsageError(fmt::format("shape {}x{}x{}x{} (--batch x heads x {} x --head-dim) is too large: {} would "
                                    "need {:.3g} bytes, past the 2^63-byte limit of any tensor",
                                    o.batch, heads, seq, o.head_dim,
-                                   seq != seq_kv && seq == kv_rows ? "key rows in whole pages" : "seq", which,
+                                   std::string(which) == "k and v" && page_size > 0 ? "key rows in whole pages"
+                                                                                    : "seq",
+                                   which,
                                    double(o.batch) * double(heads) * double(seq) * double(o.head_dim) *
                                        dtype_bytes(*dtype)));
   }

@@ -166,13 +166,14 @@ std::optional<uint64_t> score_matrix_bytes(const Problem& p, int64_t elem) {
 std::optional<MemoryPrediction> predict_memory(const Problem& p, MemoryFamily family, bool gathers_pages) {
   Terms terms = family_terms(p, family);
   if (p.paged()) {
-    // The two pools (whole pages) stay resident; a gather holds one cache's
-    // indexed pages and its reordered copy while the other's is built: at
-    // most four pool-sized tensors at once (erring high).
+    // The two pools (whole pages) stay resident; building one holds a padded
+    // copy and its reordered pages beside it (two pool-sized tensors, every
+    // variant); a gather holds one cache's indexed pages and its copy while
+    // the other's is built: at most four at once (erring high).
     const Bytes pool = checked_product({p.batch, p.pages_per_sequence(), p.page_size, p.heads_kv, p.head_dim,
                                         element_bytes(p)});
     terms.resident = checked_sum({terms.resident, times(pool, 2)});
-    if (gathers_pages) terms.working = checked_sum({terms.working, times(pool, 4)});
+    terms.working = checked_sum({terms.working, times(pool, gathers_pages ? 4 : 2)});
   }
   const auto peak = checked_sum({terms.resident, terms.working, terms.output, Bytes{uint64_t(kFixedOverheadBytes)}});
   if (!peak) return std::nullopt;

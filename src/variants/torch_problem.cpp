@@ -63,13 +63,20 @@ PagedKv paged_copy(const at::Tensor& k, const at::Tensor& v, int64_t page_size) 
 }
 
 at::Tensor gather_pages(const at::Tensor& cache, const at::Tensor& block_table, int64_t seq_kv) {
-  const int64_t batch = block_table.size(0), per_seq = block_table.size(1);
+  const int64_t batch = block_table.size(0);
   const int64_t heads = cache.size(1), page = cache.size(2), dim = cache.size(3);
-  // [B, per_seq, H, page, D] -> [B, H, per_seq * page, D]: the index kernel, then one copy.
+  // The index kernel ([B, pages per sequence, H, page, D]), then one copy into
+  // [B, H, seq_kv, D]: the whole pages, and a second, short one for the part
+  // of a last page that holds keys.
   const at::Tensor pages = cache.index({block_table});  // int32 indices, as the table is kept
-  // contiguous(), not reshape(): with one token per page reshape could return a strided view.
-  at::Tensor rows = pages.permute({0, 2, 1, 3, 4}).contiguous().view({batch, heads, per_seq * page, dim});
-  return per_seq * page == seq_kv ? rows : rows.narrow(2, 0, seq_kv).contiguous();
+  at::Tensor out = at::empty({batch, heads, seq_kv, dim}, cache.options());
+  const int64_t whole = seq_kv / page, rest = seq_kv % page;
+  if (whole > 0)
+    out.narrow(2, 0, whole * page)
+        .view({batch, heads, whole, page, dim})
+        .copy_(pages.narrow(1, 0, whole).permute({0, 2, 1, 3, 4}));
+  if (rest > 0) out.narrow(2, whole * page, rest).copy_(pages.select(1, whole).narrow(2, 0, rest));
+  return out;
 }
 
 at::Tensor hidden_keys_mask(const Problem& p, const at::TensorOptions& options) {

@@ -15,9 +15,11 @@
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime_api.h>
 
+#include "kernels/flash_attention/checked_tables.h"
 #include "kernels/flash_attention/flash_params.h"
 
 #include <algorithm>
@@ -50,12 +52,13 @@ TORCH_LIBRARY_FRAGMENT(attnprof, m) {
   // page_size, head_dim] (FlashInfer's HND layout; page_size a power of two),
   // block_table int32 [batch, pages_per_seq] on q's device: key j of sequence
   // b is row j % page_size of page block_table[b][j / page_size]. seqlen_k:
-  // the keys of every sequence (1 .. pages_per_seq * page_size; -1: all of
-  // them); the table's first ceil(seqlen_k / page_size) columns must name
-  // pages in [0, num_pages), checked on the device once per table (a sync
-  // the first time a table, or a new version of it, is seen; in-place writes
-  // bump the version). q, causal, scale, window and the outputs as
-  // flash_attention's. Forward only (no autograd).
+  // the keys of every sequence (0 .. pages_per_seq * page_size; -1: all of
+  // them); the table's columns that hold those keys (under a window, from the
+  // first key any query sees) must name pages in [0, num_pages), checked on
+  // the device once per table (a sync the first time a table, or a new
+  // version of it, is seen; in-place writes bump the version; a table made
+  // under inference mode has none and is checked on every call). q, causal,
+  // scale, window and the outputs as flash_attention's. Forward only.
   m.def("flash_attention_paged(Tensor q, Tensor k_cache, Tensor v_cache, Tensor block_table, int seqlen_k, bool causal, float scale, int window=0) -> (Tensor out, Tensor lse)");
   // Gradients of flash_attention from its saved inputs, output and lse.
   // q, out, grad_out: [batch, heads_q, seq_q, head_dim]; k, v: [batch, heads_kv,
@@ -116,19 +119,44 @@ constexpr int64_t kMaxGridY = 65535;
 constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
+// The kernels' index and grid limits for q against seq_kv keys. Grids:
+// prefill (batch·heads_q, ⌈seq_q / 128⌉, splits), decode (batch·heads_kv,
+// splits, row tiles), combine (⌈batch·heads_q·seq_q / 4⌉).
+void check_sizes(const char* op, const at::Tensor& q, int64_t seq_kv) {
+  const int64_t batch = q.size(0), heads_q = q.size(1), seq_q = q.size(2);
+  TORCH_CHECK(seq_q <= kMaxSeq && seq_kv <= kMaxSeq && batch * heads_q <= kMaxGridX &&
+                  (seq_q + 127) / 128 <= kMaxGridY && batch * heads_q * seq_q / 4 <= kMaxGridX,
+              op, ": sizes too large for the kernels' 32-bit indices and grid limits: q ", q.sizes(), ", seq_kv ",
+              seq_kv, " (seq_q <= ", kMaxGridY * 128, ", seq_kv <= ", kMaxSeq, ", batch*heads_q <= ", kMaxGridX,
+              ")");
+}
+
 // The shared checks (common/boundary.h), what the family supports, then its
 // index and grid limits.
 void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale) {
   kernels::check_flash_fwd_inputs(kOp, q, k, v, scale);
   kernels::check_supported(unsupported(kernels::query_of(q)), kOp);
-  // Grids: prefill (batch·heads_q, ⌈seq_q / 128⌉, splits), decode (batch·heads_kv,
-  // splits, row tiles), combine (⌈batch·heads_q·seq_q / 4⌉).
-  const int64_t batch = q.size(0), heads_q = q.size(1), seq_q = q.size(2), seq_kv = k.size(2);
-  TORCH_CHECK(seq_q <= kMaxSeq && seq_kv <= kMaxSeq && batch * heads_q <= kMaxGridX &&
-                  (seq_q + 127) / 128 <= kMaxGridY && batch * heads_q * seq_q / 4 <= kMaxGridX,
-              kOp, ": sizes too large for the kernels' 32-bit indices and grid limits: q ",
-              q.sizes(), ", k ", k.sizes(), " (seq_q <= ", kMaxGridY * 128, ", seq_kv <= ", kMaxSeq,
-              ", batch*heads_q <= ", kMaxGridX, ")");
+  check_sizes(kOp, q, k.size(2));
+}
+
+// p.plan against the grid limits, the key splits' workspace when the plan
+// splits, then the launch on the current stream. Split workspace from the
+// caching allocator: num_splits · batch·heads_q·seq_q · (head_dim + 1) floats,
+// e.g. 0.53 MB for decode 8 x 32q x 1 at d128 in 4 splits, 16.9 MB for
+// chunked prefill 1 x 32q x 512 at d128 in 2 splits (the planner's choices on
+// 132 SMs).
+void launch_planned(const char* op, FwdParams& p, const at::Tensor& q) {
+  TORCH_CHECK(p.plan.num_splits <= kMaxGridY && p.plan.row_tiles <= kMaxGridY, op, ": ", p.plan.num_splits,
+              " key splits x ", p.plan.row_tiles, " row tiles exceed the grid limit for q ", q.sizes());
+  at::Tensor o_accum, lse_accum;  // alive until the launches are queued
+  if (p.plan.num_splits > 1) {
+    const int64_t rows = q.size(0) * q.size(1) * q.size(2);
+    o_accum = at::empty({p.plan.num_splits, rows, q.size(3)}, q.options().dtype(at::kFloat));
+    lse_accum = at::empty({p.plan.num_splits, rows}, q.options().dtype(at::kFloat));
+    p.o_accum = o_accum.data_ptr<float>();
+    p.lse_accum = lse_accum.data_ptr<float>();
+  }
+  run_flash_fwd(p, at::cuda::getCurrentCUDAStream().stream());
 }
 
 // Streaming multiprocessors of `device`, read once per device.
@@ -154,62 +182,11 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_cuda(const at::Tensor& q, con
   FwdParams p;
   static_cast<kernels::AttentionParams&>(p) = call.params;
   p.plan = plan_for(q, k, causal);
-  TORCH_CHECK(p.plan.num_splits <= kMaxGridY && p.plan.row_tiles <= kMaxGridY, kOp, ": ",
-              p.plan.num_splits, " key splits x ", p.plan.row_tiles,
-              " row tiles exceed the grid limit for q ", q.sizes(), ", k ", k.sizes());
-  at::Tensor o_accum, lse_accum;
-  if (p.plan.num_splits > 1) {
-    // Split workspace from the caching allocator: num_splits · batch·heads_q·seq_q
-    // · (head_dim + 1) floats, e.g. 0.53 MB for decode 8 x 32q x 1 at d128 in
-    // 4 splits, 16.9 MB for chunked prefill 1 x 32q x 512 at d128 in 2 splits
-    // (the planner's choices on 132 SMs).
-    const int64_t rows = q.size(0) * q.size(1) * q.size(2);
-    o_accum = at::empty({p.plan.num_splits, rows, q.size(3)}, q.options().dtype(at::kFloat));
-    lse_accum = at::empty({p.plan.num_splits, rows}, q.options().dtype(at::kFloat));
-    p.o_accum = o_accum.data_ptr<float>();
-    p.lse_accum = lse_accum.data_ptr<float>();
-  }
-  run_flash_fwd(p, at::cuda::getCurrentCUDAStream().stream());
+  launch_planned(kOp, p, q);
   return {call.out, call.lse};
 }
 
 constexpr const char* kPagedOp = "attnprof::flash_attention_paged";
-
-// Tables whose page indices were checked, by identity and version: a
-// server's table is read by every layer of every step, and checking its values
-// costs a reduction and a device sync. A table written in place gets a new
-// version and is checked again; one written behind the version counter (raw
-// pointers, DLPack) is not, and the kernels then read any index outside the
-// pool as a page of zeros rather than outside the pools.
-class CheckedTables {
- public:
-  bool seen(const at::Tensor& table, int64_t columns, int64_t num_pages) {
-    const Key key{table.unsafeGetTensorImpl(), table.data_ptr(), table._version(), table.size(0), columns, num_pages};
-    std::lock_guard<std::mutex> lock(mutex_);
-    return std::find(keys_.begin(), keys_.end(), key) != keys_.end();
-  }
-  void add(const at::Tensor& table, int64_t columns, int64_t num_pages) {
-    const Key key{table.unsafeGetTensorImpl(), table.data_ptr(), table._version(), table.size(0), columns, num_pages};
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (keys_.size() >= kKept) keys_.erase(keys_.begin());
-    keys_.push_back(key);
-  }
-
- private:
-  struct Key {
-    const void* impl;
-    const void* data;
-    int64_t version;
-    int64_t rows, columns, num_pages;
-    bool operator==(const Key& o) const {
-      return impl == o.impl && data == o.data && version == o.version && rows == o.rows && columns == o.columns &&
-             num_pages == o.num_pages;
-    }
-  };
-  static constexpr size_t kKept = 64;  // tables a process alternates between (a layer group each, say)
-  std::mutex mutex_;
-  std::vector<Key> keys_;
-};
 
 std::tuple<at::Tensor, at::Tensor> flash_attention_paged_cuda(const at::Tensor& q, const at::Tensor& k_cache,
                                                               const at::Tensor& v_cache, const at::Tensor& block_table,
@@ -252,23 +229,28 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_paged_cuda(const at::Tensor& 
   TORCH_CHECK(std::isfinite(scale) && scale > 0, kPagedOp, ": scale must be finite and positive, got ", scale);
   kernels::check_supported(unsupported(kernels::query_of(q)), kPagedOp);
   const int64_t seq_q = q.size(2);
-  TORCH_CHECK(keys <= kMaxSeq && seq_q <= kMaxSeq && batch * heads_q <= kMaxGridX && (seq_q + 127) / 128 <= kMaxGridY &&
-                  batch * heads_q * seq_q / 4 <= kMaxGridX,
-              kPagedOp, ": sizes too large for the kernels' 32-bit indices and grid limits: q ", q.sizes(),
-              ", seqlen_k ", keys);
+  check_sizes(kPagedOp, q, keys);
   const int kernel_window = kernels::checked_window(kPagedOp, causal, window, keys);
 
-  // The pages the keys use must be in the pool (the kernel would read outside it).
+  // The pages the keys use must be in the pool: from the page of the first key
+  // any query sees (under a window, query 0's oldest) to the last key's. Not
+  // while a CUDA graph is being captured (a host read would break the
+  // capture): the kernels' guard then keeps the reads inside the pools.
   const int64_t used = (keys + page_size - 1) / page_size;
+  const int64_t first_key = kernel_window > 0 ? std::max<int64_t>(0, keys - seq_q - kernel_window + 1) : 0;
+  const int64_t first_column = first_key / page_size;
   static CheckedTables checked;
-  if (used > 0 && batch > 0 && !checked.seen(block_table, used, num_pages)) {
-    const at::Tensor columns = block_table.narrow(1, 0, used);
+  const std::optional<CheckedTables::Key> key = CheckedTables::key_of(block_table, first_column, used, num_pages);
+  if (used > first_column && batch > 0 && !(key && checked.contains(*key)) &&
+      c10::cuda::currentStreamCaptureStatusMayInitCtx() == c10::cuda::CaptureStatus::None) {
+    const at::Tensor columns = block_table.narrow(1, first_column, used - first_column);
     const auto [lo, hi] = at::aminmax(columns);
     const int64_t min_page = lo.item<int64_t>(), max_page = hi.item<int64_t>();
     TORCH_CHECK(min_page >= 0 && max_page < num_pages, kPagedOp, ": block_table names page ",
-                min_page < 0 ? min_page : max_page, " in its first ", used, " columns (the pages of ", keys,
-                " keys); the pool has pages 0 .. ", num_pages - 1);
-    checked.add(block_table, used, num_pages);
+                min_page < 0 ? min_page : max_page, " in columns ", first_column, " .. ", used - 1, " (the pages of ",
+                keys, " keys", first_column > 0 ? " inside the window" : "", "); the pool has pages 0 .. ",
+                num_pages - 1);
+    if (key) checked.add(*key);
   }
 
   c10::cuda::CUDAGuard guard(q.device());
@@ -285,6 +267,8 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_paged_cuda(const at::Tensor& 
   static_cast<kernels::AttentionParams&>(p) = call.params;
   p.seqlen_k = static_cast<int>(keys);
   p.k_batch_stride = p.v_batch_stride = 0;
+  // A page's rows are head_dim apart (a contiguous pool of one-token pages may carry any stride there).
+  p.k_row_stride = p.v_row_stride = head_dim;
   p.k_page_stride = k_cache.stride(0);
   p.v_page_stride = v_cache.stride(0);
   p.block_table = block_table.data_ptr<int>();
@@ -293,17 +277,7 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_paged_cuda(const at::Tensor& 
   while ((int64_t{1} << p.page_shift) < page_size) ++p.page_shift;
   p.num_pages = static_cast<int>(num_pages);
   p.plan = plan_fwd({batch, heads_q, heads_kv, seq_q, keys, head_dim, causal}, sm_count(q.device().index()));
-  TORCH_CHECK(p.plan.num_splits <= kMaxGridY && p.plan.row_tiles <= kMaxGridY, kPagedOp, ": ", p.plan.num_splits,
-              " key splits x ", p.plan.row_tiles, " row tiles exceed the grid limit for q ", q.sizes());
-  at::Tensor o_accum, lse_accum;
-  if (p.plan.num_splits > 1) {  // as flash_attention_cuda's workspace
-    const int64_t rows = batch * heads_q * seq_q;
-    o_accum = at::empty({p.plan.num_splits, rows, head_dim}, q.options().dtype(at::kFloat));
-    lse_accum = at::empty({p.plan.num_splits, rows}, q.options().dtype(at::kFloat));
-    p.o_accum = o_accum.data_ptr<float>();
-    p.lse_accum = lse_accum.data_ptr<float>();
-  }
-  run_flash_fwd(p, at::cuda::getCurrentCUDAStream().stream());
+  launch_planned(kPagedOp, p, q);
   return {call.out, call.lse};
 }
 
