@@ -267,6 +267,10 @@ const std::vector<Group>& groups() {
        {
       {"RingBaselineMissing", profile("--variant ring-sdpa-flash --nproc 2 --seq 64 --ring-baseline {D}/nope.json"), 4,
        {"--ring-baseline '{D}/nope.json'", "No such file or directory"}},
+      // 4 outranks the 3 of a run every scheme refuses (a paged cache).
+      {"RingBaselineMissingAndRefused",
+       profile("--variant ring-sdpa-flash --nproc 2 --seq 64 --kv-layout paged --ring-baseline {D}/nope.json"), 4,
+       {"--ring-baseline '{D}/nope.json'", "No such file or directory"}},
       {"RingBaselineDirectory", profile("--variant ring-sdpa-flash --nproc 2 --seq 64 --ring-baseline {D}/dir"), 4,
        {"--ring-baseline '{D}/dir'", "it is a directory"}, {{"dir/.keep", [] { return std::string(); }}}},
       {"RingBaselineFifo", profile("--variant ring-sdpa-flash --nproc 2 --seq 64 --ring-baseline {D}/in.fifo"), 4,

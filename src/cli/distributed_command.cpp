@@ -93,6 +93,8 @@ int launch(const CliOptions& o, const std::vector<std::string>& names) {
   check_device_flag(o);
   const Problem p = build_problem(o);
   (void)build_settings(o);  // every flag validated before N processes start
+  // A bad --ring-baseline is exit 4, which outranks a refusal's 3 (README, "Errors and exit codes").
+  (void)file_baseline(o, p, names, nproc);
   // Refused here only when every variant's scheme refuses: the ranks skip the others one by one.
   std::vector<std::string> reasons;
   for (const std::string& name : names) reasons.push_back(ring::scheme_refusal(name, p, nproc));
@@ -110,7 +112,6 @@ int launch(const CliOptions& o, const std::vector<std::string>& names) {
     notef("attnprof: {} cannot run here: {}", join(names), why);
     return exit_code::kUnsupported;
   }
-  (void)file_baseline(o, p, names, nproc);
   // The launcher holds --out for the ranks (DirLock: a second run into it
   // exits 6); the ranks are told so and take no lock of their own.
   io::OutputDir out_dir(o.out, is_own_output_path);  // FileError: exit 4; DirBusy: exit 6
