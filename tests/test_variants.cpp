@@ -61,11 +61,13 @@ std::vector<MaskCase> window_masks() {
 // A paged KV cache (Problem::page_size): pages of 1, 16, 64 and 256 tokens in
 // a random order, on shapes whose key counts fill no page exactly (the last
 // page's tail holds NaN: a reader past the sequence shows), a single key, a
-// multi-query decode step and a chunk of 37 queries; causal, full and windowed.
+// multi-query decode step and a chunk of 37 queries; causal, full and the
+// windows of the window tests (1, 17, 256, one past every sequence).
 const std::vector<Shape> kPagedShapes = {{2, 4, 2, 1, 1100, 64}, {1, 3, 3, 37, 1100, 64}, {2, 2, 2, 77, 77, 128},
                                          {1, 2, 1, 1, 1, 64}};
-const std::vector<MaskCase> kPagedMasks = {{true, 0, 1},  {false, 0, 16}, {true, 17, 16},
-                                           {true, 0, 64}, {false, 0, 256}, {true, 256, 256}};
+const std::vector<MaskCase> kPagedMasks = {{true, 0, 1},    {false, 0, 16},  {true, 17, 16}, {true, 1, 64},
+                                           {true, 0, 64},   {false, 0, 256}, {true, 256, 256},
+                                           {true, 2000, 1}};
 
 struct Case {
   std::string device;
