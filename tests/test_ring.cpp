@@ -722,6 +722,26 @@ TEST(RingRendezvous, AWaitingRankSaysWhatItWaitsForAndStopsAtASignal) {
   }
 }
 
+// A run every scheme refuses (here a paged KV cache) ends each rank before
+// the rendezvous, exit 3 with one line: a lone rank under torchrun used to
+// wait out the timeout and end with 7.
+TEST(RingRendezvous, ARunEverySchemeRefusesEndsBeforeTheRendezvous) {
+  for (const int rank : {0, 1}) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const auto t0 = std::chrono::steady_clock::now();
+    LoneRank r = start_rank(launcher_env(rank, "127.0.0.1", free_tcp_port()), "--rendezvous-timeout 20 --page-size 16");
+    finish_rank(r, t0);
+    ASSERT_TRUE(WIFEXITED(r.status)) << r.err;
+    EXPECT_EQ(WEXITSTATUS(r.status), 3) << r.err;
+    EXPECT_LT(r.seconds, 15.0) << "decided before the rendezvous";
+    EXPECT_NE(r.err.find("attnprof: rank " + std::to_string(rank) + ": ring-sdpa-flash cannot run here: no paged KV "
+                         "cache"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(tu::count_lines(r.err), 1) << r.err;
+  }
+}
+
 // Each way the ranks cannot meet gives up after --rendezvous-timeout with one
 // line and exit 7: no rank 0, no peer for rank 0, an unresolvable host, a
 // port another process holds, something there that is not a store, a peer

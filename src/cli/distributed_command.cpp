@@ -86,6 +86,23 @@ bool output_dir_ready(const std::string& dir) {
   }
 }
 
+// Why no variant of `names` can run `p` on `world` ranks, when every scheme
+// refuses it (one reason, or each variant's when they differ); "" when one
+// can. It depends on the flags alone, so every rank of a run gives the same.
+std::string every_scheme_refuses(const std::vector<std::string>& names, const Problem& p, int world) {
+  std::vector<std::string> reasons;
+  for (const std::string& name : names) reasons.push_back(ring::scheme_refusal(name, p, world));
+  auto empty = [](const std::string& r) { return r.empty(); };
+  auto same = [&](const std::string& r) { return r == reasons.front(); };
+  std::string why;
+  if (std::none_of(reasons.begin(), reasons.end(), empty)) {
+    if (std::all_of(reasons.begin(), reasons.end(), same)) why = reasons.front();
+    else  // reasons that differ by scheme: each with its variant
+      for (size_t i = 0; i < names.size(); ++i) why += (i ? "; " : "") + names[i] + ": " + reasons[i];
+  }
+  return why;
+}
+
 // Launcher side: cheap checks here (one line, exit 3, no process started),
 // then one process per rank; the ranks check the rest themselves.
 int launch(const CliOptions& o, const std::vector<std::string>& names) {
@@ -96,16 +113,7 @@ int launch(const CliOptions& o, const std::vector<std::string>& names) {
   // A bad --ring-baseline is exit 4, which outranks a refusal's 3 (README, "Errors and exit codes").
   (void)file_baseline(o, p, names, nproc);
   // Refused here only when every variant's scheme refuses: the ranks skip the others one by one.
-  std::vector<std::string> reasons;
-  for (const std::string& name : names) reasons.push_back(ring::scheme_refusal(name, p, nproc));
-  auto empty = [](const std::string& r) { return r.empty(); };
-  auto same = [&](const std::string& r) { return r == reasons.front(); };
-  std::string why;
-  if (std::none_of(reasons.begin(), reasons.end(), empty)) {
-    if (std::all_of(reasons.begin(), reasons.end(), same)) why = reasons.front();
-    else  // reasons that differ by scheme: each with its variant
-      for (size_t i = 0; i < names.size(); ++i) why += (i ? "; " : "") + names[i] + ": " + reasons[i];
-  }
+  std::string why = every_scheme_refuses(names, p, nproc);
   if (why.empty() && p.on_cuda() && nproc > cuda_device_count())
     why = fmt::format("--nproc {} needs {} GPUs; this host has {}", nproc, nproc, cuda_device_count());
   if (!why.empty()) {
@@ -184,6 +192,11 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
   // Rank 0 alone reads it (the others may not see rank 0's files); a bad one
   // ends rank 0 before the rendezvous, and the others' rendezvous says so.
   const std::optional<RunRecord> baseline = lead ? file_baseline(o, p, names, env.world_size) : std::nullopt;
+  // Before the rendezvous: every rank refuses alike, so none waits for peers that will not come.
+  if (const std::string why = every_scheme_refuses(names, p, env.world_size); !why.empty()) {
+    notef("attnprof: rank {}: {} cannot run here: {}", env.rank, join(names), why);
+    return exit_code::kUnsupported;
+  }
   if (!output_dir_ready(s.files.out_dir)) return exit_code::kOutput;
   // Under torchrun or Slurm no launcher of ours holds --out: rank 0 does.
   std::unique_ptr<io::OutputDir> out_lock;
