@@ -341,6 +341,12 @@ void check_positive(const char* flag, int64_t v, int64_t max) {
   if (v > max) throw UsageError(fmt::format("{} {} is too large (at most {})", flag, v, max));
 }
 
+int64_t requested_page_size(const CliOptions& o) {
+  const bool explicit_page_size = o.page_size && !o.page_size_from_shape;
+  if (o.kv_layout == "paged" || (!o.kv_layout_given && explicit_page_size)) return o.page_size.value_or(kDefaultPageSize);
+  return 0;
+}
+
 Problem build_problem(const CliOptions& o) {
   Problem p;
   const auto dtype = parse_dtype(o.dtype);
@@ -391,10 +397,8 @@ Problem build_problem(const CliOptions& o) {
   if (explicit_page_size) check_positive("--page-size", *o.page_size, kMaxPageSize);
   if (o.kv_layout == "contiguous" && o.kv_layout_given && explicit_page_size)
     throw UsageError(fmt::format("--page-size {} needs --kv-layout paged (contiguous K/V has no pages)", *o.page_size));
-  int64_t page_size = 0;
-  if (o.kv_layout == "paged" || (!o.kv_layout_given && explicit_page_size)) {
-    page_size = o.page_size.value_or(kDefaultPageSize);
-    check_positive("--page-size", page_size, kMaxPageSize);
+  const int64_t page_size = requested_page_size(o);  // a preset's or the default: in range
+  if (page_size > 0) {
     // Named as the user asked for the pages: the preset, --kv-layout, or --page-size alone.
     const std::string asked = o.kv_layout_given ? std::string("--kv-layout paged")
                               : explicit_page_size ? fmt::format("--page-size {} (a paged KV cache)", page_size)
@@ -410,16 +414,15 @@ Problem build_problem(const CliOptions& o) {
   // space) holds 2^63 bytes.
   // A paged cache holds whole pages: the key rows round up to a page.
   const int64_t kv_rows = page_size > 0 ? (seq_kv + page_size - 1) / page_size * page_size : seq_kv;
-  for (const auto& [which, heads, seq] : {std::tuple{"q", o.heads, seq_q}, std::tuple{"k and v", kv_heads, kv_rows}}) {
+  for (const auto& [which, heads, seq, seq_name] :
+       {std::tuple{"q", o.heads, seq_q, "seq"},
+        std::tuple{"k and v", kv_heads, kv_rows, page_size > 0 ? "key rows in whole pages" : "seq"}}) {
     int64_t elements = 0, bytes = 0;
     if (__builtin_mul_overflow(o.batch * heads, seq * o.head_dim, &elements) ||
         __builtin_mul_overflow(elements, int64_t(dtype_bytes(*dtype)), &bytes))
       throw UsageError(fmt::format("shape {}x{}x{}x{} (--batch x heads x {} x --head-dim) is too large: {} would "
                                    "need {:.3g} bytes, past the 2^63-byte limit of any tensor",
-                                   o.batch, heads, seq, o.head_dim,
-                                   std::string(which) == "k and v" && page_size > 0 ? "key rows in whole pages"
-                                                                                    : "seq",
-                                   which,
+                                   o.batch, heads, seq, o.head_dim, seq_name, which,
                                    double(o.batch) * double(heads) * double(seq) * double(o.head_dim) *
                                        dtype_bytes(*dtype)));
   }

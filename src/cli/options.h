@@ -104,6 +104,10 @@ std::string invalid_choice(const std::string& flag, const std::string& value, co
 // multi_gpu) when `multi_gpu`: a plain `--variant all` never starts ranks.
 std::vector<std::string> expand_variants(const std::vector<std::string>& requested, bool multi_gpu = false);
 void check_positive(const char* flag, int64_t v, int64_t max);
+// The page size the layout flags ask for, 0 for contiguous K/V, before
+// build_problem checks it: --page-size alone implies paged; an explicit
+// --kv-layout contiguous drops a preset's pages.
+int64_t requested_page_size(const CliOptions& o);
 Problem build_problem(const CliOptions& o);
 
 // How to measure and where to write: the schedule, timing and output flags.

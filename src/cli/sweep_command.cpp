@@ -89,8 +89,7 @@ int run_sweep(SweepOptions& o) {
       ++invalid;
       u.problem = fallback_problem(sp, /*causal=*/!o.run.no_causal_given);
       u.problem.window = o.run.window;
-      u.problem.page_size = o.run.kv_layout == "paged" ? o.run.page_size.value_or(kDefaultPageSize)
-                                                       : o.run.page_size.value_or(0);
+      u.problem.page_size = requested_page_size(o.run);
       u.decided.emplace();
       u.decided->status = Status::skipped;
       u.decided->reason = std::string("not a valid problem: ") + e.what();

@@ -59,11 +59,8 @@ void run_pass_step(Variant& variant, const Problem& p, const Inputs& in, bool sc
   }
 }
 
-RetainedForward::RetainedForward(Variant& variant, const Inputs& in)
-    : in_(&in), out_([&] {
-        c10::AutoGradMode grad(true);  // a backward pass: never paged
-        return variant.forward(in.q, in.k, in.v);
-      }()) {}
+RetainedForward::RetainedForward(Variant& variant, const Problem& p, const Inputs& in)
+    : in_(&in), out_(recorded_forward(variant, p, in)) {}
 
 void RetainedForward::backward() const {
   (void)torch::autograd::grad({out_}, {in_->q, in_->k, in_->v}, {in_->grad_out}, /*retain_graph=*/true);

@@ -36,7 +36,7 @@ void run_pass_step(Variant& variant, const Problem& p, const Inputs& in, bool sc
 // backward() may then run on it any number of times.
 class RetainedForward {
  public:
-  RetainedForward(Variant& variant, const Inputs& in);
+  RetainedForward(Variant& variant, const Problem& p, const Inputs& in);
   // One backward through the kept graph; the gradients are returned, not stored.
   void backward() const;
 

@@ -208,7 +208,7 @@ std::optional<EventTiming> time_pass(Variant& variant, const Problem& p, const I
   // The backward alone is timed through kept forward graphs, one per set.
   std::vector<std::unique_ptr<RetainedForward>> kept;
   if (p.pass == Pass::bwd)
-    for (const Inputs& s : sets) kept.push_back(std::make_unique<RetainedForward>(variant, s));
+    for (const Inputs& s : sets) kept.push_back(std::make_unique<RetainedForward>(variant, p, s));
   auto unit = [&](size_t i) {
     if (p.pass == Pass::bwd) kept[i % kept.size()]->backward();
     else run_pass_step(variant, p, sets[i % sets.size()], /*scoped=*/false);

@@ -4,8 +4,9 @@
 // the keys of its split (all keys unless the plan splits them), each warp
 // kMTiles m16 tiles of the rows. Grouped-query attention reads K/V head
 // h / group in place; kPaged reads K/V from a paged cache through its block
-// table (tile_ops.cuh, KVSource), the rest of the kernel unchanged. Its Q tile is copied to shared memory once and,
-// where registers allow (kQInRegs), held in registers as MMA A-fragments;
+// table (tile_ops.cuh, KVSource), the rest of the kernel unchanged. Its Q
+// tile is copied to shared memory once and, where registers allow
+// (kQInRegs), held in registers as MMA A-fragments;
 // K/V tiles of kBlockN keys stream through a kStages-deep cp.async ring.
 // Per K/V tile each warp computes S = Q·Kᵀ (mma.sync m16n8k16, fp32
 // accumulate), masks it (masking.cuh), updates the online softmax
