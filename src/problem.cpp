@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace attnprof {
 
@@ -101,7 +102,30 @@ double sum_capped(double lo, double hi, double w) {
 
 }  // namespace
 
+int64_t Problem::total_q() const {
+  int64_t n = 0;
+  for (int64_t b = 0; b < batch; ++b) n += q_len(b);
+  return n;
+}
+
+int64_t Problem::total_kv() const {
+  int64_t n = 0;
+  for (int64_t b = 0; b < batch; ++b) n += kv_len(b);
+  return n;
+}
+
 double Problem::visible_pairs() const {
+  if (varlen()) {
+    double sum = 0.0;
+    Problem one = *this;
+    one.seqlens.clear();
+    one.batch = 1;
+    for (int64_t b = 0; b < batch; ++b) {
+      one.seq_q = q_len(b), one.seq_kv = kv_len(b);
+      sum += one.visible_pairs();
+    }
+    return batch > 0 ? sum / double(batch) : 0.0;
+  }
   const double q = double(seq_q), k = double(seq_kv);
   if (windowed()) {
     // Query i sees min(i + 1 + k - q, window) keys; the counts i + 1 + k - q
@@ -133,8 +157,31 @@ double Problem::forward_flops() const {
 
 double Problem::flops() const { return forward_flops() * pass_flop_factor(pass); }
 
+double Problem::padding_share() const {
+  if (!varlen() || batch <= 0 || seq_q <= 0 || seq_kv <= 0) return 0.0;
+  double real = 0.0;
+  for (int64_t b = 0; b < batch; ++b) real += double(q_len(b)) * double(kv_len(b));
+  return 1.0 - real / (double(batch) * double(seq_q) * double(seq_kv));
+}
+
 namespace {
 std::string pass_tag(Pass p) { return p == Pass::fwd_bwd ? "fwdbwd" : pass_name(p); }
+
+// FNV-1a over the lengths' decimal digits and separators: names a batch's
+// lengths in 8 hex digits, the same on every machine.
+std::string lengths_hash(const std::vector<int64_t>& lengths) {
+  uint32_t h = 2166136261u;
+  for (int64_t n : lengths)
+    for (char c : std::to_string(n) + ",") h = (h ^ uint8_t(c)) * 16777619u;
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", h);
+  return buf;
+}
+
+std::string lengths_range(const std::vector<int64_t>& lengths) {
+  const auto [lo, hi] = std::minmax_element(lengths.begin(), lengths.end());
+  return *lo == *hi ? std::to_string(*lo) : std::to_string(*lo) + "-" + std::to_string(*hi);
+}
 }  // namespace
 
 std::string Problem::file_stem() const {
@@ -144,6 +191,7 @@ std::string Problem::file_stem() const {
   if (seq_kv != seq_q) s += "_kv" + std::to_string(seq_kv);
   if (windowed()) s += "_w" + std::to_string(window);
   if (paged()) s += "_p" + std::to_string(page_size);
+  if (varlen()) s += "_vl" + std::to_string(seqlens.size()) + "-" + lengths_hash(seqlens);
   if (pass != Pass::fwd) s += "_" + pass_tag(pass);
   return s;
 }
@@ -162,6 +210,7 @@ std::string Problem::config_string() const {
                   (m == Mask::none ? "non-causal" : m == Mask::causal_top_left ? "causal (top-left)" : "causal");
   if (windowed()) s += " window " + std::to_string(window);
   if (paged()) s += " paged " + std::to_string(page_size);
+  if (varlen()) s += " varlen " + lengths_range(seqlens);
   if (pass != Pass::fwd) s += std::string(" ") + pass_name(pass);
   return s;
 }

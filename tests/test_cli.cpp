@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <random>
 
 #include "attnprof/io/files.h"
@@ -192,4 +193,36 @@ TEST(Cli, ListVariantsSaysWhatRunsHere) {
   EXPECT_NE(r.out.find("naive"), std::string::npos);
   EXPECT_NE(r.out.find("cannot run here"), std::string::npos);
   EXPECT_NE(r.out.find("runs here"), std::string::npos);
+}
+
+// A variable-length batch end to end on the CPU: the lengths set the batch,
+// name the files, reach the summary, and each variant says how it ran the
+// batch (padded under a mask, with the share that is padding); a backward is
+// refused with exit 2 before anything is written.
+TEST(Cli, SeqlensRunAPaddedBatchAndSayItsWaste) {
+  const std::string d = make_temp_dir("varlen");
+  const Result r = run_cli("--seqlens 5,40,1 --heads 2 --kv-heads 1 --head-dim 16 --device cpu --timing-iters 0 "
+                           "--variant naive,sdpa-math --out " + d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("padded batch ("), std::string::npos) << r.out;
+  for (const char* v : {"naive", "sdpa-math"}) {
+    std::string summary;
+    for (const auto& e : std::filesystem::directory_iterator(d + "/" + v))
+      if (e.path().string().find("_vl3-") != std::string::npos && e.path().string().find(".summary.json") != std::string::npos)
+        summary = e.path().string();
+    ASSERT_FALSE(summary.empty()) << v;
+    EXPECT_NE(summary.find("/3_2_40_16_bf16_causal_hkv1_vl3-"), std::string::npos) << summary;
+    const nlohmann::json j = nlohmann::json::parse(attnprof::io::read_file(summary));
+    EXPECT_EQ(j["problem"]["seqlens"], nlohmann::json({5, 40, 1})) << v;
+    EXPECT_EQ(j["problem"]["batch"], 3) << v;
+    const std::string fact = j["facts"].value("variable lengths", "");
+    EXPECT_EQ(fact.rfind("3 sequences of 1-40 keys and as many queries, padded to 40: ", 0), 0u) << v << ": " << fact;
+    EXPECT_NE(fact.find("% of the padded query-key area"), std::string::npos) << fact;
+    EXPECT_NE(j.dump().find("\"output_finite\":true"), std::string::npos) << v;
+  }
+  remove_tree(d);
+  const Result bwd = run_cli("--seqlens 5,40 --device cpu --pass bwd --out /tmp/attnprof_never_written");
+  EXPECT_EQ(bwd.rc, 2);
+  EXPECT_NE(bwd.err.find("runs the forward only"), std::string::npos) << bwd.err;
+  EXPECT_FALSE(path_exists("/tmp/attnprof_never_written"));
 }

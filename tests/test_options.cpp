@@ -2,6 +2,7 @@
 // defaults, presets, every validation rule with its one-line message.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -95,9 +96,15 @@ TEST(Options, PresetsApplyAndExplicitFlagsWinInAnyOrder) {
     EXPECT_EQ(p.batch, s.batch) << s.name;
     EXPECT_EQ(p.heads_q, s.heads) << s.name;
     EXPECT_EQ(p.heads_kv, s.kv_heads) << s.name;
+    EXPECT_EQ(p.head_dim, s.head_dim) << s.name;
+    if (s.seqlens) {  // a mix: its longest drawn length, within the preset's range
+      EXPECT_EQ(p.seqlens, parse_seqlens(s.seqlens, 0)) << s.name;
+      EXPECT_EQ(p.seq_kv, *std::max_element(p.seqlens.begin(), p.seqlens.end())) << s.name;
+      EXPECT_LE(p.seq_kv, s.seq_kv) << s.name;
+      continue;
+    }
     EXPECT_EQ(p.seq_q, s.seq_q) << s.name;
     EXPECT_EQ(p.seq_kv, s.seq_kv) << s.name;
-    EXPECT_EQ(p.head_dim, s.head_dim) << s.name;
   }
   EXPECT_EQ(build_problem(parse({"--batch", "2", "--shape", "llama3-8b-decode"})).batch, 2);
   EXPECT_EQ(build_problem(parse({"--shape", "llama3-8b-decode", "--seq-kv", "100"})).seq_kv, 100);
@@ -298,4 +305,89 @@ TEST(Options, WindowedVisiblePairsCountTheKeysInsideTheWindow) {
       if (!p.windowed()) EXPECT_GE(w, skv);
     }
   }
+}
+
+// --seqlens: a list or a seeded mix sets the batch and the longest key length;
+// queries are every token (prefill) or, with --seq-q N or a decode preset, each
+// sequence's last N; every clash with another flag is one line naming it.
+TEST(Options, SeqlensMakeAVariableLengthBatch) {
+  const Problem p = build_problem(parse({"--seqlens", "5,300,1,77", "--heads", "4", "--kv-heads", "2"}));
+  EXPECT_EQ(p.seqlens, (std::vector<int64_t>{5, 300, 1, 77}));
+  EXPECT_EQ(p.batch, 4);
+  EXPECT_EQ(p.seq_kv, 300);
+  EXPECT_EQ(p.seq_q, 300) << "prefill: as many queries as keys";
+  EXPECT_EQ(p.q_len(0), 5);
+  EXPECT_EQ(p.q_len(2), 1);
+  EXPECT_EQ(p.total_q(), 383);
+  EXPECT_EQ(p.total_kv(), 383);
+  EXPECT_EQ(p.config_string(), "bf16 causal varlen 1-300");
+  EXPECT_NE(p.file_stem().find("_vl4-"), std::string::npos) << p.file_stem();
+  // The stem names the lengths: another list, another name; the same list, the same.
+  const auto lengths_part = [](const Problem& q) { return q.file_stem().substr(q.file_stem().find("_vl")); };
+  EXPECT_NE(lengths_part(build_problem(parse({"--seqlens", "5,300,1,78"}))), lengths_part(p));
+  EXPECT_EQ(lengths_part(build_problem(parse({"--seqlens", "5,300,1,77", "--heads", "8"}))), lengths_part(p));
+  // Decode against per-sequence cache lengths.
+  const Problem decode = build_problem(parse({"--seqlens", "9,40,17", "--seq-q", "1"}));
+  EXPECT_EQ(decode.seq_q, 1);
+  EXPECT_EQ(decode.q_len(1), 1);
+  EXPECT_EQ(decode.kv_len(1), 40);
+  EXPECT_EQ(decode.total_q(), 3);
+  EXPECT_EQ(build_problem(parse({"--shape", "llama3-8b-decode", "--seqlens", "100,8000"})).seq_q, 1)
+      << "a decode preset's one query per sequence";
+  EXPECT_EQ(build_problem(parse({"--seqlens", "4,4", "--batch", "2"})).batch, 2) << "an agreeing --batch is fine";
+  // Refusals, each naming the values.
+  EXPECT_EQ(usage_error(parse({"--seqlens", "4,5,6", "--batch", "8"})),
+            "--batch 8 differs from the 3 sequences --seqlens lists; drop --batch (the lengths set the batch)");
+  EXPECT_EQ(usage_error(parse({"--seqlens", "4,5", "--seq", "64"})).rfind("--seq 64 is unused with --seqlens", 0), 0u);
+  EXPECT_EQ(usage_error(parse({"--seqlens", "4,5", "--seq-kv", "64"})).rfind("--seq-kv 64 is unused", 0), 0u);
+  EXPECT_EQ(usage_error(parse({"--seqlens", "4,50", "--seq-q", "8"})),
+            "--seq-q 8 is more than the shortest sequence of --seqlens (4 keys): each sequence's last 8 tokens are "
+            "its queries; use --seq-q <= 4");
+  EXPECT_EQ(usage_error(parse({"--seqlens", "4,5", "--pass", "bwd"})),
+            "a variable-length batch (--seqlens) runs the forward only for now: use --pass fwd, not bwd");
+  EXPECT_EQ(usage_error(parse({"--seqlens", "4,5", "--page-size", "16"})).rfind("--seqlens with a paged KV cache", 0),
+            0u);
+  for (const char* bad : {"", "4,,5", "4,", "0,5", "4,x", "010", "mix:", "mix:4x", "mix:4x10", "mix:0x1-5",
+                          "mix:4x9-3", "mix:4x1-4194305", "mix:4097x1-5", "1e3"}) {
+    const std::string e = usage_error(parse({"--seqlens", bad}));
+    EXPECT_EQ(e.rfind(std::string("invalid --seqlens '") + bad + "': ", 0), 0u) << bad << ": " << e;
+    EXPECT_NE(e.find("mix:NxLO-HI"), std::string::npos) << "the forms are named: " << e;
+  }
+  EXPECT_NE(usage_error(parse({"--seqlens", "4194305"})).find("length 4194305 is outside 1..4194304"),
+            std::string::npos);
+}
+
+// A mix is the same on every run with the same --seed (and machine: splitmix64),
+// another seed draws other lengths, every length in range.
+TEST(Options, SeqlensMixIsSeededAndInRange) {
+  const std::vector<int64_t> a = parse_seqlens("mix:16x128-8192", 7), b = parse_seqlens("mix:16x128-8192", 7);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, parse_seqlens("mix:16x128-8192", 8));
+  ASSERT_EQ(a.size(), 16u);
+  for (int64_t n : a) EXPECT_TRUE(n >= 128 && n <= 8192) << n;
+  EXPECT_EQ(parse_seqlens("mix:3x5-5", 1), (std::vector<int64_t>{5, 5, 5}));
+  // Spread: 4096 draws of 1..4 hit every value.
+  const std::vector<int64_t> many = parse_seqlens("mix:4096x1-4", 3);
+  for (int64_t v = 1; v <= 4; ++v) EXPECT_NE(std::find(many.begin(), many.end(), v), many.end()) << v;
+  const Problem preset = build_problem(parse({"--shape", "varlen-prefill"}));
+  EXPECT_EQ(preset.batch, 16);
+  EXPECT_EQ(preset.seqlens, parse_seqlens("mix:16x128-8192", 0));
+  EXPECT_EQ(preset.seq_q, preset.seq_kv);
+}
+
+// FLOPs count real tokens: a variable-length batch's visible pairs are the mean
+// of its sequences' own counts; the padding share is what a padded batch wastes.
+TEST(Options, VariableLengthFlopsCountRealTokensOnly) {
+  Problem p;
+  p.batch = 3, p.seqlens = {10, 1, 40}, p.seq_q = p.seq_kv = 40;
+  double pairs = 0, real = 0;
+  for (int64_t n : p.seqlens) pairs += double(n) * n - double(n) * n / 2.0, real += double(n) * n;
+  EXPECT_DOUBLE_EQ(p.visible_pairs(), pairs / 3);
+  EXPECT_DOUBLE_EQ(p.padding_share(), 1.0 - real / (3.0 * 40 * 40));
+  p.mask = Mask::none;
+  EXPECT_DOUBLE_EQ(p.visible_pairs(), real / 3);
+  p.seq_q = 1;  // decode: one query per sequence against its keys
+  EXPECT_DOUBLE_EQ(p.visible_pairs(), (10 + 1 + 40) / 3.0);
+  p.seqlens.clear();
+  EXPECT_DOUBLE_EQ(p.padding_share(), 0.0);
 }

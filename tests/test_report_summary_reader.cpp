@@ -464,3 +464,37 @@ TEST(SummaryReader, ReadsSchemaTwo) {
   v2["schema_version"] = 3;
   EXPECT_NE(error_of(v2).find("'launches[0].theoretical_occupancy_pct': missing"), std::string::npos) << error_of(v2);
 }
+
+// A variable-length batch's lengths survive the round trip (and name the same
+// files); a file without them reads as equal lengths; lengths that do not
+// describe the batch are refused with the field named, never indexed past.
+TEST(SummaryReader, SeqlensRoundTripAndAreChecked) {
+  RunRecord r = sample();
+  r.problem.pass = Pass::fwd;
+  r.problem.batch = 4, r.problem.seqlens = {1, 1024, 77, 300}, r.problem.seq_q = r.problem.seq_kv = 1024;
+  const RunRecord b = read_summary(summary_json(r));
+  EXPECT_EQ(b.problem.seqlens, r.problem.seqlens);
+  EXPECT_EQ(b.problem.file_stem(), r.problem.file_stem());
+  EXPECT_DOUBLE_EQ(b.problem.flops(), r.problem.flops());
+  json j = summary_json(r);
+  EXPECT_EQ(j["problem"]["seqlens"], json({1, 1024, 77, 300}));
+  j["problem"].erase("seqlens");
+  EXPECT_TRUE(read_summary(j).problem.seqlens.empty()) << "older files: equal lengths";
+  const auto with = [&](json lengths, int64_t batch, int64_t seq_q) {
+    json k = summary_json(r);
+    k["problem"]["seqlens"] = std::move(lengths);
+    k["problem"]["batch"] = batch;
+    k["problem"]["seq_q"] = seq_q;
+    return error_of(k);
+  };
+  EXPECT_NE(with({1, 1024, 77}, 4, 1024).find("field 'problem.seqlens': 3 lengths for a batch of 4"), std::string::npos)
+      << with({1, 1024, 77}, 4, 1024);
+  EXPECT_NE(with({1, 1000, 77, 3}, 4, 1024).find("the longest is 1000, not seq_kv 1024"), std::string::npos);
+  EXPECT_NE(with({8, 1024, 77, 300}, 4, 16).find("field 'problem.seq_q': 16 is more than the shortest sequence (8)"),
+            std::string::npos);
+  EXPECT_NE(with({0, 1024, 77, 300}, 4, 1024).find("problem.seqlens[0]"), std::string::npos);
+  EXPECT_NE(with({"a", 1024, 77, 300}, 4, 1024).find("expected an integer"), std::string::npos);
+  EXPECT_NE(with(json::object(), 4, 1024).find("problem.seqlens"), std::string::npos);
+  EXPECT_NE(with(json(std::vector<int>(5000, 1024)), 5000, 1024).find("more than 4096"), std::string::npos);
+  for (const auto& e : {with({1, 1024, 77}, 4, 1024), with({0, 1024, 77, 300}, 4, 1024)}) EXPECT_TRUE(one_line(e)) << e;
+}

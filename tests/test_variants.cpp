@@ -69,6 +69,23 @@ const std::vector<MaskCase> kPagedMasks = {{true, 0, 1},    {false, 0, 16},  {tr
                                            {true, 0, 64},   {false, 0, 256}, {true, 256, 256},
                                            {true, 2000, 1}};
 
+// Variable-length batches (Problem::seqlens): lengths including 1, odd ones
+// and one sequence far longer than the rest; prefill (every token a query),
+// decode (one query per sequence) and a chunk of 3 against per-sequence
+// lengths; causal, full and windows 1 and 17; grouped- and multi-query heads.
+struct VarlenCase {
+  int64_t hq, hkv, d;
+  std::vector<int64_t> lengths;
+  int64_t seq_q;  // 0: prefill
+  bool causal;
+  int64_t window;
+};
+const std::vector<VarlenCase> kVarlenCases = {
+    {4, 2, 64, {1, 77, 300, 5}, 0, true, 0},  {2, 2, 32, {130, 1, 9}, 0, false, 0},
+    {3, 1, 64, {600, 3, 41}, 0, true, 17},    {4, 1, 64, {1, 200, 33}, 0, true, 1},
+    {4, 2, 128, {90, 7, 1000}, 1, true, 0},   {2, 1, 64, {50, 12, 400}, 3, true, 0},
+    {2, 2, 64, {50, 12, 400}, 3, false, 0},   {2, 2, 64, {3, 1000, 4, 2}, 0, true, 256}};
+
 struct Case {
   std::string device;
   DType dtype;
@@ -189,41 +206,47 @@ class ParityPool {
 };
 
 // Calls fn(problem, prepared variant, inputs, pool) draws_for(problem) times for every
-// registered variant on every shape and mask it supports for `pass`, each time
-// on fresh inputs from the generator (at::manual_seed in SetUp decides every
-// draw, so the printed seed reproduces them all) with the variant prepared for
-// them; then checks what fn added to the pool against 2x plain. Returns how
-// many cases ran. A case a variant refuses must say why.
+// registered variant on every problem it supports, each time on fresh inputs
+// from the generator (at::manual_seed in SetUp decides every draw, so the
+// printed seed reproduces them all) with the variant prepared for them; then
+// checks what fn added to the pool against 2x plain. Returns how many cases
+// ran. A case a variant refuses must say why.
 template <class F>
-int for_each_supported_case(const Case& c, Pass pass, const std::vector<Shape>& shapes, const std::vector<MaskCase>& masks,
-                            F&& fn) {
+int for_each_supported_problem(const Case& c, const std::vector<Problem>& problems, F&& fn) {
   int ran = 0;
   for (const auto& entry : variant_registry()) {
-    for (const Shape& s : shapes) {
-      for (const MaskCase& mask : masks) {
-        const Problem p = problem_of(s, c, mask, pass);
-        auto v = entry.make();
-        const Support sup = v->supports(p);
-        SCOPED_TRACE(entry.name + " " + p.shape_string() + " " + p.config_string());
-        if (!sup.ok) {
-          EXPECT_FALSE(sup.reason.empty()) << "an unsupported case must say why";
-          continue;
-        }
-        ParityPool pool;
-        const int draws = draws_for(p);
-        for (int draw = 0; draw < draws; ++draw) {
-          SCOPED_TRACE("draw " + std::to_string(draw + 1) + " of " + std::to_string(draws));
-          const Inputs in = random_inputs(p);
-          // prepare may read the tensors (SDPA's route, custom-flash's plan): once per draw.
-          v->prepare(p, in.q, in.k, in.v);
-          fn(p, *v, in, pool);
-        }
-        pool.expect_within_twice_plain(floor_for(c.dtype));
-        ++ran;
+    for (const Problem& p : problems) {
+      auto v = entry.make();
+      const Support sup = v->supports(p);
+      SCOPED_TRACE(entry.name + " " + p.shape_string() + " " + p.config_string());
+      if (!sup.ok) {
+        EXPECT_FALSE(sup.reason.empty()) << "an unsupported case must say why";
+        continue;
       }
+      ParityPool pool;
+      const int draws = draws_for(p);
+      for (int draw = 0; draw < draws; ++draw) {
+        SCOPED_TRACE("draw " + std::to_string(draw + 1) + " of " + std::to_string(draws));
+        const Inputs in = random_inputs(p);
+        // prepare may read the tensors (SDPA's route, custom-flash's plan): once per draw.
+        v->prepare(p, in.q, in.k, in.v);
+        fn(p, *v, in, pool);
+      }
+      pool.expect_within_twice_plain(floor_for(c.dtype));
+      ++ran;
     }
   }
   return ran;
+}
+
+// for_each_supported_problem on every shape x mask for `pass`.
+template <class F>
+int for_each_supported_case(const Case& c, Pass pass, const std::vector<Shape>& shapes, const std::vector<MaskCase>& masks,
+                            F&& fn) {
+  std::vector<Problem> problems;
+  for (const Shape& s : shapes)
+    for (const MaskCase& mask : masks) problems.push_back(problem_of(s, c, mask, pass));
+  return for_each_supported_problem(c, problems, std::forward<F>(fn));
 }
 
 // Every variant's forward on `shapes` x `masks` against float64.
@@ -238,6 +261,42 @@ int check_forward(const Case& c, const std::vector<Shape>& shapes, const std::ve
     std::vector<at::Tensor> unused;
     // An absolute cap on every draw; the 2x-plain rule on the pool (for_each_supported_case).
     EXPECT_LE(pool.add("out", out, plain_attention(p, in, in.q.scalar_type(), unused), ref), cap_for(c.dtype));
+  });
+}
+
+// Every variant's forward on the variable-length batches against float64,
+// compared on the real rows (a padded variant's padding rows only need be finite).
+int check_varlen_forward(const Case& c) {
+  std::vector<Problem> problems;
+  for (const VarlenCase& v : kVarlenCases) {
+    Problem p;
+    p.batch = int64_t(v.lengths.size()), p.heads_q = v.hq, p.heads_kv = v.hkv, p.head_dim = v.d;
+    p.seqlens = v.lengths;
+    p.seq_kv = *std::max_element(v.lengths.begin(), v.lengths.end());
+    p.seq_q = v.seq_q > 0 ? v.seq_q : p.seq_kv;
+    p.mask = v.causal ? Mask::causal_bottom_right : Mask::none;
+    p.window = v.window;
+    p.dtype = c.dtype;
+    p.device = c.device;
+    problems.push_back(p);
+  }
+  return for_each_supported_problem(c, problems, [&](const Problem& p, Variant& v, const Inputs& in, ParityPool& pool) {
+    const at::Tensor out = forward_of(v, p, in);
+    if (v.reads_packed())
+      ASSERT_EQ(out.sizes(), at::IntArrayRef({p.total_q(), p.heads_q, p.head_dim})) << "packed rows";
+    else
+      ASSERT_EQ(out.sizes(), in.q.sizes()) << "the padded batch";
+    ASSERT_EQ(out.scalar_type(), in.q.scalar_type());
+    ASSERT_TRUE(at::isfinite(out).all().item<bool>()) << "padding rows too";
+    const at::Tensor ref = real_rows(p, reference_attention(p, in));
+    // The plain same-dtype formula per sequence, unpadded, as the reference is.
+    std::vector<at::Tensor> parts, unused;
+    for (int64_t b = 0; b < p.batch; ++b) {
+      const Sequence seq = sequence_of(p, in, b);
+      parts.push_back(plain_attention(seq.problem, seq.inputs, in.q.scalar_type(), unused)[0].transpose(0, 1));
+    }
+    const at::Tensor plain = at::cat(parts, 0);
+    EXPECT_LE(pool.add("out", real_rows(p, out), plain, ref), cap_for(c.dtype));
   });
 }
 
@@ -309,6 +368,13 @@ TEST_P(VariantParity, WindowedGradientsMatchFloat64Autograd) {
 TEST_P(VariantParity, PagedForwardMatchesFloat64Reference) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   expect_cases_ran("paged   ", GetParam(), check_forward(GetParam(), kPagedShapes, kPagedMasks));
+}
+
+// A variable-length batch: every variant runs it packed (through a varlen
+// kernel) or padded under a mask, and must give each sequence's own result.
+TEST_P(VariantParity, VarlenForwardMatchesFloat64Reference) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  expect_cases_ran("varlen  ", GetParam(), check_varlen_forward(GetParam()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, VariantParity,

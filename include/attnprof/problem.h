@@ -47,6 +47,8 @@ inline constexpr const char* kBackwardScope = "attn_bwd";
 
 // The largest page of a paged KV cache, in tokens (the CLI and the summary reader both hold to it).
 inline constexpr int64_t kMaxPageSize = int64_t{1} << 16;
+// The most sequences a variable-length batch lists (the CLI and the summary reader both hold to it).
+inline constexpr int64_t kMaxSeqlens = 4096;
 
 struct Problem {
   int64_t batch = 8;
@@ -68,6 +70,13 @@ struct Problem {
   // pool and found through a block table [batch, pages per sequence]. A
   // forward-only layout (the CLI enforces it).
   int64_t page_size = 0;
+  // A variable-length batch (empty: every sequence seq_kv keys): sequence b
+  // holds seqlens[b] keys (batch = its size, seq_kv = its largest), and either
+  // as many queries (prefill, packed by cu_seqlens: seq_q == seq_kv) or the
+  // last seq_q of them (decode or a chunk against per-sequence cache lengths:
+  // seq_q below every length). The masks hold per sequence. A forward-only
+  // batch (the CLI enforces it).
+  std::vector<int64_t> seqlens;
   Pass pass = Pass::fwd;
   std::string device = "cpu";  // "cpu" or "cuda:N", already resolved
   uint64_t seed = 0;
@@ -87,24 +96,39 @@ struct Problem {
   bool paged() const { return page_size > 0; }
   // Pages one sequence's keys fill: ceil(seq_kv / page_size) (0 when contiguous).
   int64_t pages_per_sequence() const { return paged() ? (seq_kv + page_size - 1) / page_size : 0; }
+  bool varlen() const { return !seqlens.empty(); }
+  // Keys and queries of sequence b (seq_kv and seq_q unless varlen()).
+  int64_t kv_len(int64_t b) const { return varlen() ? seqlens[size_t(b)] : seq_kv; }
+  int64_t q_len(int64_t b) const { return varlen() && seq_q == seq_kv ? seqlens[size_t(b)] : seq_q; }
+  // Queries and keys of the whole batch (batch * seq_q and batch * seq_kv unless varlen()).
+  int64_t total_q() const;
+  int64_t total_kv() const;
   // Query-key pairs a head computes: seq_q * seq_kv without a mask; causal
   // counts the visible area (seq_q^2 / 2 for a square problem, as before:
   // the diagonal counted half), a window only the keys inside it (its
   // diagonal counted half too, so a window of seq_kv keys counts as causal).
+  // A variable-length batch: the mean over its sequences, each counted with
+  // its own lengths (so forward_flops counts real tokens only).
   double visible_pairs() const;
+  // The share of the padded batch's query-key area [batch, seq_q, seq_kv]
+  // that is padding (0 unless varlen()): what a variant computing the padded
+  // batch wastes.
+  double padding_share() const;
   // 4 * B * Hq * pairs * D: the two matmuls of one forward.
   double forward_flops() const;
   // The FLOPs of one step of this problem's pass (forward_flops x factor).
   double flops() const;
   // "<B>_<Hq>_<Sq>_<D>_<dtype>_<mask>" then "_hkv<Hkv>" when the heads differ,
   // "_kv<Skv>" when the sequences differ, "_w<window>" under a window that
-  // hides keys, "_p<page_size>" for a paged cache, "_<pass>" when not the forward:
+  // hides keys, "_p<page_size>" for a paged cache, "_vl<N>-<hash>" for a
+  // variable-length batch (its lengths' FNV-1a hash), "_<pass>" when not the forward:
   // every output file of this problem starts with it, and no two problems
   // share one.
   std::string file_stem() const;
   // "8x16x1024x64", "8x32/8x1/32768x128" (heads q/kv, seq q/kv) for tables and logs.
   std::string shape_string() const;
-  // "bf16 causal bwd", "bf16 causal window 4096 paged 16": the rest of the problem in words.
+  // "bf16 causal bwd", "bf16 causal window 4096 paged 16", "bf16 causal varlen 128-8192":
+  // the rest of the problem in words.
   std::string config_string() const;
 };
 

@@ -16,6 +16,8 @@
 
 namespace attnprof {
 
+struct PackedBatch;  // variants/torch_problem.h
+
 // Whether a variant can run a problem here, and if not, a reason a person can act on.
 struct Support {
   bool ok = true;
@@ -57,6 +59,16 @@ class Variant {
   virtual at::Tensor forward_paged(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
                                    const at::Tensor& block_table, int64_t seq_kv);
   virtual bool reads_pages() const { return false; }
+  // The forward of a variable-length batch (Problem::varlen()): q, k, v
+  // padded to the longest sequence (zeros past each sequence's lengths) and
+  // the same rows packed with their cu_seqlens. By default forward() on the
+  // padded batch, the padding hidden by the variant's mask (hidden_keys_mask):
+  // every padded score is computed, the waste a padded batch pays. A variant
+  // with a variable-length kernel overrides this, returns packed rows [total_q,
+  // Hq, D], and says so in reads_packed().
+  virtual at::Tensor forward_varlen(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                    const PackedBatch& packed);
+  virtual bool reads_packed() const { return false; }
   virtual std::vector<Fact> facts() const { return {}; }
   // How the variant holds memory, so a run can be skipped before it allocates
   // what the device does not have. Fused kernels: O(S) per head.

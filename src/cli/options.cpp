@@ -159,6 +159,9 @@ const std::vector<ShapePreset>& shape_presets() {
       {"llama3-8b-paged-decode", "Llama-3-8B decode from a paged KV cache: batch 8, 1 query against 32768 keys in "
        "16-token pages, 32q/8kv heads",
        8, 32, 8, 1, 32768, 128, 0, 16},
+      {"varlen-prefill", "packed prefill of a variable-length batch: 16 sequences of 128-8192 tokens (a seeded "
+       "uniform mix), 32q/8kv heads x 128, causal",
+       16, 32, 8, 8192, 8192, 128, 0, 0, "mix:16x128-8192"},
   };
   return presets;
 }
@@ -183,13 +186,17 @@ void add_shape_options(CLI::App& app, CliOptions& o) {
           o.window = s.window;
           o.window_from_shape = s.window > 0;
           if (s.page_size > 0) o.kv_layout = "paged", o.page_size = s.page_size, o.page_size_from_shape = true;
+          o.seqlens = s.seqlens ? s.seqlens : "";
           return;
         }
         throw CLI::ValidationError(invalid_choice("--shape", name, names));
       },
       preset_help);
   app.add_option("--dtype", o.dtype, "bf16, fp16 or fp32")->capture_default_str();
-  app.add_option("--batch", o.batch, "Batch size")->capture_default_str()->check(decimal_integer(kInt64Min, kInt64Max));
+  app.add_option("--batch", o.batch, "Batch size")
+      ->capture_default_str()
+      ->check(decimal_integer(kInt64Min, kInt64Max))
+      ->each([&o](const std::string&) { o.batch_given = true; });
   app.add_option("--heads", o.heads, "Query heads (and key/value heads, unless --kv-heads)")
       ->capture_default_str()
       ->check(decimal_integer(kInt64Min, kInt64Max));
@@ -226,6 +233,13 @@ void add_shape_options(CLI::App& app, CliOptions& o) {
                              kDefaultPageSize))
       ->check(decimal_integer(kInt64Min, kInt64Max))
       ->each([&o](const std::string&) { o.page_size_from_shape = false; });
+  app.add_option("--seqlens", o.seqlens,
+                 "A variable-length batch: the key lengths of its sequences, \"128,4096,77\", or \"mix:NxLO-HI\" "
+                 "(N lengths drawn uniformly from LO..HI, seeded by --seed). Sets --batch and --seq-kv (the "
+                 "longest); each sequence has as many queries (prefill, packed by cu_seqlens) or, with --seq-q N, "
+                 "its last N (decode against per-sequence cache lengths). Variants without a varlen kernel run "
+                 "the padded batch under a mask. Forward only")
+      ->each([&o](const std::string&) { o.seqlens_given = true; });
   app.add_option("--pass", o.pass,
                  "What a step runs: fwd (the forward), bwd (the backward of a forward run outside the measured "
                  "scope), fwd+bwd (both)")
@@ -347,6 +361,59 @@ int64_t requested_page_size(const CliOptions& o) {
   return 0;
 }
 
+namespace {
+
+std::string seqlens_forms() {
+  return "a comma list of key lengths, e.g. 128,4096,77, or mix:NxLO-HI, e.g. mix:16x128-8192";
+}
+
+[[noreturn]] void bad_seqlens(const std::string& spec, const std::string& why) {
+  throw UsageError(fmt::format("invalid --seqlens '{}': {} ({})", spec, why, seqlens_forms()));
+}
+
+int64_t seqlens_number(const std::string& spec, const std::string& text, const char* what, int64_t max) {
+  const io::DecimalParse n = io::parse_decimal(text);
+  if (!n.error.empty()) bad_seqlens(spec, fmt::format("{} '{}': {}", what, text, n.error));
+  if (n.value < 1 || n.value > max) bad_seqlens(spec, fmt::format("{} {} is outside 1..{}", what, n.value, max));
+  return n.value;
+}
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+std::vector<int64_t> parse_seqlens(const std::string& spec, uint64_t seed) {
+  std::vector<int64_t> lengths;
+  if (spec.rfind("mix:", 0) == 0) {
+    const std::string body = spec.substr(4);
+    const size_t x = body.find('x'), dash = body.find('-', x == std::string::npos ? 0 : x);
+    if (x == std::string::npos || dash == std::string::npos) bad_seqlens(spec, "a mix is NxLO-HI");
+    const int64_t n = seqlens_number(spec, body.substr(0, x), "the count", kMaxSeqlens);
+    const int64_t lo = seqlens_number(spec, body.substr(x + 1, dash - x - 1), "the shortest length", kMaxSeq);
+    const int64_t hi = seqlens_number(spec, body.substr(dash + 1), "the longest length", kMaxSeq);
+    if (lo > hi) bad_seqlens(spec, fmt::format("the shortest length {} is above the longest {}", lo, hi));
+    uint64_t state = seed;
+    const uint64_t span = uint64_t(hi - lo) + 1;
+    for (int64_t i = 0; i < n; ++i) lengths.push_back(lo + int64_t(splitmix64(state) % span));
+    return lengths;
+  }
+  size_t start = 0;
+  while (start <= spec.size()) {
+    const size_t comma = std::min(spec.find(',', start), spec.size());
+    const std::string item = spec.substr(start, comma - start);
+    if (item.empty()) bad_seqlens(spec, "an empty length");
+    if (int64_t(lengths.size()) == kMaxSeqlens) bad_seqlens(spec, fmt::format("more than {} lengths", kMaxSeqlens));
+    lengths.push_back(seqlens_number(spec, item, "length", kMaxSeq));
+    start = comma + 1;
+  }
+  return lengths;
+}
+
 Problem build_problem(const CliOptions& o) {
   Problem p;
   const auto dtype = parse_dtype(o.dtype);
@@ -361,8 +428,38 @@ Problem build_problem(const CliOptions& o) {
     throw UsageError(fmt::format("--seq {} is unused when --seq-q and --seq-kv are both given; give --seq, or "
                                  "--seq-q / --seq-kv",
                                  o.seq));
-  const int64_t seq_q = o.seq_q.value_or(o.seq), seq_kv = o.seq_kv.value_or(o.seq);
-  check_positive("--batch", o.batch, kMaxBatch);
+  int64_t seq_q = o.seq_q.value_or(o.seq), seq_kv = o.seq_kv.value_or(o.seq), batch = o.batch;
+  std::vector<int64_t> seqlens;
+  if (o.seqlens_given && o.seqlens.empty()) bad_seqlens("", "no lengths");
+  if (!o.seqlens.empty()) {
+    seqlens = parse_seqlens(o.seqlens, o.seed);
+    const auto [lo, hi] = std::minmax_element(seqlens.begin(), seqlens.end());
+    const std::string listed = fmt::format("the {} sequence{} --seqlens lists", seqlens.size(),
+                                           seqlens.size() == 1 ? "" : "s");
+    if (o.batch_given && o.batch != int64_t(seqlens.size()))
+      throw UsageError(fmt::format("--batch {} differs from {}; drop --batch (the lengths set the batch)", o.batch,
+                                   listed));
+    if (o.seq_given || o.seq_kv_given)
+      throw UsageError(fmt::format("--{} {} is unused with --seqlens, whose longest sequence ({}) sets the keys; "
+                                   "drop it (--seq-q N takes each sequence's last N tokens as queries)",
+                                   o.seq_kv_given ? "seq-kv" : "seq", o.seq_kv_given ? *o.seq_kv : o.seq, *hi));
+    // Queries: each sequence's last N with --seq-q N (or a decode preset's), else every token (prefill).
+    const bool preset_chunk = o.seq_q && o.seq_kv && *o.seq_q != *o.seq_kv;
+    batch = int64_t(seqlens.size());
+    seq_kv = *hi;
+    seq_q = o.seq_q_given || preset_chunk ? *o.seq_q : *hi;
+    if (seq_q != seq_kv && seq_q > *lo)
+      throw UsageError(fmt::format("--seq-q {} is more than the shortest sequence of --seqlens ({} keys): each "
+                                   "sequence's last {} tokens are its queries; use --seq-q <= {}",
+                                   seq_q, *lo, seq_q, *lo));
+    if (*pass != Pass::fwd)
+      throw UsageError(fmt::format("a variable-length batch (--seqlens) runs the forward only for now: use --pass "
+                                   "fwd, not {}",
+                                   o.pass));
+    if (requested_page_size(o) > 0)
+      throw UsageError("--seqlens with a paged KV cache is not built yet: give one of --seqlens and --kv-layout paged");
+  }
+  check_positive("--batch", batch, kMaxBatch);
   check_positive("--heads", o.heads, kMaxHeads);
   check_positive("--kv-heads", kv_heads, kMaxHeads);
   check_positive("--seq", o.seq, kMaxSeq);
@@ -418,17 +515,18 @@ Problem build_problem(const CliOptions& o) {
        {std::tuple{"q", o.heads, seq_q, "seq"},
         std::tuple{"k and v", kv_heads, kv_rows, page_size > 0 ? "key rows in whole pages" : "seq"}}) {
     int64_t elements = 0, bytes = 0;
-    if (__builtin_mul_overflow(o.batch * heads, seq * o.head_dim, &elements) ||
+    if (__builtin_mul_overflow(batch * heads, seq * o.head_dim, &elements) ||
         __builtin_mul_overflow(elements, int64_t(dtype_bytes(*dtype)), &bytes))
       throw UsageError(fmt::format("shape {}x{}x{}x{} (--batch x heads x {} x --head-dim) is too large: {} would "
                                    "need {:.3g} bytes, past the 2^63-byte limit of any tensor",
-                                   o.batch, heads, seq, o.head_dim, seq_name, which,
-                                   double(o.batch) * double(heads) * double(seq) * double(o.head_dim) *
+                                   batch, heads, seq, o.head_dim, seq_name, which,
+                                   double(batch) * double(heads) * double(seq) * double(o.head_dim) *
                                        dtype_bytes(*dtype)));
   }
-  p.batch = o.batch, p.head_dim = o.head_dim;
+  p.batch = batch, p.head_dim = o.head_dim;
   p.heads_q = o.heads, p.heads_kv = kv_heads;
   p.seq_q = seq_q, p.seq_kv = seq_kv;
+  p.seqlens = std::move(seqlens);
   p.dtype = *dtype;
   p.pass = *pass;
   p.mask = causal ? Mask::causal_bottom_right : Mask::none;

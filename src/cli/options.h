@@ -34,6 +34,9 @@ struct CliOptions {
   std::optional<int64_t> page_size;      // --page-size (default for a paged cache: kDefaultPageSize)
   bool kv_layout_given = false;          // --kv-layout on the command line
   bool page_size_from_shape = false;     // the page size is a --shape preset's (no --page-size after it)
+  std::string seqlens;                   // --seqlens: "L1,L2,..." or "mix:NxLO-HI" (empty: equal lengths)
+  bool seqlens_given = false;            // --seqlens on the command line (an empty value is refused)
+  bool batch_given = false;              // --batch on the command line (a different count from --seqlens is refused)
   // --causal (the default) / --no-causal; both at once is refused.
   bool causal_given = false, no_causal_given = false;
   // Seen on the command line: an explicit --seq replaces a --shape preset's
@@ -71,6 +74,7 @@ struct ShapePreset {
   int64_t batch, heads, kv_heads, seq_q, seq_kv, head_dim;
   int64_t window = 0;  // the model's sliding window (0: none)
   int64_t page_size = 0;  // a paged KV cache of pages of that many tokens (0: contiguous)
+  const char* seqlens = nullptr;  // a variable-length batch (--seqlens syntax; batch and seq_kv describe it)
 };
 const std::vector<ShapePreset>& shape_presets();
 // "must be a positive number, got 0" (CLI::PositiveNumber prints DBL_MAX in full).
@@ -108,6 +112,12 @@ void check_positive(const char* flag, int64_t v, int64_t max);
 // build_problem checks it: --page-size alone implies paged; an explicit
 // --kv-layout contiguous drops a preset's pages.
 int64_t requested_page_size(const CliOptions& o);
+// The lengths --seqlens names: a comma list of decimal lengths ("128,4096,77")
+// or "mix:NxLO-HI", N lengths drawn uniformly from [LO, HI] by a generator
+// seeded with `seed` (splitmix64: the same lengths on every machine). Each
+// length 1..kMaxSeq, 1..kMaxSeqlens of them; anything else is a UsageError
+// naming the value and the two forms.
+std::vector<int64_t> parse_seqlens(const std::string& spec, uint64_t seed);
 Problem build_problem(const CliOptions& o);
 
 // How to measure and where to write: the schedule, timing and output flags.

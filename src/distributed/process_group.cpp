@@ -112,6 +112,8 @@ std::string context_parallel_refusal(const Problem& p, int world, const std::str
            " of " + std::to_string(p.seq_kv) + " keys)";
   if (p.paged())
     return "no paged KV cache: the " + scheme + " blocks shard contiguous K/V (use --kv-layout contiguous)";
+  if (p.varlen())
+    return "no variable-length batch: the " + scheme + " blocks shard sequences of one length (drop --seqlens)";
   if (world < 2)
     return "needs at least 2 ranks, got " + std::to_string(world) +
            " (one rank is the inner attention on one GPU: run that variant instead)";

@@ -111,6 +111,21 @@ std::string paged_kv_fact(const Variant& v, const Problem& p) {
                  "[batch, heads, seq, head_dim]) before attention: what a server without a paged kernel pays";
 }
 
+// How the variant ran the variable-length batch: packed through cu_seqlens,
+// or padded to the longest sequence under a mask (the waste it computes).
+std::string varlen_fact(const Variant& v, const Problem& p) {
+  const auto [lo, hi] = std::minmax_element(p.seqlens.begin(), p.seqlens.end());
+  const std::string lengths = *lo == *hi ? std::to_string(*lo) : std::to_string(*lo) + "-" + std::to_string(*hi);
+  const std::string batch = std::to_string(p.batch) + " sequences of " + lengths + " keys" +
+                            (p.seq_q == p.seq_kv ? " and as many queries" : ", " + std::to_string(p.seq_q) +
+                                                                                 (p.seq_q == 1 ? " query" : " queries") +
+                                                                                 " each");
+  if (v.reads_packed()) return batch + ", packed (cu_seqlens): only the real tokens are computed";
+  return batch + ", padded to " + std::to_string(p.seq_kv) + ": a [batch, 1, seq_q, seq_kv] mask hides the padding, " +
+         std::to_string(int(p.padding_share() * 100.0 + 0.5)) +
+         "% of the padded query-key area, computed and then masked";
+}
+
 std::string trace_metadata(const RunRecord& r) {
   nlohmann::json meta = {{"variant", r.variant},
                          {"problem", report::problem_json(r.problem)},
@@ -245,6 +260,7 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
     clock.lap("inputs and prepare", r.phases_ms);
     for (const Fact& f : variant->facts()) r.facts.emplace_back(f.key, f.value);
     if (p.paged()) r.facts.emplace_back("kv cache", paged_kv_fact(*variant, p));
+    if (p.varlen()) r.facts.emplace_back("variable lengths", varlen_fact(*variant, p));
     const int first_touch = first_touch_steps(p, timing_input_set_count(p, in));
     progress.plan_timing(opt.timing_iters, first_touch);
     RunnerOptions ro;

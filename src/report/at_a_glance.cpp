@@ -185,6 +185,14 @@ std::string at_a_glance_note(const RunRecord& r) {
     const bool gathered = std::any_of(r.rows.begin(), r.rows.end(), [](const OpStats& s) { return s.name == "aten::index"; });
     notes.emplace_back(gathered ? "KV pages gathered first" : "KV pages read in the kernel");
   }
+  if (r.problem.varlen()) {
+    // The session's fact says how the variant took the batch (packed through cu_seqlens, or padded).
+    const bool packed = std::any_of(r.facts.begin(), r.facts.end(), [](const auto& f) {
+      return f.first == "variable lengths" && f.second.find("packed") != std::string::npos;
+    });
+    notes.push_back(packed ? std::string("packed batch (real tokens only)")
+                           : fmt::format("padded batch ({:.0f}% padding computed)", r.problem.padding_share() * 100.0));
+  }
   if (r.problem.on_cuda() && r.kernels_per_step() == 1.0) notes.emplace_back("single fused kernel");
   if (const KernelStats* k = dominant_kernel(kernels)) {
     const KernelLaunch* l = launch_of(r, k->name);

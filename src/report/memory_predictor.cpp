@@ -56,7 +56,9 @@ Bytes expanded_kv_bytes(const Problem& p, int64_t elem) {
   return times(checked_product({p.batch, p.heads_q, p.seq_kv, p.head_dim, elem}), 2);
 }
 // One [Sq, Skv] tensor shared by every batch and head, as the causal masks are.
+// A variable-length batch's mask is per sequence: [B, 1, Sq, Skv], also without a causal mask.
 Bytes mask_bytes(const Problem& p, int64_t elem) {
+  if (p.varlen()) return checked_product({p.batch, p.seq_q, p.seq_kv, elem});
   return p.causal() ? checked_product({p.seq_q, p.seq_kv, elem}) : Bytes{0};
 }
 // The log-sum-exp (or softmax statistics) per query row, fp32.
@@ -174,6 +176,15 @@ std::optional<MemoryPrediction> predict_memory(const Problem& p, MemoryFamily fa
                                         element_bytes(p)});
     terms.resident = checked_sum({terms.resident, times(pool, 2)});
     terms.working = checked_sum({terms.working, times(pool, gathers_pages ? 4 : 2)});
+  }
+  if (p.varlen()) {
+    // The packed copies of q, k and v stay resident beside the padded ones
+    // (at most as large); the padding mask and SDPA's attend mask are built in
+    // prepare with two boolean temporaries each (erring high: a packed
+    // variant builds none).
+    terms.resident = checked_sum({terms.resident, q_bytes(p, element_bytes(p)), times(kv_bytes(p, element_bytes(p)), 2),
+                                  times(mask_bytes(p, kBoolBytes), 2)});
+    terms.working = checked_sum({terms.working, times(mask_bytes(p, kBoolBytes), 2)});
   }
   const auto peak = checked_sum({terms.resident, terms.working, terms.output, Bytes{uint64_t(kFixedOverheadBytes)}});
   if (!peak) return std::nullopt;

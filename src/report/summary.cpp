@@ -64,6 +64,7 @@ class Writer {
     (*cur_)[key] = std::move(a);
   }
   void string_list(const char* key, const std::vector<std::string>& v) { (*cur_)[key] = v; }
+  void int_list(const char* key, const std::vector<int64_t>& v, int64_t, int64_t, size_t) { (*cur_)[key] = v; }
   void string_map(const char* key, const std::vector<std::pair<std::string, std::string>>& v) {
     json o = json::object();
     for (const auto& [k, x] : v) o[k] = x;

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -132,6 +133,21 @@ class Reader {
     const json& a = array_field(key);
     out.clear();
     for (size_t i = 0; i < a.size(); ++i) out.push_back(printable(string_value(a[i], fmt::format("{}[{}]", join(key), i))));
+  }
+  // Empty when absent (files from before the field).
+  void int_list(const char* key, std::vector<int64_t>& out, int64_t lo, int64_t hi, size_t max_size) {
+    out.clear();
+    if (!cur_->contains(key)) return;
+    const json& a = array_field(key);
+    if (a.size() > max_size) fail_at(key, fmt::format("{} entries, more than {}", a.size(), max_size));
+    for (size_t i = 0; i < a.size(); ++i) {
+      const std::string p = fmt::format("{}[{}]", join(key), i);
+      if (!a[i].is_number_integer()) fail(p, fmt::format("expected an integer, got {}", type_name(a[i])));
+      if (a[i].is_number_unsigned() && a[i].get<uint64_t>() > uint64_t(hi)) fail(p, fmt::format("{} is out of range [{}, {}]", a[i].dump(), lo, hi));
+      const int64_t x = a[i].get<int64_t>();
+      if (x < lo || x > hi) fail(p, fmt::format("{} is out of range [{}, {}]", x, lo, hi));
+      out.push_back(x);
+    }
   }
   void string_map(const char* key, std::vector<std::pair<std::string, std::string>>& out) {
     const json& v = field(key);
@@ -327,6 +343,14 @@ RunRecord read_summary(const json& j, const std::string& source) {
     rd.fail("problem.device", fmt::format("unknown device '{}'", clip(r.problem.device)));
   if (r.problem.heads_q % r.problem.heads_kv != 0)
     rd.fail("problem.heads_kv", fmt::format("{} does not divide heads_q {}", r.problem.heads_kv, r.problem.heads_q));
+  if (const Problem& p = r.problem; p.varlen()) {
+    const auto [lo, hi] = std::minmax_element(p.seqlens.begin(), p.seqlens.end());
+    if (int64_t(p.seqlens.size()) != p.batch)
+      rd.fail("problem.seqlens", fmt::format("{} lengths for a batch of {}", p.seqlens.size(), p.batch));
+    if (*hi != p.seq_kv) rd.fail("problem.seqlens", fmt::format("the longest is {}, not seq_kv {}", *hi, p.seq_kv));
+    if (p.seq_q != p.seq_kv && p.seq_q > *lo)
+      rd.fail("problem.seq_q", fmt::format("{} is more than the shortest sequence ({})", p.seq_q, *lo));
+  }
   return r;
 }
 

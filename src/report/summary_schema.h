@@ -13,6 +13,7 @@
 //   v.object(key, fn)    v.optional_object(key, optional_ref, fn(elem))
 //   v.array(key, vector_ref, fn(elem))       v.string_list(key, ref)
 //   v.string_map(key, vector_of_pairs_ref)   v.int_triple(key, int[3] ref, lo, hi)
+//   v.int_list(key, vector<int64_t> ref, lo, hi, max_size)  (empty when absent)
 //   v.derived(key, fn)   written from the record, ignored by the reader
 #pragma once
 
@@ -43,6 +44,7 @@ void problem_fields(V& v, P& p) {
   v.enumeration("pass", p.pass, pass_name, parse_pass, "fwd, bwd or fwd+bwd");
   v.integer_or_zero("window", p.window, 0, kMaxDim);  // 0: none (and in files from before the window)
   v.integer_or_zero("page_size", p.page_size, 0, kMaxPageSize);  // 0: contiguous K/V (and in older files)
+  v.int_list("seqlens", p.seqlens, 1, kMaxDim, size_t(kMaxSeqlens));  // []: equal lengths (and in older files)
   v.string("device", p.device);
   v.integer("seed", p.seed, int64_t{0}, std::numeric_limits<int64_t>::max());
   v.derived("flops", [&] { return p.flops(); });

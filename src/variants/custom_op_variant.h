@@ -46,6 +46,9 @@ class CustomOpVariant : public Variant {
     if (p.effective_mask() == Mask::causal_top_left)
       return Support::no(name() + " masks causally from the bottom right (key j visible to query i iff j <= i + "
                                   "seq_kv - seq_q), not top-left");
+    if (p.varlen() && !takes_varlen())
+      return Support::no(name() + " runs batches of one length: " + op + " takes no cu_seqlens (custom-flash and "
+                                  "sdpa-flash run the packed batch; naive, inplace and sdpa-math the padded one)");
     if (p.windowed() && !takes_window())
       return Support::no(name() + " has no sliding window: " + op + " masks causally only (window " +
                          std::to_string(p.window) + " of " + std::to_string(p.seq_kv) + " keys)");
@@ -65,6 +68,8 @@ class CustomOpVariant : public Variant {
 
   // Whether the variant's operator takes a sliding window (Problem::window).
   virtual bool takes_window() const { return false; }
+  // Whether it has an operator for a packed variable-length batch (Problem::seqlens).
+  virtual bool takes_varlen() const { return false; }
 
   double scale_ = 1.0;
   bool causal_ = true;

@@ -105,12 +105,17 @@ enum class MaskRoute {
   flash_op,          // aten::_scaled_dot_product_flash_attention(is_causal=True): lower-right
   efficient_op,      // aten::_efficient_attention_forward(custom_mask_type=2): lower-right
   flash_window,      // aten::_flash_attention_forward(is_causal, window_size_left = window - 1)
-  materialised,      // attn_mask = the boolean [Sq, Skv] mask (with the window, if any)
+  flash_varlen,      // aten::_flash_attention_forward(cum_seq_q, cum_seq_k, ...) on the packed batch
+  efficient_varlen,  // aten::_efficient_attention_forward(cu_seqlens_q, cu_seqlens_k, ...) on the packed batch
+  materialised,      // attn_mask = the boolean [Sq, Skv] mask (with the window, if any; [B, 1, Sq, Skv] for a
+                     // variable-length batch, the padding hidden too)
 };
+
+bool reads_packed_route(MaskRoute r) { return r == MaskRoute::flash_varlen || r == MaskRoute::efficient_varlen; }
 
 bool hides_nothing(const Problem& p) {
   const Mask m = p.effective_mask();
-  return !p.windowed() && (m == Mask::none || (m == Mask::causal_bottom_right && p.seq_q <= 1));
+  return !p.varlen() && !p.windowed() && (m == Mask::none || (m == Mask::causal_bottom_right && p.seq_q <= 1));
 }
 
 class Sdpa : public Variant {
@@ -152,12 +157,38 @@ class Sdpa : public Variant {
     enable_gqa_ = p.heads_kv != p.heads_q;
     scale_ = p.softmax_scale();
     window_ = p.effective_window();
+    causal_ = p.causal();
+    varlen_ = p.varlen();
     route_ = route_for(p, q, k, v);
     if (route_ == MaskRoute::materialised) allowed_ = hidden_keys_mask(p, q.options()).logical_not();
     if (!backend_)
-      chosen_ = route_ == MaskRoute::flash_op || route_ == MaskRoute::flash_window ? "flash"
+      chosen_ = route_ == MaskRoute::flash_op || route_ == MaskRoute::flash_window || route_ == MaskRoute::flash_varlen
+                    ? "flash"
                 : route_ == MaskRoute::efficient_op ? "efficient"
                                                     : backend_name(choice_for(p, route_, q, k, v));
+  }
+
+  bool reads_packed() const override { return reads_packed_route(route_); }
+
+  at::Tensor forward_varlen(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            const PackedBatch& packed) override {
+    if (!reads_packed_route(route_)) return forward(q, k, v);  // the padded batch under its mask
+    ScopedSdpBackend pin(backend_);
+    if (route_ == MaskRoute::flash_varlen) {
+      // FlashAttention-2's varlen path: GQA in place, causal bottom-right per sequence.
+      const auto out = at::_flash_attention_forward(
+          packed.q, packed.k, packed.v, packed.cu_seqlens_q, packed.cu_seqlens_k, packed.max_q, packed.max_kv, 0.0,
+          causal_, /*return_debug_mask=*/false, scale_,
+          window_ > 0 ? std::optional<int64_t>(window_ - 1) : std::nullopt,
+          window_ > 0 ? std::optional<int64_t>(0) : std::nullopt);
+      return std::get<0>(out);
+    }
+    // The CUTLASS kernel takes a packed batch as one sequence of total rows with cu_seqlens.
+    const auto out = at::_efficient_attention_forward(
+        packed.q.unsqueeze(0), packed.k.unsqueeze(0), packed.v.unsqueeze(0), std::nullopt, packed.cu_seqlens_q,
+        packed.cu_seqlens_k, packed.max_q, packed.max_kv, 0.0,
+        /*custom_mask_type: none, or causal from bottom right*/ causal_ ? 2 : 0, /*compute_log_sumexp=*/false, scale_);
+    return std::get<0>(out).squeeze(0);
   }
 
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
@@ -182,6 +213,9 @@ class Sdpa : public Variant {
       }
       case MaskRoute::materialised:
         return at::scaled_dot_product_attention(q, k, v, allowed_, 0.0, false, scale_, enable_gqa_);
+      case MaskRoute::flash_varlen:
+      case MaskRoute::efficient_varlen:
+        TORCH_CHECK(false, name_, ": a variable-length batch runs through forward_varlen");
       case MaskRoute::is_causal:
       case MaskRoute::none:
         break;
@@ -203,9 +237,10 @@ class Sdpa : public Variant {
     if (route_ == MaskRoute::efficient_op)
       f.push_back({"causal mask", "lower-right, via aten::_efficient_attention_forward(custom_mask_type=2), as "
                                   "torch.nn.attention.bias.causal_lower_right dispatches it"});
-    if (route_ == MaskRoute::materialised)
+    // A variable-length batch's mask and layout are the session's "variable lengths" fact.
+    if (route_ == MaskRoute::materialised && !varlen_)
       f.push_back({"causal mask", "materialised as a boolean [seq_q, seq_kv] attn_mask (lower-right aligned)"});
-    if (route_ == MaskRoute::flash_window)
+    if (route_ == MaskRoute::flash_window || (route_ == MaskRoute::flash_varlen && window_ > 0))
       f.push_back({"sliding window", std::to_string(window_) + " keys, via aten::_flash_attention_forward("
                                      "window_size_left=" + std::to_string(window_ - 1) +
                                      ", window_size_right=0): FlashAttention-2 skips the key blocks outside it"});
@@ -226,7 +261,9 @@ class Sdpa : public Variant {
       case MaskRoute::flash_op:
       case MaskRoute::efficient_op:
       case MaskRoute::flash_window:
-        // causal_lower_right asks can_use_* without a mask and without is_causal.
+      case MaskRoute::flash_varlen:
+      case MaskRoute::efficient_varlen:
+        // causal_lower_right asks can_use_* without a mask and without is_causal (and so do the varlen calls).
         return at::_fused_sdp_choice(q, k, v, std::nullopt, 0.0, false, std::nullopt, gqa);
       case MaskRoute::materialised:
         return at::_fused_sdp_choice(q, k, v, hidden_keys_mask(p, q.options()).logical_not(), 0.0, false,
@@ -238,22 +275,42 @@ class Sdpa : public Variant {
     return at::_fused_sdp_choice(q, k, v, std::nullopt, 0.0, route == MaskRoute::is_causal, std::nullopt, gqa);
   }
 
+  // Whether SDPA picks `b` for this input asked without a mask and without
+  // is_causal, as causal_lower_right and the window and varlen calls ask; its
+  // refusal warnings kept quiet (a refusal is an answer here, not an error).
+  static bool takes_unmasked(at::SDPBackend b, const Problem& p, const at::Tensor& q, const at::Tensor& k,
+                             const at::Tensor& v) {
+    ScopedSdpBackend pin(b);
+    WarningCollector quiet;
+    try {
+      return at::_fused_sdp_choice(q, k, v, std::nullopt, 0.0, false, std::nullopt, p.heads_kv != p.heads_q) ==
+             static_cast<int64_t>(b);
+    } catch (const c10::Error&) {
+      return false;
+    }
+  }
+
   MaskRoute route_for(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) const {
+    if (p.varlen()) {
+      // The flash and efficient kernels take the packed batch; every other
+      // backend (and the CPU, and a top-left mask) the padded one under a mask.
+      if (!p.on_cuda() || p.effective_mask() == Mask::causal_top_left) return MaskRoute::materialised;
+      if (backend_ == at::SDPBackend::flash_attention) return MaskRoute::flash_varlen;
+      if (backend_ == at::SDPBackend::efficient_attention)
+        return p.windowed() ? MaskRoute::materialised : MaskRoute::efficient_varlen;
+      if (backend_) return MaskRoute::materialised;
+      // sdpa-auto: flash's varlen call where its kernel takes the input, else the padded batch under a mask.
+      return takes_unmasked(at::SDPBackend::flash_attention, p, q, k, v) ? MaskRoute::flash_varlen
+                                                                          : MaskRoute::materialised;
+    }
     if (hides_nothing(p)) return MaskRoute::none;
     if (p.windowed()) {
       // Only the flash kernel takes a window; the others get it in the mask.
       if (!p.on_cuda() || (backend_ && *backend_ != at::SDPBackend::flash_attention)) return MaskRoute::materialised;
       if (backend_) return MaskRoute::flash_window;
-      ScopedSdpBackend pin(at::SDPBackend::flash_attention);
-      WarningCollector quiet;
-      try {
-        if (at::_fused_sdp_choice(q, k, v, std::nullopt, 0.0, false, std::nullopt, p.heads_kv != p.heads_q) ==
-            static_cast<int64_t>(at::SDPBackend::flash_attention))
-          return MaskRoute::flash_window;
-      } catch (const c10::Error&) {
-        // No flash kernel for this input: the mask, as for every other backend.
-      }
-      return MaskRoute::materialised;
+      // No flash kernel for this input: the mask, as for every other backend.
+      return takes_unmasked(at::SDPBackend::flash_attention, p, q, k, v) ? MaskRoute::flash_window
+                                                                          : MaskRoute::materialised;
     }
     if (p.seq_q == p.seq_kv || p.effective_mask() == Mask::causal_top_left) return MaskRoute::is_causal;
     if (!p.on_cuda()) return MaskRoute::materialised;
@@ -262,17 +319,8 @@ class Sdpa : public Variant {
     if (backend_) return MaskRoute::materialised;
     // sdpa-auto: causal_lower_right's own order — flash, then efficient, then a materialised mask.
     for (const auto [b, route] : {std::pair{at::SDPBackend::flash_attention, MaskRoute::flash_op},
-                                  std::pair{at::SDPBackend::efficient_attention, MaskRoute::efficient_op}}) {
-      ScopedSdpBackend pin(b);
-      WarningCollector quiet;
-      try {
-        if (at::_fused_sdp_choice(q, k, v, std::nullopt, 0.0, false, std::nullopt, p.heads_kv != p.heads_q) ==
-            static_cast<int64_t>(b))
-          return route;
-      } catch (const c10::Error&) {
-        // This backend cannot take the shape: try the next, as causal_lower_right does.
-      }
-    }
+                                  std::pair{at::SDPBackend::efficient_attention, MaskRoute::efficient_op}})
+      if (takes_unmasked(b, p, q, k, v)) return route;  // else this backend cannot take the shape: try the next
     return MaskRoute::materialised;
   }
 
@@ -283,6 +331,8 @@ class Sdpa : public Variant {
   bool enable_gqa_ = false;
   double scale_ = 1.0;
   int64_t window_ = 0;  // the problem's window where it hides keys, else 0
+  bool causal_ = true;
+  bool varlen_ = false;
   MaskRoute route_ = MaskRoute::none;
   at::Tensor allowed_;  // the materialised mask (true = attend), when the route needs it
   std::string chosen_;

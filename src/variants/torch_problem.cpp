@@ -1,6 +1,10 @@
 #include "variants/torch_problem.h"
 
+#include <c10/core/GradMode.h>
+
+#include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "attnprof/variant.h"
 
@@ -32,7 +36,60 @@ Inputs random_inputs(const Problem& p) {
     in.q.requires_grad_(true), in.k.requires_grad_(true), in.v.requires_grad_(true);
   }
   if (p.paged()) in.paged = paged_copy(in.k, in.v, p.page_size);
+  if (p.varlen()) {
+    c10::NoGradGuard no_grad;
+    for (int64_t b = 0; b < p.batch; ++b) {
+      in.q[b].narrow(1, p.q_len(b), p.seq_q - p.q_len(b)).zero_();
+      in.k[b].narrow(1, p.kv_len(b), p.seq_kv - p.kv_len(b)).zero_();
+      in.v[b].narrow(1, p.kv_len(b), p.seq_kv - p.kv_len(b)).zero_();
+    }
+    in.packed = pack_batch(p, in.q, in.k, in.v);
+  }
   return in;
+}
+
+namespace {
+// Rows [0, len(b)) of t[b] ([B, H, S, D]) for every b, as [sum len, H, D].
+at::Tensor pack_rows(const at::Tensor& t, int64_t batch, int64_t (Problem::*len)(int64_t) const, const Problem& p) {
+  std::vector<at::Tensor> parts;
+  parts.reserve(size_t(batch));
+  for (int64_t b = 0; b < batch; ++b) parts.push_back(t[b].narrow(1, 0, (p.*len)(b)).transpose(0, 1));
+  return at::cat(parts, 0).contiguous();
+}
+
+at::Tensor cumulative(const Problem& p, int64_t (Problem::*len)(int64_t) const, const at::Device& device) {
+  std::vector<int32_t> cu(size_t(p.batch) + 1, 0);
+  for (int64_t b = 0; b < p.batch; ++b) cu[size_t(b) + 1] = cu[size_t(b)] + int32_t((p.*len)(b));
+  return at::tensor(cu, at::TensorOptions().dtype(at::kInt)).to(device);
+}
+}  // namespace
+
+PackedBatch pack_batch(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+  c10::NoGradGuard no_grad;
+  PackedBatch out;
+  out.q = pack_rows(q.detach(), p.batch, &Problem::q_len, p);
+  out.k = pack_rows(k.detach(), p.batch, &Problem::kv_len, p);
+  out.v = pack_rows(v.detach(), p.batch, &Problem::kv_len, p);
+  out.cu_seqlens_q = cumulative(p, &Problem::q_len, q.device());
+  out.cu_seqlens_k = cumulative(p, &Problem::kv_len, q.device());
+  for (int64_t b = 0; b < p.batch; ++b)
+    out.max_q = std::max(out.max_q, p.q_len(b)), out.max_kv = std::max(out.max_kv, p.kv_len(b));
+  return out;
+}
+
+Sequence sequence_of(const Problem& p, const Inputs& in, int64_t b) {
+  Sequence seq{p, {}};
+  seq.problem.seqlens.clear();
+  seq.problem.batch = 1, seq.problem.seq_q = p.q_len(b), seq.problem.seq_kv = p.kv_len(b);
+  seq.inputs.q = in.q.narrow(0, b, 1).narrow(2, 0, seq.problem.seq_q);
+  seq.inputs.k = in.k.narrow(0, b, 1).narrow(2, 0, seq.problem.seq_kv);
+  seq.inputs.v = in.v.narrow(0, b, 1).narrow(2, 0, seq.problem.seq_kv);
+  return seq;
+}
+
+at::Tensor real_rows(const Problem& p, const at::Tensor& out) {
+  if (!p.varlen() || out.dim() != 4) return out;
+  return pack_rows(out, p.batch, &Problem::q_len, p);
 }
 
 PagedKv paged_copy(const at::Tensor& k, const at::Tensor& v, int64_t page_size) {
@@ -79,7 +136,32 @@ at::Tensor gather_pages(const at::Tensor& cache, const at::Tensor& block_table, 
   return out;
 }
 
+namespace {
+// hidden_keys_mask of a variable-length batch: [B, 1, Sq, Skv], from each
+// sequence's lengths (its queries at rows [0, q_len), keys at [0, kv_len)).
+at::Tensor varlen_hidden_keys(const Problem& p, const at::TensorOptions& options) {
+  const auto ints = at::TensorOptions().dtype(at::kLong).device(options.device());
+  std::vector<int64_t> ql, kl;
+  for (int64_t b = 0; b < p.batch; ++b) ql.push_back(p.q_len(b)), kl.push_back(p.kv_len(b));
+  const at::Tensor q_len = at::tensor(ql, at::kLong).to(options.device()).view({p.batch, 1, 1, 1});
+  const at::Tensor kv_len = at::tensor(kl, at::kLong).to(options.device()).view({p.batch, 1, 1, 1});
+  const at::Tensor i = at::arange(p.seq_q, ints).view({1, 1, p.seq_q, 1});
+  const at::Tensor j = at::arange(p.seq_kv, ints).view({1, 1, 1, p.seq_kv});
+  at::Tensor hidden = j.ge(kv_len);  // the padded keys, for every row
+  const Mask m = p.effective_mask();
+  if (m != Mask::none) {
+    // Query i of a sequence sees up to key i + offset (bottom-right: its own kv_len - q_len).
+    const at::Tensor last = m == Mask::causal_bottom_right ? i + (kv_len - q_len) : i;
+    at::Tensor masked = j.gt(last);
+    if (p.windowed()) masked = masked.logical_or(j.le(last - p.window));
+    hidden = hidden.logical_or(masked.logical_and(i.lt(q_len)));  // padded rows: every real key
+  }
+  return hidden.expand({p.batch, 1, p.seq_q, p.seq_kv}).contiguous();
+}
+}  // namespace
+
 at::Tensor hidden_keys_mask(const Problem& p, const at::TensorOptions& options) {
+  if (p.varlen()) return varlen_hidden_keys(p, options);
   const Mask m = p.effective_mask();
   if (m == Mask::none) return {};
   // triu(d) keeps j >= i + d: hidden are the keys past i + offset; tril(d)
@@ -96,6 +178,16 @@ at::Tensor expand_kv_heads(const at::Tensor& kv, int64_t heads_q) {
 }
 
 at::Tensor reference_attention(const Problem& p, const Inputs& in) {
+  if (p.varlen()) {
+    // Each sequence on its own, unpadded, as a batch of one of its lengths:
+    // nothing of the padded layout or its mask reaches the reference.
+    at::Tensor out = at::zeros(in.q.sizes(), in.q.options().dtype(at::kDouble));
+    for (int64_t b = 0; b < p.batch; ++b) {
+      const Sequence seq = sequence_of(p, in, b);
+      out.narrow(0, b, 1).narrow(2, 0, seq.problem.seq_q).copy_(reference_attention(seq.problem, seq.inputs));
+    }
+    return out;
+  }
   const at::Tensor q = in.q.detach().to(at::kDouble);
   const at::Tensor k = expand_kv_heads(in.k.detach().to(at::kDouble), p.heads_q);
   const at::Tensor v = expand_kv_heads(in.v.detach().to(at::kDouble), p.heads_q);
@@ -119,7 +211,14 @@ at::Tensor Variant::forward_paged(const at::Tensor& q, const at::Tensor& k_cache
   return forward(q, gather_pages(k_cache, block_table, seq_kv), gather_pages(v_cache, block_table, seq_kv));
 }
 
+at::Tensor Variant::forward_varlen(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                   const PackedBatch& packed) {
+  (void)packed;
+  return forward(q, k, v);
+}
+
 at::Tensor forward_of(Variant& variant, const Problem& p, const Inputs& in) {
+  if (p.varlen()) return variant.forward_varlen(in.q, in.k, in.v, in.packed);
   if (!p.paged()) return variant.forward(in.q, in.k, in.v);
   const PagedKv& kv = in.paged;
   return variant.forward_paged(in.q, kv.k_cache, kv.v_cache, kv.block_table, kv.seq_kv);

@@ -27,15 +27,27 @@ struct PagedKv {
   int64_t page_size() const { return k_cache.size(2); }
 };
 
+// A variable-length batch packed as FlashAttention's varlen entry points and
+// packed training take it (Problem::varlen()): q [total_q, Hq, D], k and v
+// [total_kv, Hkv, D], sequence b's rows from cu_seqlens_q[b] (cu_seqlens_k[b])
+// to the next entry; cu_seqlens int32 [B + 1] on the inputs' device.
+struct PackedBatch {
+  at::Tensor q, k, v, cu_seqlens_q, cu_seqlens_k;
+  int64_t max_q = 0, max_kv = 0;
+};
+
 struct Inputs {
   at::Tensor q, k, v;
   at::Tensor grad_out;  // the fixed gradient of a backward pass (undefined for the forward)
   PagedKv paged;        // k and v again, paged, for a paged problem (else undefined)
+  PackedBatch packed;   // q, k and v again, packed, for a variable-length batch (else undefined)
 };
 // Standard-normal q [B, Hq, Sq, D], k and v [B, Hkv, Skv, D] (from the current
 // generator, so at::manual_seed decides them); for a backward pass q, k, v
 // require grad and grad_out [B, Hq, Sq, D] is drawn too; for a paged problem
-// k and v are also written into a paged cache (paged_copy).
+// k and v are also written into a paged cache (paged_copy); for a
+// variable-length batch the rows past each sequence's lengths are zeros (what
+// a framework pads with) and q, k, v are also packed (pack_batch).
 Inputs random_inputs(const Problem& p);
 
 // k and v [B, Hkv, Skv, D] in pages of `page_size` rows, scattered over a
@@ -48,14 +60,35 @@ PagedKv paged_copy(const at::Tensor& k, const at::Tensor& v, int64_t page_size);
 // one copy into the [B, Hkv, S, D] order).
 at::Tensor gather_pages(const at::Tensor& cache, const at::Tensor& block_table, int64_t seq_kv);
 
-// The problem's forward on its inputs: Variant::forward, or forward_paged on
-// the paged cache of a paged problem. What every measured step runs.
+// The real rows of padded q [B, H, Sq, D] and k, v [B, Hkv, Skv, D] packed by
+// the problem's lengths, with their cu_seqlens.
+PackedBatch pack_batch(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
+
+// Sequence b of a variable-length batch as a problem of its own (batch 1, its
+// own lengths, no seqlens) and its unpadded q, k, v (views of `in`'s padded ones).
+struct Sequence {
+  Problem problem;
+  Inputs inputs;
+};
+Sequence sequence_of(const Problem& p, const Inputs& in, int64_t b);
+
+// A variable-length batch's output as packed rows [total_q, Hq, D], from a
+// padded [B, Hq, Sq, D] output or a packed one (returned as it is); any other
+// problem's output unchanged. What is compared with the reference.
+at::Tensor real_rows(const Problem& p, const at::Tensor& out);
+
+// The problem's forward on its inputs: Variant::forward, forward_paged on the
+// paged cache of a paged problem, forward_varlen on a variable-length batch.
+// What every measured step runs.
 at::Tensor forward_of(Variant& variant, const Problem& p, const Inputs& in);
 
 // The boolean mask of the problem, true where a key is hidden, shaped
 // [Sq, Skv]; undefined without a causal mask. Bottom-right aligned: key j is
 // visible to query i iff j <= i + (Skv - Sq) (and, under a window W,
-// j > i + (Skv - Sq) - W); top-left: iff j <= i.
+// j > i + (Skv - Sq) - W); top-left: iff j <= i. A variable-length batch's is
+// [B, 1, Sq, Skv], per sequence with its own lengths, the padded keys hidden
+// too (with or without a causal mask); a padded query row sees every real key
+// of its sequence, so no row is all hidden and the padding stays finite.
 at::Tensor hidden_keys_mask(const Problem& p, const at::TensorOptions& options);
 
 // k or v [B, Hkv, S, D] repeated to the query heads [B, Hq, S, D] (head h reads
@@ -63,7 +96,9 @@ at::Tensor hidden_keys_mask(const Problem& p, const at::TensorOptions& options);
 at::Tensor expand_kv_heads(const at::Tensor& kv, int64_t heads_q);
 
 // Float64 reference on the same device: softmax(q kᵀ * scale + mask) v, with
-// k and v expanded to the query heads. Rows that see no key give zeros.
+// k and v expanded to the query heads. Rows that see no key give zeros. A
+// variable-length batch: each sequence on its own rows, unpadded (the padding
+// rows of the [B, Hq, Sq, D] result are zeros).
 at::Tensor reference_attention(const Problem& p, const Inputs& in);
 
 // ‖out − ref‖_F / ‖ref‖_F, computed in float64.
