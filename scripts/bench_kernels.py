@@ -26,7 +26,11 @@ Suites:
             share (its visible pairs over the causal ones); decode from a
             paged KV cache (8 x 32q/8kv x 1 x 32768 x 128, pages of 16, 64,
             256 tokens) against the contiguous decode and against
-            gather-then-SDPA (issue 31).
+            gather-then-SDPA; a variable-length prefill (16 sequences of
+            --seqlens mix:16x128-8192, 32q/8kv x 128, causal): custom-flash
+            and sdpa-flash on the packed batch, sdpa-cudnn and sdpa-math on the
+            padded one, useful TFLOP/s (real tokens only) and each padded
+            variant's wasted share (issue 31).
 
   python3 scripts/bench_kernels.py [--attnprof build/attnprof] [--suite forward,shapes,backward]
                                    [--iters 100] [--markdown out.md] [--json out.json]
@@ -73,16 +77,21 @@ FUSED = ["custom-flash", "custom-flash-sm90"] + SDPA
 ALL = ["naive", "inplace", "sdpa-math"] + SDPA + ["sdpa-auto", "custom-softmax", "custom-flash", "custom-flash-sm90"]
 
 
-def mask_label(causal, window=0, page=0):
-    """'causal', 'full', 'window 4096', 'causal paged 16': a point's mask, and its KV layout when paged."""
+def mask_label(causal, window=0, page=0, seqlens=None):
+    """'causal', 'full', 'window 4096', 'causal paged 16', 'causal varlen mix:16x128-8192': a point's mask,
+    and its KV layout when paged, its lengths when variable."""
     label = (f"window {window}" if window else "causal") if causal else "full"
-    return f"{label} paged {page}" if page else label
+    label = f"{label} paged {page}" if page else label
+    return f"{label} varlen {seqlens}" if seqlens else label
 
 
-def run_point(exe, out_root, variant, b, hq, hkv, sq, skv, d, causal, pass_="fwd", iters=100, window=0, page=0):
+def run_point(exe, out_root, variant, b, hq, hkv, sq, skv, d, causal, pass_="fwd", iters=100, window=0, page=0,
+              seqlens=None):
+    """seqlens: a --seqlens value; it sets the batch and the lengths (b, sq and skv only label the point)."""
     out = tempfile.mkdtemp(prefix="pt_", dir=out_root)
-    cmd = [exe, "--variant", variant, "--batch", str(b), "--heads", str(hq), "--kv-heads", str(hkv),
-           "--seq-q", str(sq), "--seq-kv", str(skv), "--head-dim", str(d), "--dtype", "bf16", "--pass", pass_,
+    sizes = ["--seqlens", seqlens] if seqlens else ["--batch", str(b), "--seq-q", str(sq), "--seq-kv", str(skv)]
+    cmd = [exe, "--variant", variant, "--heads", str(hq), "--kv-heads", str(hkv)] + sizes + \
+          ["--head-dim", str(d), "--dtype", "bf16", "--pass", pass_,
            "--timing-iters", str(iters), "--out", out, "--row-limit", "1",
            "--causal" if causal else "--no-causal"] + (["--window", str(window)] if window else []) + \
         (["--kv-layout", "paged", "--page-size", str(page)] if page else [])
@@ -90,7 +99,7 @@ def run_point(exe, out_root, variant, b, hq, hkv, sq, skv, d, causal, pass_="fwd
     p = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.monotonic() - t0
     point = {"variant": variant, "shape": shape_label(b, hq, hkv, sq, skv, d),
-             "mask": mask_label(causal, window, page), "pass": pass_, "wall_s": wall}
+             "mask": mask_label(causal, window, page, seqlens), "pass": pass_, "wall_s": wall}
     if p.returncode != 0:
         point["skipped"] = (p.stderr.strip().splitlines() or ["?"])[-1][:160]
         return point
@@ -122,7 +131,8 @@ def run_variants(exe, out_root, variants, *args, iters=100, **kwargs):
     """run_point for each variant at one point, REPEAT times in alternating order; one combined point each.
     iters: a number, or a function of the variant. None of them where --shapes/--masks leave the point out."""
     b, hq, hkv, sq, skv, d, causal = args[:7]
-    mask = "paged" if kwargs.get("page") else ("window" if kwargs.get("window") else "causal") if causal else "full"
+    mask = "varlen" if kwargs.get("seqlens") else "paged" if kwargs.get("page") else \
+        ("window" if kwargs.get("window") else "causal") if causal else "full"
     if (SHAPES is not None and shape_label(b, hq, hkv, sq, skv, d) not in SHAPES) or \
             (MASKS is not None and mask not in MASKS):
         return []
@@ -304,7 +314,26 @@ def serving_suite(exe, tmp, iters):
         pts += causal + windowed
     ratio_to(pts, "sdpa-flash")
     return [("window", f"sliding window {WINDOW} against causal (ratio to sdpa-flash)", pts, "sdpa-flash"),
-            paged_decode(exe, tmp, iters)]
+            paged_decode(exe, tmp, iters), varlen_prefill(exe, tmp, iters)]
+
+
+VARLEN = "mix:16x128-8192"
+
+
+def varlen_prefill(exe, tmp, iters):
+    """A variable-length prefill (--seqlens VARLEN, seed 0: 16 sequences, 32q/8kv x 128, causal): custom-flash
+    and sdpa-flash run the packed batch, sdpa-cudnn and sdpa-math the padded one under a mask. TFLOP/s count
+    real tokens only (attnprof's FLOPs), so they are the useful rate; the facts say each variant's layout
+    and, padded, its wasted share. vs: sdpa-flash (varlen) over the point."""
+    variants = pick(["custom-flash", "sdpa-flash", "sdpa-cudnn", "sdpa-math"], "sdpa-flash")
+    pts = run_variants(exe, tmp, variants, 16, 32, 8, 8192, 8192, 128, True,
+                       iters=lambda v: max(10, iters // 10) if v == "sdpa-math" else iters, seqlens=VARLEN)
+    for p in pts:
+        if "facts" in p and "variable lengths" in p["facts"]:
+            p["facts"] = {"batch": p["facts"]["variable lengths"].split(", ", 1)[-1], **p["facts"]}
+    ratio_to(pts, "sdpa-flash")
+    return ("varlen", f"variable-length prefill, --seqlens {VARLEN} (useful TFLOP/s: real tokens only; ratio to "
+            "sdpa-flash's varlen call)", pts, "sdpa-flash")
 
 
 PAGES = (16, 64, 256)

@@ -20,6 +20,7 @@ Prints one line per case and a summary; exits 1 on any failure or crash, 77
 when torch is not importable or (cuda) no GPU is present.
 """
 import argparse
+import itertools
 import os
 import subprocess
 import sys
@@ -187,6 +188,72 @@ def paged_cases(dev):
     ]
 
 
+def varlen_inputs(dev, q_lens, k_lens, hq=4, hkv=2, d=64, dtype=torch.bfloat16):
+    """Packed q [total_q, hq, d], k, v [total_k, hkv, d] and their int32 cu_seqlens on `dev`."""
+    g = torch.Generator(device=dev).manual_seed(3)
+    q = torch.randn(sum(q_lens), hq, d, device=dev, dtype=dtype, generator=g)
+    k = torch.randn(sum(k_lens), hkv, d, device=dev, dtype=dtype, generator=g)
+    v = torch.randn(sum(k_lens), hkv, d, device=dev, dtype=dtype, generator=g)
+    cu = lambda lens: torch.tensor([0] + list(itertools.accumulate(lens)), dtype=torch.int32, device=dev)
+    return q, k, v, cu(q_lens), cu(k_lens)
+
+
+def varlen_cases(dev):
+    """attnprof::flash_attention_varlen: each sequence as flash_attention gives it alone, bad inputs refused."""
+    s = 0.125
+    f = op("flash_attention_varlen")
+
+    def same(q_lens, k_lens, causal=True, window=0):
+        q, k, v, cq, ck = varlen_inputs(dev, q_lens, k_lens)
+        out, lse = f(q, k, v, cq, ck, max(q_lens), max(k_lens), causal, s, window)
+        for b in range(len(q_lens)):
+            rq, rk = slice(int(cq[b]), int(cq[b + 1])), slice(int(ck[b]), int(ck[b + 1]))
+            seq = lambda t, r: t[r].transpose(0, 1).unsqueeze(0).contiguous()
+            ref, ref_lse = op("flash_attention")(seq(q, rq), seq(k, rk), seq(v, rk), causal, s, window)
+            if (out[rq].transpose(0, 1).unsqueeze(0) - ref).abs().max() > 1e-2:
+                raise AssertionError(f"sequence {b} differs from attnprof::flash_attention on it alone")
+        return out, lse
+
+    def inference():
+        with torch.inference_mode():  # offsets without a version counter: checked every call
+            out = same([5, 40], [5, 40])
+            q, k, v, cq, ck = varlen_inputs(dev, [5, 40], [5, 40])
+            bad = ck.clone()
+            bad[1] = 99
+            try:
+                f(q, k, v, cq, bad, 40, 40, True, s)
+            except RuntimeError:
+                return out
+            raise AssertionError("inference-mode offsets past the keys were not refused")
+
+    q, k, v, cq, ck = varlen_inputs(dev, [4, 6], [5, 7])
+    return [
+        ("valid prefill, lengths 1, 77, 300, 5", lambda: same([1, 77, 300, 5], [1, 77, 300, 5]), "ok"),
+        ("valid decode, one query per sequence", lambda: same([1, 1, 1], [90, 7, 1000]), "ok"),
+        ("valid, non-causal", lambda: same([30, 3], [30, 3], causal=False), "ok"),
+        ("valid, window 16", lambda: same([200, 9], [200, 9], window=16), "ok"),
+        ("valid under torch.inference_mode, and bad offsets refused there", inference, "ok"),
+        ("empty batch", lambda: f(q[:0], k[:0], v[:0], cq[:1], ck[:1], 0, 0, True, s), "ok"),
+        ("cu_seqlens int64", lambda: f(q, k, v, cq.long(), ck, 6, 7, True, s), "error"),
+        ("cu_seqlens on the CPU", lambda: f(q, k, v, cq.cpu(), ck, 6, 7, True, s), "error"),
+        ("cu_seqlens of different batches", lambda: f(q, k, v, cq[:2], ck, 6, 7, True, s), "error"),
+        ("cu_seqlens_q not from 0", lambda: f(q, k, v, cq + 1, ck, 6, 7, True, s), "error"),
+        ("cu_seqlens_k decreasing", lambda: f(q, k, v, cq, ck.flip(0), 6, 7, True, s), "error"),
+        ("cu_seqlens_k short of the keys", lambda: f(q, k, v, cq, ck - 1, 6, 7, True, s), "error"),
+        ("a sequence past max_seqlen_q", lambda: f(q, k, v, cq, ck, 5, 7, True, s), "error"),
+        ("max_seqlen_k -1", lambda: f(q, k, v, cq, ck, 6, -1, True, s), "error"),
+        ("max_seqlen_q past int32", lambda: f(q, k, v, cq, ck, 2 ** 40, 7, True, s), "error"),
+        ("q rank 4", lambda: f(q.unsqueeze(0), k, v, cq, ck, 6, 7, True, s), "error"),
+        ("k and v shapes differ", lambda: f(q, k, v[:-1].contiguous(), cq, ck, 6, 7, True, s), "error"),
+        ("k float16", lambda: f(q, k.half(), v.half(), cq, ck, 6, 7, True, s), "error"),
+        ("q non-contiguous", lambda: f(q.transpose(0, 1).contiguous().transpose(0, 1), k, v, cq, ck, 6, 7, True, s),
+         "error"),
+        ("heads_q not a multiple of heads_kv", lambda: f(q[:, :3].contiguous(), k, v, cq, ck, 6, 7, True, s), "error"),
+        ("scale NaN", lambda: f(q, k, v, cq, ck, 6, 7, True, float("nan")), "error"),
+        ("window with causal False", lambda: f(q, k, v, cq, ck, 6, 7, False, s, 16), "error"),
+    ]
+
+
 def flash_autograd_cases(dev):
     def grads(window):
         q, k, v = (t.requires_grad_(True) for t in flash_inputs(dev))
@@ -307,6 +374,7 @@ KNOWN = {
     "scaled_masked_softmax": softmax_cases,
     "flash_attention_backward": flash_backward_cases,
     "flash_attention_paged": paged_cases,
+    "flash_attention_varlen": varlen_cases,
     "flash_attention_backward_sm90": lambda dev: hopper_only(flash_backward_cases(dev, "flash_attention_backward_sm90")),
     "scaled_masked_softmax_backward": softmax_backward_cases,
 }
@@ -316,6 +384,9 @@ SCHEMAS = {  # what the Python user calls; the test fails if one changes unnotic
     "flash_attention_paged": "attnprof::flash_attention_paged(Tensor q, Tensor k_cache, Tensor v_cache, "
                              "Tensor block_table, int seqlen_k, bool causal, float scale, int window=0) -> "
                              "(Tensor out, Tensor lse)",
+    "flash_attention_varlen": "attnprof::flash_attention_varlen(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, "
+                              "Tensor cu_seqlens_k, int max_seqlen_q, int max_seqlen_k, bool causal, float scale, "
+                              "int window=0) -> (Tensor out, Tensor lse)",
     "scaled_masked_softmax": "attnprof::scaled_masked_softmax(Tensor scores, float scale, bool causal) -> Tensor",
     "flash_attention_sm90_config": "attnprof::flash_attention_sm90_config(Tensor q, Tensor k, Tensor v, bool causal, "
                                    "float scale, str config) -> (Tensor out, Tensor lse)",

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -92,13 +93,16 @@ struct Attention {
 // head h / (hq / hkv) (by broadcasting, no copy); a row with no visible key
 // gives out 0 and lse −inf. In float64 it is the reference; in the inputs'
 // own dtype, the error a plain implementation makes.
+// A sliding window (window > 0, causal) also hides keys j <= i + (sk - sq) - window.
 Attention grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                            bool causal, double scale) {
+                            bool causal, double scale, int64_t window = 0) {
   const int64_t b = q.size(0), hq = q.size(1), sq = q.size(2), d = q.size(3);
   const int64_t hkv = k.size(1), sk = k.size(2);
   const at::Tensor qg = q.reshape({b, hkv, hq / hkv, sq, d});
   at::Tensor s = at::matmul(qg, k.unsqueeze(2).transpose(-2, -1)) * scale;
   if (causal) s = s.masked_fill(causal_mask(sq, sk, s.options()), -INFINITY);
+  if (causal && window > 0)
+    s = s.masked_fill(at::ones({sq, sk}, s.options().dtype(at::kBool)).tril(sk - sq - window), -INFINITY);
   const at::Tensor p = at::softmax(s, -1).nan_to_num(0.0);  // all −inf rows: NaN -> 0
   return {at::matmul(p, v.unsqueeze(2)).reshape({b, hq, sq, d}),
           at::logsumexp(s, -1).reshape({b, hq, sq})};
@@ -448,6 +452,157 @@ TEST(FlashAttentionPagedOp, RejectsBadInputs) {
   EXPECT_NO_THROW(paged_op().call(q, kc, kc, edited, 40, true, 0.125, 0));
   edited[1][0] = 99;  // in place: a new version of a table already checked
   expect_error("an edited table", [&] { paged_op().call(q, kc, kc, edited, 40, true, 0.125, 0); }, "names page 99");
+}
+
+// attnprof::flash_attention_varlen, through the dispatcher.
+using VarlenFn = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                                    const at::Tensor&, const at::Tensor&, int64_t, int64_t, bool,
+                                                    double, int64_t);
+c10::TypedOperatorHandle<VarlenFn> varlen_op() {
+  return c10::Dispatcher::singleton().findSchemaOrThrow("attnprof::flash_attention_varlen", "").typed<VarlenFn>();
+}
+
+// int32 offsets [0, l0, l0 + l1, ...] on the GPU.
+at::Tensor offsets_of(const std::vector<int64_t>& lengths) {
+  std::vector<int32_t> cu = {0};
+  for (int64_t n : lengths) cu.push_back(cu.back() + int32_t(n));
+  return at::tensor(cu, at::TensorOptions().dtype(at::kInt)).cuda();
+}
+
+// A packed variable-length batch against each sequence computed on its own:
+// float64 and the plain same-dtype formula per sequence (causal bottom-right
+// with its own lengths, the window too), pooled over the batch. Lengths of 1,
+// odd ones, one sequence far longer than the rest, queries and keys of
+// different lengths (decode rows, a chunk, a sequence with more queries than
+// keys whose first rows see nothing), GQA and MQA, both head dims, windows.
+TEST(FlashAttentionVarlenOp, EverySequenceMatchesFloat64OnItsOwn) {
+  REQUIRE_CUDA();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  struct VarlenCase {
+    int64_t hq, hkv, d;
+    std::vector<int64_t> q_lens, k_lens;
+    bool causal;
+    int64_t window;
+  };
+  const std::vector<VarlenCase> cases = {
+      {4, 2, 64, {1, 77, 300, 5}, {1, 77, 300, 5}, true, 0},
+      {8, 8, 128, {130, 1, 9, 1000}, {130, 1, 9, 1000}, false, 0},
+      {32, 8, 128, {3000, 2, 64, 128, 129}, {3000, 2, 64, 128, 129}, true, 0},
+      {32, 8, 128, {1, 1, 1}, {90, 7, 1000}, true, 0},
+      {4, 1, 64, {3, 3, 3}, {50, 12, 400}, true, 0},
+      {4, 2, 64, {5, 40}, {3, 40}, true, 0},
+      {4, 2, 64, {600, 3, 41}, {600, 3, 41}, true, 17},
+      {8, 2, 128, {1000, 200, 1}, {1000, 200, 1}, true, 256}};
+  for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
+    const auto opts = at::TensorOptions().device(at::kCUDA).dtype(dtype);
+    for (const VarlenCase& c : cases) {
+      std::string name = std::to_string(c.hq) + "/" + std::to_string(c.hkv) + " d" + std::to_string(c.d) + " q";
+      for (int64_t n : c.q_lens) name += " " + std::to_string(n);
+      name += " k";
+      for (int64_t n : c.k_lens) name += " " + std::to_string(n);
+      SCOPED_TRACE(name + (c.causal ? " causal" : " full") + " window " + std::to_string(c.window) + " " +
+                   c10::toString(dtype));
+      int64_t total_q = 0, total_k = 0, max_q = 0, max_k = 0;
+      for (size_t b = 0; b < c.q_lens.size(); ++b) {
+        total_q += c.q_lens[b], total_k += c.k_lens[b];
+        max_q = std::max(max_q, c.q_lens[b]), max_k = std::max(max_k, c.k_lens[b]);
+      }
+      const at::Tensor q = at::randn({total_q, c.hq, c.d}, opts);
+      const at::Tensor k = at::randn({total_k, c.hkv, c.d}, opts), v = at::randn({total_k, c.hkv, c.d}, opts);
+      const double scale = 1.0 / std::sqrt(double(c.d));
+      poison_next_allocations({{{total_q, c.hq, c.d}, dtype}, {{c.hq, total_q}, at::kFloat}});
+      const auto [out, lse] = varlen_op().call(q, k, v, offsets_of(c.q_lens), offsets_of(c.k_lens), max_q, max_k,
+                                               c.causal, scale, c.window);
+      ASSERT_EQ(out.sizes(), q.sizes());
+      ASSERT_EQ(lse.sizes(), (std::vector<int64_t>{c.hq, total_q}));
+      ASSERT_FALSE(at::isnan(out).any().item<bool>()) << "output not fully written";
+      ASSERT_FALSE(at::isnan(lse).any().item<bool>()) << "lse not fully written";
+      std::vector<at::Tensor> ref_out, plain_out, ref_lse;
+      int64_t q0 = 0, k0 = 0;
+      for (size_t b = 0; b < c.q_lens.size(); ++b) {
+        // [len, h, d] -> [1, h, len, d]
+        const auto seq = [](const at::Tensor& t, int64_t r0, int64_t n) { return t.narrow(0, r0, n).transpose(0, 1).unsqueeze(0); };
+        const at::Tensor qb = seq(q, q0, c.q_lens[b]), kb = seq(k, k0, c.k_lens[b]), vb = seq(v, k0, c.k_lens[b]);
+        const Attention ref = grouped_attention(qb.to(at::kDouble), kb.to(at::kDouble), vb.to(at::kDouble), c.causal,
+                                                scale, c.window);
+        ref_out.push_back(ref.out[0].transpose(0, 1));
+        ref_lse.push_back(ref.lse[0]);
+        plain_out.push_back(grouped_attention(qb, kb, vb, c.causal, scale, c.window).out[0].transpose(0, 1));
+        q0 += c.q_lens[b], k0 += c.k_lens[b];
+      }
+      const at::Tensor ref = at::cat(ref_out, 0), plain = at::cat(plain_out, 0), ref_l = at::cat(ref_lse, 1);
+      // Rows that see no key: out 0, lse -inf; the others finite.
+      const at::Tensor seen = at::isfinite(ref_l);
+      EXPECT_TRUE(at::equal(at::isfinite(lse), seen)) << "lse -inf exactly where a row sees no key";
+      EXPECT_TRUE((out.masked_select(seen.logical_not().transpose(0, 1).unsqueeze(-1).expand(out.sizes())) == 0)
+                      .all()
+                      .item<bool>());
+      const at::Tensor l = lse.masked_select(seen).to(at::kDouble), rl = ref_l.masked_select(seen);
+      EXPECT_LE((l - rl).abs().max().item<double>(), 1e-3 * (1 + rl.abs().max().item<double>()));
+      const double err = relative_frobenius_error(out, ref), err_plain = relative_frobenius_error(plain.nan_to_num(0.0), ref);
+      EXPECT_LE(err, 2 * err_plain + 1e-6) << "plain same-dtype error " << err_plain;
+      EXPECT_LE(err, 1e-2);
+    }
+  }
+}
+
+// Empty batches and sequences: no rows, no keys (zeros and -inf), no queries.
+TEST(FlashAttentionVarlenOp, EmptySequences) {
+  REQUIRE_CUDA();
+  const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  const at::Tensor none = at::empty({0, 4, 64}, bf16);
+  const auto [out0, lse0] = varlen_op().call(none, none.narrow(1, 0, 2), none.narrow(1, 0, 2), offsets_of({}),
+                                             offsets_of({}), 0, 0, true, 0.125, 0);
+  EXPECT_EQ(out0.numel(), 0);
+  EXPECT_EQ(lse0.sizes(), (std::vector<int64_t>{4, 0}));
+  const at::Tensor q = at::randn({7, 4, 64}, bf16), k = at::randn({9, 2, 64}, bf16), v = at::randn({9, 2, 64}, bf16);
+  // Sequence 0: 3 queries, no key; sequence 1: no query, 4 keys; sequence 2: 4 queries, 5 keys.
+  const auto [out, lse] = varlen_op().call(q, k, v, offsets_of({3, 0, 4}), offsets_of({0, 4, 5}), 4, 5, false,
+                                           0.125, 0);
+  EXPECT_TRUE((out.narrow(0, 0, 3) == 0).all().item<bool>());
+  EXPECT_TRUE((lse.narrow(1, 0, 3) == -INFINITY).all().item<bool>());
+  const Attention ref = grouped_attention(q.narrow(0, 3, 4).transpose(0, 1).unsqueeze(0).to(at::kDouble),
+                                          k.narrow(0, 4, 5).transpose(0, 1).unsqueeze(0).to(at::kDouble),
+                                          v.narrow(0, 4, 5).transpose(0, 1).unsqueeze(0).to(at::kDouble), false, 0.125);
+  EXPECT_LE(relative_frobenius_error(out.narrow(0, 3, 4), ref.out[0].transpose(0, 1)), 1e-2);
+}
+
+TEST(FlashAttentionVarlenOp, RejectsBadInputs) {
+  REQUIRE_CUDA();
+  const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  const at::Tensor q = at::randn({10, 4, 64}, bf16), k = at::randn({12, 2, 64}, bf16);
+  const at::Tensor cq = offsets_of({4, 6}), ck = offsets_of({5, 7});
+  const auto expect_error = expect_op_error("attnprof::flash_attention_varlen");
+  auto call = [](const at::Tensor& q_, const at::Tensor& k_, const at::Tensor& v_, const at::Tensor& cq_,
+                 const at::Tensor& ck_, int64_t mq = 6, int64_t mk = 7, bool causal = true, int64_t window = 0) {
+    return [=] { varlen_op().call(q_, k_, v_, cq_, ck_, mq, mk, causal, 0.125, window); };
+  };
+  EXPECT_NO_THROW(call(q, k, k, cq, ck)());
+  expect_error("int64 offsets", call(q, k, k, cq.to(at::kLong), ck), "must be int32");
+  expect_error("offsets on the CPU", call(q, k, k, cq.cpu(), ck), "cu_seqlens_q must be a CUDA tensor");
+  expect_error("rank 4 q", call(q.unsqueeze(0), k, k, cq, ck), "[total_q, heads_q, head_dim]");
+  expect_error("offsets of two batches", call(q, k, k, cq, offsets_of({12})), "batch + 1 offsets");
+  expect_error("not from 0", call(q, k, k, cq + 1, ck), "cu_seqlens_q[0] must be 0");
+  expect_error("decreasing", call(q, k, k, at::tensor(std::vector<int32_t>{0, 11, 10}, at::kInt).cuda(), ck),
+               "must not decrease");
+  expect_error("short of the rows", call(q, k, k, offsets_of({4, 5}), ck), "ends at 9, not at the 10 packed rows");
+  expect_error("longer than max", call(q, k, k, cq, ck, 5, 7), "more than max_seqlen 5");
+  expect_error("negative max", call(q, k, k, cq, ck, -1, 7), "max_seqlen_q -1");
+  expect_error("k, v shapes differ", call(q, k, k.narrow(0, 0, 11).contiguous(), cq, ck), "one shape");
+  expect_error("heads", call(q, at::randn({12, 3, 64}, bf16), at::randn({12, 3, 64}, bf16), cq, ck),
+               "multiple of key/value heads (3)");
+  expect_error("head_dim", call(q, at::randn({12, 2, 128}, bf16), at::randn({12, 2, 128}, bf16), cq, ck),
+               "head_dim 128");
+  expect_error("dtype", call(q, k.to(at::kHalf), k, cq, ck), "one dtype");
+  expect_error("fp32", call(q.to(at::kFloat), k.to(at::kFloat), k.to(at::kFloat), cq, ck), "not fp32");
+  expect_error("strided q", call(at::randn({4, 10, 64}, bf16).transpose(0, 1), k, k, cq, ck), "contiguous");
+  expect_error("window without causal", call(q, k, k, cq, ck, 6, 7, false, 8), "needs causal=True");
+  // Offsets written in place are checked again.
+  at::Tensor edited = ck.clone();
+  EXPECT_NO_THROW(call(q, k, k, cq, edited)());
+  edited[1] = 13;
+  expect_error("an edited offset", call(q, k, k, cq, edited), "more than max_seqlen 7");
 }
 
 struct SoftmaxCase {

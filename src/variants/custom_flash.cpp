@@ -30,7 +30,10 @@ class CustomFlash final : public CustomOpVariant {
   }
 
   Support supports(const Problem& p) const override {
-    const Support base = operator_support(p.paged() ? "attnprof::flash_attention_paged" : "attnprof::flash_attention", p);
+    const Support base = operator_support(p.paged()    ? "attnprof::flash_attention_paged"
+                                          : p.varlen() ? "attnprof::flash_attention_varlen"
+                                                       : "attnprof::flash_attention",
+                                          p);
     if (!base.ok) return base;
     if (p.paged() && (p.page_size & (p.page_size - 1)) != 0)
       return Support::no(name() + " reads pages whose size is a power of two (it finds a key's page by shift and "
@@ -44,13 +47,25 @@ class CustomFlash final : public CustomOpVariant {
     is_bf16_ = p.dtype == DType::BF16;
     page_size_ = p.page_size;
     hopper_bwd_ = window_ == 0 && flash_backward_is_hopper(q, k, v);  // the Hopper backward has no window
+    // The path forward() runs: a packed batch always the prefill kernel, unsplit.
+    plan_ = {};
 #ifdef ATTNPROF_HAVE_CUDA_KERNELS
-    if (q.is_cuda()) plan_ = flash::plan_for(q, k, causal_);  // the path forward() runs
+    if (q.is_cuda() && !p.varlen()) plan_ = flash::plan_for(q, k, causal_);
 #endif
+    plan_.packed = p.varlen();
   }
 
   bool takes_window() const override { return true; }
+  bool takes_varlen() const override { return true; }
   bool reads_pages() const override { return true; }
+  bool reads_packed() const override { return true; }
+
+  at::Tensor forward_varlen(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                            const PackedBatch& packed) override {
+    static auto op = ops::op_handle<ops::FlashAttentionVarlenFn>("attnprof::flash_attention_varlen");
+    return std::get<0>(op.call(packed.q, packed.k, packed.v, packed.cu_seqlens_q, packed.cu_seqlens_k, packed.max_q,
+                               packed.max_kv, causal_, scale_, window_));
+  }
 
   at::Tensor forward_paged(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
                            const at::Tensor& block_table, int64_t seq_kv) override {

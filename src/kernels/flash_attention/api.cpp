@@ -60,6 +60,18 @@ TORCH_LIBRARY_FRAGMENT(attnprof, m) {
   // under inference mode has none and is checked on every call). q, causal,
   // scale, window and the outputs as flash_attention's. Forward only.
   m.def("flash_attention_paged(Tensor q, Tensor k_cache, Tensor v_cache, Tensor block_table, int seqlen_k, bool causal, float scale, int window=0) -> (Tensor out, Tensor lse)");
+  // flash_attention on a variable-length batch packed as FlashAttention's
+  // varlen functions take it: q [total_q, heads_q, head_dim], k, v [total_k,
+  // heads_kv, head_dim], sequence b's rows cu_seqlens_q[b] .. cu_seqlens_q[b+1]
+  // (and cu_seqlens_k's for its keys); cu_seqlens int32 [batch + 1] on q's
+  // device, from 0, non-decreasing, ending at total_q (total_k), no sequence
+  // longer than max_seqlen_q (max_seqlen_k): checked on the host once per
+  // version of the two tensors (a sync the first time; tensors made under
+  // inference mode every call; none during CUDA-graph capture, where the
+  // kernel treats a sequence whose offsets leave the tensors as empty). The
+  // masks hold per sequence (causal bottom-right with its own lengths, the
+  // window too). out: like q; lse: [heads_q, total_q] float32. Forward only.
+  m.def("flash_attention_varlen(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, int max_seqlen_q, int max_seqlen_k, bool causal, float scale, int window=0) -> (Tensor out, Tensor lse)");
   // Gradients of flash_attention from its saved inputs, output and lse.
   // q, out, grad_out: [batch, heads_q, seq_q, head_dim]; k, v: [batch, heads_kv,
   // seq_k, head_dim] with heads_kv dividing heads_q; one dtype (bf16 or fp16),
@@ -281,6 +293,107 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_paged_cuda(const at::Tensor& 
   return {call.out, call.lse};
 }
 
+constexpr const char* kVarlenOp = "attnprof::flash_attention_varlen";
+
+// cu_seqlens from 0, non-decreasing, ending at `total`, no sequence longer
+// than `max_len`: one copy to the host, once per version of the tensor (a
+// separate cache from the block tables'; its key's columns hold total and max_len).
+void check_offsets(const at::Tensor& cu, const char* name, int64_t total, int64_t max_len) {
+  static CheckedTables checked;
+  const std::optional<CheckedTables::Key> key = CheckedTables::key_of(cu, total, max_len, 0);
+  if ((key && checked.contains(*key)) ||
+      c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None)
+    return;
+  const at::Tensor host = cu.cpu();
+  const int* c = host.data_ptr<int>();
+  const int64_t n = host.numel();
+  TORCH_CHECK(c[0] == 0, kVarlenOp, ": ", name, "[0] must be 0, got ", c[0]);
+  for (int64_t b = 0; b + 1 < n; ++b) {
+    const int64_t len = int64_t{c[b + 1]} - c[b];
+    TORCH_CHECK(len >= 0, kVarlenOp, ": ", name, " must not decrease, got ", c[b], " then ", c[b + 1], " at ", b);
+    TORCH_CHECK(len <= max_len, kVarlenOp, ": sequence ", b, " has ", len, " rows in ", name, ", more than max_seqlen ",
+                max_len);
+  }
+  TORCH_CHECK(c[n - 1] == total, kVarlenOp, ": ", name, " ends at ", c[n - 1], ", not at the ", total,
+              " packed rows");
+  if (key) checked.add(*key);
+}
+
+std::tuple<at::Tensor, at::Tensor> flash_attention_varlen_cuda(const at::Tensor& q, const at::Tensor& k,
+                                                               const at::Tensor& v, const at::Tensor& cu_seqlens_q,
+                                                               const at::Tensor& cu_seqlens_k, int64_t max_seqlen_q,
+                                                               int64_t max_seqlen_k, bool causal, double scale,
+                                                               int64_t window) {
+  for (const auto& [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}, {&cu_seqlens_q, "cu_seqlens_q"},
+                                {&cu_seqlens_k, "cu_seqlens_k"}}) {
+    kernels::check_cuda_tensor(*t, kVarlenOp, name);
+    TORCH_CHECK(t->device() == q.device(), kVarlenOp, ": ", name, " is on ", t->device(), ", q on ", q.device());
+  }
+  TORCH_CHECK(k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type(), kVarlenOp,
+              ": q, k, v must have one dtype, got ", q.scalar_type(), ", ", k.scalar_type(), ", ", v.scalar_type());
+  TORCH_CHECK(cu_seqlens_q.scalar_type() == at::kInt && cu_seqlens_k.scalar_type() == at::kInt, kVarlenOp,
+              ": cu_seqlens_q and cu_seqlens_k must be int32, got ", cu_seqlens_q.scalar_type(), " and ",
+              cu_seqlens_k.scalar_type());
+  TORCH_CHECK(q.dim() == 3 && k.dim() == 3 && v.dim() == 3 && cu_seqlens_q.dim() == 1 && cu_seqlens_k.dim() == 1,
+              kVarlenOp, ": q must be [total_q, heads_q, head_dim], k and v [total_k, heads_kv, head_dim], "
+              "cu_seqlens_q and cu_seqlens_k [batch + 1]; got ", q.sizes(), ", ", k.sizes(), ", ", v.sizes(), ", ",
+              cu_seqlens_q.sizes(), ", ", cu_seqlens_k.sizes());
+  TORCH_CHECK(k.sizes() == v.sizes(), kVarlenOp, ": k and v must have one shape, got ", k.sizes(), " and ", v.sizes());
+  TORCH_CHECK(k.size(2) == q.size(2), kVarlenOp, ": k's head_dim ", k.size(2), " is not q's ", q.size(2));
+  TORCH_CHECK(cu_seqlens_q.numel() >= 1 && cu_seqlens_q.numel() == cu_seqlens_k.numel(), kVarlenOp,
+              ": cu_seqlens_q and cu_seqlens_k must both hold batch + 1 offsets, got ", cu_seqlens_q.numel(), " and ",
+              cu_seqlens_k.numel());
+  const int64_t total_q = q.size(0), heads_q = q.size(1), head_dim = q.size(2);
+  const int64_t total_k = k.size(0), heads_kv = k.size(1), batch = cu_seqlens_q.numel() - 1;
+  TORCH_CHECK(heads_kv >= 1 && heads_q % heads_kv == 0, kVarlenOp, ": query heads (", heads_q,
+              ") must be a multiple of key/value heads (", heads_kv, ")");
+  TORCH_CHECK(std::isfinite(scale) && scale > 0, kVarlenOp, ": scale must be finite and positive, got ", scale);
+  kernels::check_supported(unsupported(kernels::query_of(q)), kVarlenOp);
+  TORCH_CHECK(max_seqlen_q >= 0 && max_seqlen_k >= 0 && max_seqlen_q <= kMaxSeq && max_seqlen_k <= kMaxSeq &&
+                  total_q <= kInt32Max && total_k <= kInt32Max && batch * heads_q <= kMaxGridX &&
+                  (max_seqlen_q + 127) / 128 <= kMaxGridY,
+              kVarlenOp, ": sizes outside the kernels' 32-bit indices and grid limits: q ", q.sizes(), ", k ",
+              k.sizes(), ", batch ", batch, ", max_seqlen_q ", max_seqlen_q, ", max_seqlen_k ", max_seqlen_k,
+              " (each max_seqlen 0 .. ", kMaxSeq, ", total rows < 2^31)");
+  const int kernel_window = kernels::checked_window(kVarlenOp, causal, window, max_seqlen_k);
+  check_offsets(cu_seqlens_q, "cu_seqlens_q", total_q, max_seqlen_q);
+  check_offsets(cu_seqlens_k, "cu_seqlens_k", total_k, max_seqlen_k);
+
+  c10::cuda::CUDAGuard guard(q.device());
+  at::Tensor out = at::empty_like(q);
+  at::Tensor lse = at::empty({heads_q, total_q}, q.options().dtype(at::kFloat));
+  if (total_q == 0 || batch == 0 || max_seqlen_q == 0) return {out, lse};
+  FwdParams p;
+  p.q = q.data_ptr(), p.k = k.data_ptr(), p.v = v.data_ptr(), p.o = out.data_ptr();
+  p.lse = lse.data_ptr<float>();
+  p.q_head_stride = p.o_head_stride = p.k_head_stride = p.v_head_stride = head_dim;
+  p.q_row_stride = p.o_row_stride = heads_q * head_dim;
+  p.k_row_stride = p.v_row_stride = heads_kv * head_dim;
+  p.batch = static_cast<int>(batch);
+  p.heads_q = static_cast<int>(heads_q);
+  p.heads_kv = static_cast<int>(heads_kv);
+  p.group = p.heads_q / p.heads_kv;
+  p.seqlen_q = static_cast<int>(max_seqlen_q);
+  p.seqlen_k = static_cast<int>(max_seqlen_k);
+  p.head_dim = static_cast<int>(head_dim);
+  p.scale = static_cast<float>(scale);
+  p.scale_log2 = static_cast<float>(scale * 1.4426950408889634);  // log2(e)
+  p.causal = causal;
+  p.window = kernel_window;
+  p.is_bf16 = q.scalar_type() == at::kBFloat16;
+  p.cu_seqlens_q = cu_seqlens_q.data_ptr<int>();
+  p.cu_seqlens_k = cu_seqlens_k.data_ptr<int>();
+  p.total_q = static_cast<int>(total_q);
+  p.total_k = static_cast<int>(total_k);
+  // The prefill kernel, one block row per sequence's query block, every key of a sequence in one split.
+  p.plan.path = FwdPath::kPrefill;
+  p.plan.packed = true;
+  p.plan.num_splits = 1;
+  p.plan.keys_per_split = static_cast<int>(std::max<int64_t>(max_seqlen_k, 1));
+  run_flash_fwd(p, at::cuda::getCurrentCUDAStream().stream());
+  return {out, lse};
+}
+
 // Defined, on CUDA, contiguous, on `device`: the layout every kernel here assumes.
 void check_operand(const at::Tensor& t, const char* op, const char* name, const at::Device& device) {
   kernels::check_cuda_tensor(t, op, name);
@@ -406,6 +519,7 @@ TORCH_LIBRARY_IMPL(attnprof, CUDA, m) {
   m.impl("flash_attention", &attnprof::flash::flash_attention_cuda);
   m.impl("flash_attention_backward", &attnprof::flash::flash_attention_backward_cuda);
   m.impl("flash_attention_paged", &attnprof::flash::flash_attention_paged_cuda);
+  m.impl("flash_attention_varlen", &attnprof::flash::flash_attention_varlen_cuda);
 }
 
 #endif  // ATTNPROF_HAVE_CUDA_KERNELS

@@ -13,6 +13,7 @@
 #include "kernels/common/packed_halves.cuh"
 #include "kernels/common/sm80_primitives.cuh"  // exp2_approx
 #include "kernels/flash_attention/flash_params.h"
+#include "kernels/flash_attention/tile_ops.cuh"  // HeadDimStride
 
 namespace attnprof::flash::detail {
 
@@ -47,16 +48,19 @@ __device__ __forceinline__ void store_split_partials(const FwdParams& p, int bh,
 // Normalise, stage the warp's rows through its own rows of the Q tile (only
 // this warp ever read them), then write them with 16-byte stores; then lse
 // per row. A row that saw no key (causal, seqlen_q > seqlen_k) gets −inf and
-// zeros.
-template <typename Traits, int kMT, typename Softmax, typename QueryRow>
-__device__ __forceinline__ void store_output(const FwdParams& p, typename Traits::Element* sQ, int b, int h, int bh,
-                                             int m0, int warp_row0, int row_in_tile, int lane,
-                                             const float (&acc_o)[kMT][Traits::kHeadDim / 8][4],
-                                             const float (&inv_sum)[kMT][2], const Softmax& softmax,
-                                             QueryRow&& query_row) {
+// zeros. `o` and `lse` point at row 0 of the block's (sequence and) head, the
+// rows `row_stride` elements apart: the compile-time head dim for
+// [batch][heads][seq][head_dim] (store_output), heads · head_dim for a packed
+// variable-length batch.
+template <typename Traits, int kMT, typename Softmax, typename QueryRow, typename RowStride>
+__device__ __forceinline__ void store_output_rows(const FwdParams& p, typename Traits::Element* sQ,
+                                                  typename Traits::Element* o, RowStride row_stride, float* lse,
+                                                  int seqlen_q, int m0, int warp_row0, int row_in_tile, int lane,
+                                                  const float (&acc_o)[kMT][Traits::kHeadDim / 8][4],
+                                                  const float (&inv_sum)[kMT][2], const Softmax& softmax,
+                                                  QueryRow&& query_row) {
   using Element = typename Traits::Element;
-  constexpr int kD = Traits::kHeadDim;
-  constexpr int kOTiles = kD / 8;
+  constexpr int kOTiles = Traits::kHeadDim / 8;
   constexpr int kWarpRows = Traits::kWarpRows;
   __syncwarp();  // Q fragments read from smem by every lane before the overwrite
   uint32_t* sQ32 = reinterpret_cast<uint32_t*>(sQ);
@@ -67,13 +71,11 @@ __device__ __forceinline__ void store_output(const FwdParams& p, typename Traits
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         const int r = warp_row0 + mt * 16 + row_in_tile + 8 * i;
-        const int off = Traits::smem_offset(r, t) + (lane % 4) * 2;  // element pair of the n8 tile
+        const int off = Traits::smem_offset(r, t) + (lane % 4) * 2;
         sQ32[off / 2] = pack2<Element>(acc_o[mt][t][2 * i] * inv_sum[mt][i],
                                        acc_o[mt][t][2 * i + 1] * inv_sum[mt][i]);
       }
   __syncwarp();
-
-  Element* o = static_cast<Element*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
   constexpr int kCh = Traits::kChunksPerRow;
 #pragma unroll
   for (int i = 0; i < kWarpRows * kCh / 32; ++i) {
@@ -81,21 +83,33 @@ __device__ __forceinline__ void store_output(const FwdParams& p, typename Traits
     const int r = warp_row0 + idx / kCh;
     const int c = idx % kCh;
     const int grow = m0 + r;
-    if (grow < p.seqlen_q) {
+    if (grow < seqlen_q) {
       const uint4 val = *reinterpret_cast<const uint4*>(sQ + Traits::smem_offset(r, c));
-      *reinterpret_cast<uint4*>(o + static_cast<int64_t>(grow) * kD + c * Traits::kChunkElems) = val;
+      *reinterpret_cast<uint4*>(o + static_cast<int64_t>(grow) * row_stride + c * Traits::kChunkElems) = val;
     }
   }
-
   if (lane % 4 == 0) {
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         const int grow = query_row(mt, i);
-        if (grow < p.seqlen_q) p.lse[static_cast<int64_t>(bh) * p.seqlen_q + grow] = softmax.lse(mt, i, p.scale);
+        if (grow < seqlen_q) lse[grow] = softmax.lse(mt, i, p.scale);
       }
   }
+}
+
+// store_output_rows for (batch b, query head h) of [batch][heads][seq][head_dim].
+template <typename Traits, int kMT, typename Softmax, typename QueryRow>
+__device__ __forceinline__ void store_output(const FwdParams& p, typename Traits::Element* sQ, int b, int h, int bh,
+                                             int m0, int warp_row0, int row_in_tile, int lane,
+                                             const float (&acc_o)[kMT][Traits::kHeadDim / 8][4],
+                                             const float (&inv_sum)[kMT][2], const Softmax& softmax,
+                                             QueryRow&& query_row) {
+  using Element = typename Traits::Element;
+  store_output_rows<Traits>(p, sQ, static_cast<Element*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride,
+                            HeadDimStride<Traits>{}, p.lse + static_cast<int64_t>(bh) * p.seqlen_q, p.seqlen_q, m0,
+                            warp_row0, row_in_tile, lane, acc_o, inv_sum, softmax, query_row);
 }
 
 // Split-KV decode: the block's warps each ran their own keys, so they merge

@@ -4,7 +4,9 @@
 // the keys of its split (all keys unless the plan splits them), each warp
 // kMTiles m16 tiles of the rows. Grouped-query attention reads K/V head
 // h / group in place; kPaged reads K/V from a paged cache through its block
-// table (tile_ops.cuh, KVSource), the rest of the kernel unchanged. Its Q
+// table (tile_ops.cuh, KVSource), the rest of the kernel unchanged; kVarlen
+// works on one sequence of a packed variable-length batch, its rows and
+// lengths from cu_seqlens (a block past its sequence's queries exits). Its Q
 // tile is copied to shared memory once and, where registers allow
 // (kQInRegs), held in registers as MMA A-fragments;
 // K/V tiles of kBlockN keys stream through a kStages-deep cp.async ring.
@@ -32,9 +34,21 @@
 
 namespace attnprof::flash {
 
-template <typename Traits, bool kCausal, bool kPaged>
+// Whether sequence b's offsets stay inside the packed tensors (and its
+// lengths within the longest the grid was sized for). The operator checks
+// them, so only offsets changed behind its back fail: the block then exits,
+// reading nothing outside the tensors.
+__device__ __forceinline__ bool packed_seq_ok(const FwdParams& p, int b) {
+  const int q0 = __ldg(p.cu_seqlens_q + b), q1 = __ldg(p.cu_seqlens_q + b + 1);
+  const int k0 = __ldg(p.cu_seqlens_k + b), k1 = __ldg(p.cu_seqlens_k + b + 1);
+  return 0 <= q0 && q0 <= q1 && q1 <= p.total_q && q1 - q0 <= p.seqlen_q && 0 <= k0 && k0 <= k1 &&
+         k1 <= p.total_k && k1 - k0 <= p.seqlen_k;
+}
+
+template <typename Traits, bool kCausal, bool kPaged, bool kVarlen = false>
 __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
     flash_fwd_kernel(const __grid_constant__ FwdParams p) {
+  static_assert(!(kPaged && kVarlen), "a packed batch reads contiguous K/V");
   using namespace detail;
   using Element = typename Traits::Element;
   constexpr int kD = Traits::kHeadDim;
@@ -67,9 +81,25 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   const int m0 = m_block * kBM;
   const int warp_row0 = warp * kWarpRows;  // first row of this warp inside the block
 
-  const Element* q = static_cast<const Element*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-  const auto kv = kv_source<Element, kPaged>(p, b, h_kv);
-  const KeyMask<kCausal> mask{p};
+  // A packed sequence's offsets and lengths are re-read from cu_seqlens
+  // (L1-resident) where used rather than held, as the paged view reads its
+  // table: the d128 kernel has no registers to spare.
+  const Element* q = [&] {
+    const auto* base = static_cast<const Element*>(p.q);
+    if constexpr (kVarlen) return base + int64_t{__ldg(p.cu_seqlens_q + b)} * p.q_row_stride + h * p.q_head_stride;
+    else return base + b * p.q_batch_stride + h * p.q_head_stride;
+  }();
+  const auto kv = [&] {
+    if constexpr (kVarlen) return PackedKVSource<Element>{p, b, h_kv};
+    else return kv_source<Element, kPaged>(p, b, h_kv);
+  }();
+  const auto mask = [&] {
+    if constexpr (kVarlen) return KeyMask<kCausal, true>{p, {b}};
+    else return KeyMask<kCausal>{p};
+  }();
+  if constexpr (kVarlen) {
+    if (!packed_seq_ok(p, b) || m0 >= mask.seqlen_q()) return;  // past this sequence's queries
+  }
 
   // Key tiles [n_begin, n_end): this block's split, and under causal masking
   // none past the diagonal of its last row (possibly none at all: rows that
@@ -80,16 +110,17 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   const int tiles_per_split = (p.plan.keys_per_split + kBN - 1) / kBN;
   const int n_split = blockIdx.z * tiles_per_split;
   const int n_begin = max(n_split, mask.first_tile(m0, kBN));
-  int n_end = min((p.seqlen_k + kBN - 1) / kBN, n_split + tiles_per_split);
+  int n_end = min((mask.seqlen_k() + kBN - 1) / kBN, n_split + tiles_per_split);
   if constexpr (kCausal) n_end = min(n_end, max(0, m0 + kBM + mask.diagonal() + kBN - 1) / kBN);
 
   // Key tile n lives in ring stage n % kStages. Prologue: the first tile (with
   // Q) and the next kStages-2 in flight. One commit group per tile, empty
   // groups included, so wait_group<kStages-2> always means "the tile for this
   // iteration has landed".
-  load_tile<Traits, kBM>(sQ_addr, q, m0, p.seqlen_q, tid);
+  if constexpr (kVarlen) load_tile<Traits, kBM>(sQ_addr, q, m0, mask.seqlen_q(), tid, p.q_row_stride);
+  else load_tile<Traits, kBM>(sQ_addr, q, m0, p.seqlen_q, tid);
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) load_kv_tile_or_none(smem, kv, n_begin + s, n_end, p.seqlen_k, tid);
+  for (int s = 0; s < kStages - 1; ++s) load_kv_tile_or_none(smem, kv, n_begin + s, n_end, mask.seqlen_k(), tid);
 
   // Row state: for each of its m16 tiles a thread holds rows g and g+8 (g = lane/4).
   const int row_in_tile = lane / 4;
@@ -112,7 +143,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
     __syncthreads();  // tile n visible to all; every warp is done with tile n-1
 
     // Refill the stage that held tile n-1 with tile n + kStages - 1.
-    load_kv_tile_or_none(smem, kv, n + kStages - 1, n_end, p.seqlen_k, tid);
+    load_kv_tile_or_none(smem, kv, n + kStages - 1, n_end, mask.seqlen_k(), tid);
 
     if constexpr (kQInRegs) {
       if (n == n_begin) {
@@ -142,7 +173,16 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
     store_split_partials<Traits>(p, bh, lane, acc_o, inv_sum, softmax, query_row);
     return;
   }
-  store_output<Traits>(p, sQ, b, h, bh, m0, warp_row0, row_in_tile, lane, acc_o, inv_sum, softmax, query_row);
+  if constexpr (kVarlen) {
+    // Packed: row r of the sequence is row q_row0 + r of out, lse [heads_q][total_q].
+    const int q_row0 = __ldg(p.cu_seqlens_q + b);
+    Element* o = static_cast<Element*>(p.o) + int64_t{q_row0} * p.o_row_stride + h * p.o_head_stride;
+    float* lse = p.lse + static_cast<int64_t>(h) * p.total_q + q_row0;
+    store_output_rows<Traits>(p, sQ, o, p.o_row_stride, lse, mask.seqlen_q(), m0, warp_row0, row_in_tile, lane,
+                              acc_o, inv_sum, softmax, query_row);
+  } else {
+    store_output<Traits>(p, sQ, b, h, bh, m0, warp_row0, row_in_tile, lane, acc_o, inv_sum, softmax, query_row);
+  }
 }
 
 }  // namespace attnprof::flash

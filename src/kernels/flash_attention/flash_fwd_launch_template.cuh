@@ -44,14 +44,15 @@ void set_smem_bytes(Kernel* kernel, int smem_bytes) {
   }
 }
 
-template <typename Traits, bool kCausal, bool kPaged>
+template <typename Traits, bool kCausal, bool kPaged, bool kVarlen = false>
 void launch_flash_fwd(const FwdParams& p, cudaStream_t stream) {
-  auto* kernel = &flash_fwd_kernel<Traits, kCausal, kPaged>;
+  auto* kernel = &flash_fwd_kernel<Traits, kCausal, kPaged, kVarlen>;
   static std::atomic<uint64_t> configured{0};
   configure_once_per_device(configured, [&] { set_smem_bytes(kernel, Traits::kSmemBytes); });
   // x: (batch, query head), y: query block, z: key split. y is slower than x,
   // so launch order is "all heads of the last query block first" (see m_block
-  // in the kernel); heads sharing a K/V head are neighbours in x.
+  // in the kernel); heads sharing a K/V head are neighbours in x. A packed
+  // batch's y covers its longest sequence (seqlen_q).
   const dim3 grid(static_cast<unsigned>(p.batch * p.heads_q),
                   static_cast<unsigned>((p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM),
                   static_cast<unsigned>(p.plan.num_splits));
@@ -88,11 +89,12 @@ void dispatch_dtype_mask(const FwdParams& p, Launch launch) {
 }
 
 // The prefill kernel for one tile configuration, reading contiguous or paged
-// K/V (kPaged: instantiated in its own translation unit).
-template <typename Tile, bool kPaged = false>
+// K/V, or a packed variable-length batch (kPaged, kVarlen: each instantiated
+// in its own translation unit).
+template <typename Tile, bool kPaged = false, bool kVarlen = false>
 void run_flash_fwd_tile(const FwdParams& p, cudaStream_t stream) {
   dispatch_dtype_mask<FwdKernelTraits, Tile>(p, [&](auto traits, auto causal) {
-    launch_flash_fwd<decltype(traits), decltype(causal)::value, kPaged>(p, stream);
+    launch_flash_fwd<decltype(traits), decltype(causal)::value, kPaged, kVarlen>(p, stream);
   });
 }
 

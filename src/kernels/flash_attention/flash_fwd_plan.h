@@ -22,6 +22,8 @@ struct FwdPlan {
   // partial outputs by their log-sum-exps.
   int num_splits = 1;
   int keys_per_split = 0;  // a multiple of the path's BLOCK_N; covers all keys when 1 split
+  // A packed variable-length batch (prefill path, its own tiles: VarlenTiles).
+  bool packed = false;
   // Decode: group · seqlen_q query rows per KV head, in row_tiles m16 tiles.
   int group = 1;
   int seqlen_q = 0;

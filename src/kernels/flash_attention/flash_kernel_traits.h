@@ -58,6 +58,14 @@ struct FwdTileD128 : TileDefaults {
   static constexpr int kRescaleSlack = 8;
 };
 
+// d128 on a packed variable-length batch (kVarlen): the rows of K and V are
+// heads · head_dim apart, a runtime stride, and their addresses take the
+// registers the d128 tile has not got: BLOCK_N 48 spilled 16-32 B on sm_90a
+// (255 registers); BLOCK_N 32 (smaller S tile) holds them at 242-245, no spills.
+struct FwdTileD128Varlen : FwdTileD128 {
+  static constexpr const char* kName = "d128_varlen";
+  static constexpr int kBlockN = 32;
+};
 // Split-KV decode (flash_fwd_splitkv_kernel): one m16 tile of packed query
 // rows (the heads of a KV group × their queries) per block; each of kNWarps
 // warps takes kBlockN / kNWarps keys of every K/V tile, runs its own online
@@ -77,6 +85,7 @@ struct DecodeTileD128 : TileDefaults {
 
 // The tiles the operator is built with, one per head dim and path.
 using FwdTiles = kernels::ConfigList<FwdTileD64, FwdTileD128>;
+using VarlenTiles = kernels::ConfigList<FwdTileD64, FwdTileD128Varlen>;
 using DecodeTiles = kernels::ConfigList<DecodeTileD64, DecodeTileD128>;
 
 // Shared-memory geometry of the kernels: rows of head_dim 16-bit elements

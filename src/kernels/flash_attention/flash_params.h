@@ -33,6 +33,17 @@ struct FwdParams : kernels::AttentionParams {
   int64_t k_page_stride = 0, v_page_stride = 0;
   int page_shift = 0;
   int num_pages = 0;
+
+  // A variable-length batch (attnprof::flash_attention_varlen) when
+  // cu_seqlens_q is set: q, o [total_q][heads_q][head_dim] and k, v
+  // [total_k][heads_kv][head_dim] packed (the row strides heads · head_dim,
+  // the batch strides unused), sequence b's query rows
+  // [cu_seqlens_q[b], cu_seqlens_q[b + 1]) and key rows likewise, lse
+  // [heads_q][total_q]; seqlen_q and seqlen_k are the longest sequence's. The
+  // prefill kernel alone, unsplit.
+  const int* cu_seqlens_q = nullptr;
+  const int* cu_seqlens_k = nullptr;
+  int total_q = 0, total_k = 0;
 };
 
 // Runs p.plan: the path's kernel, then the combine kernel when the keys are
@@ -43,6 +54,8 @@ void run_flash_fwd(const FwdParams& params, CUstream_st* stream);
 void run_flash_fwd_splitkv(const FwdParams& params, CUstream_st* stream);
 // Both paths' kernels reading a paged K/V (flash_fwd_paged_launch.cu).
 void run_flash_fwd_paged(const FwdParams& params, CUstream_st* stream);
+// The prefill kernel on a packed variable-length batch (flash_fwd_varlen_launch.cu).
+void run_flash_fwd_varlen(const FwdParams& params, CUstream_st* stream);
 void run_flash_combine(const FwdParams& params, CUstream_st* stream);
 
 }  // namespace attnprof::flash

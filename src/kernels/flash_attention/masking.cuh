@@ -13,14 +13,37 @@
 
 namespace attnprof::flash {
 
+// The lengths of the sequence a block works on: the kernel's (the constant
+// bank, no registers) for a batch of one length; sequence b's of a
+// variable-length batch, from its offsets (FwdParams::cu_seqlens_q/k, L1
+// hits after the first read) each time, so only b is held.
+template <bool kVarlen>
+struct SeqLens {
+  __device__ __forceinline__ int q(const FwdParams& p) const { return p.seqlen_q; }
+  __device__ __forceinline__ int k(const FwdParams& p) const { return p.seqlen_k; }
+};
+template <>
+struct SeqLens<true> {
+  int b;
+  __device__ __forceinline__ int q(const FwdParams& p) const {
+    return __ldg(p.cu_seqlens_q + b + 1) - __ldg(p.cu_seqlens_q + b);
+  }
+  __device__ __forceinline__ int k(const FwdParams& p) const {
+    return __ldg(p.cu_seqlens_k + b + 1) - __ldg(p.cu_seqlens_k + b);
+  }
+};
+
 // Reads the sizes from the kernel's parameters (constant bank), so the mask
-// holds no registers of its own.
-template <bool kCausal>
+// holds no registers of its own (a variable-length batch's: one, its sequence).
+template <bool kCausal, bool kVarlen = false>
 struct KeyMask {
   const FwdParams& p;
+  SeqLens<kVarlen> len{};
 
+  __device__ __forceinline__ int seqlen_q() const { return len.q(p); }
+  __device__ __forceinline__ int seqlen_k() const { return len.k(p); }
   // Key j is visible to query i iff j <= i + diagonal().
-  __device__ __forceinline__ int diagonal() const { return p.seqlen_k - p.seqlen_q; }
+  __device__ __forceinline__ int diagonal() const { return seqlen_k() - seqlen_q(); }
 
   // The first key tile (of block_n keys) a query row from `first_row` on can
   // see: 0, or under a window the tile of first_row's oldest visible key.
@@ -32,7 +55,7 @@ struct KeyMask {
   // Whether any score of the tile of keys [n0, n0 + block_n) for query rows
   // first_row .. last_row is masked; the other tiles skip the per-element test.
   __device__ __forceinline__ bool tile_needs_mask(int n0, int block_n, int first_row, int last_row) const {
-    const bool tail = n0 + block_n > p.seqlen_k;
+    const bool tail = n0 + block_n > seqlen_k();
     const bool diag = kCausal && n0 + block_n - 1 > first_row + diagonal();
     const bool window = kCausal && p.window > 0 && n0 <= last_row + diagonal() - p.window;
     return tail || diag || window;
@@ -64,7 +87,7 @@ struct KeyMask {
         for (int e = 0; e < 4; ++e) {
           const int col = n0 + t * 8 + (lane % 4) * 2 + (e & 1);
           const int row = row_of(mt, e >= 2 ? 1 : 0);
-          if (col >= p.seqlen_k || (kCausal && col > row + diagonal()) ||
+          if (col >= seqlen_k() || (kCausal && col > row + diagonal()) ||
               (kWindow && col <= row + diagonal() - p.window))
             s[mt][t][e] = -INFINITY;
         }

@@ -36,13 +36,20 @@ struct SmemTiles {
   }
 };
 
+// The compile-time row stride of a contiguous [seq][kHeadDim] matrix.
+template <typename Traits>
+struct HeadDimStride {
+  __device__ __forceinline__ constexpr operator int64_t() const { return Traits::kHeadDim; }
+};
+
 // Copies rows [row0, row0 + kRows) of a [seq][kHeadDim] row-major matrix into a
 // swizzled shared tile; rows at or past `seq` become zeros. The row stride is
 // the compile-time head dim (the boundary requires contiguous tensors), so
-// every copy of a thread is one base pointer plus an immediate offset.
-template <typename Traits, int kRows, int kNThreads = Traits::kNThreads>
+// every copy of a thread is one base pointer plus an immediate offset; a
+// packed variable-length batch passes its runtime stride (heads · head_dim).
+template <typename Traits, int kRows, int kNThreads = Traits::kNThreads, typename RowStride = HeadDimStride<Traits>>
 __device__ __forceinline__ void load_tile(uint32_t smem_tile, const typename Traits::Element* g,
-                                          int row0, int seq, int tid) {
+                                          int row0, int seq, int tid, RowStride row_stride = {}) {
   constexpr int kCh = Traits::kChunksPerRow;
   constexpr int kRowsPerPass = kNThreads / kCh;
   static_assert(kNThreads % kCh == 0 && kRowsPerPass % 8 == 0,
@@ -50,13 +57,13 @@ __device__ __forceinline__ void load_tile(uint32_t smem_tile, const typename Tra
   static_assert(kRows % kRowsPerPass == 0, "whole passes per tile");
   const int r = tid / kCh;
   const int c = tid % kCh;
-  const auto* src = g + static_cast<int64_t>(row0 + r) * Traits::kHeadDim + c * Traits::kChunkElems;
+  const auto* src = g + static_cast<int64_t>(row0 + r) * row_stride + c * Traits::kChunkElems;
   const uint32_t dst = smem_tile + Traits::smem_offset(r, c) * Traits::kElemBytes;
 #pragma unroll
   for (int i = 0; i < kRows / kRowsPerPass; ++i) {
     const bool valid = row0 + r + i * kRowsPerPass < seq;
     cp_async_16(dst + i * kRowsPerPass * Traits::kRowBytes,
-                valid ? src + i * kRowsPerPass * Traits::kHeadDim : g, valid);
+                valid ? src + i * kRowsPerPass * row_stride : g, valid);
   }
 }
 
@@ -75,6 +82,15 @@ struct KVSource {
 };
 template <typename Element>
 struct KVSource<Element, true> {
+  const FwdParams& p;
+  int b, h_kv;
+};
+
+// K and V of sequence b of a packed variable-length batch, KV head h_kv: the
+// indices alone, the pointers, offsets and strides (rows heads_kv · head_dim
+// apart) read from the parameters and cu_seqlens_k at each load, as the paged view.
+template <typename Element>
+struct PackedKVSource {
   const FwdParams& p;
   int b, h_kv;
 };
@@ -99,6 +115,22 @@ __device__ __forceinline__ void load_kv_tile(const SmemTiles<Traits>& smem,
   const uint32_t stage_off = (n % Traits::kStages) * Traits::kSmemKVTileBytes;
   load_tile<Traits, kBN>(smem.k + stage_off, kv.k, n * kBN, seqlen_k, tid);
   load_tile<Traits, kBN>(smem.v + stage_off, kv.v, n * kBN, seqlen_k, tid);
+}
+
+// The same from a packed variable-length batch.
+template <typename Traits>
+__device__ __forceinline__ void load_kv_tile(const SmemTiles<Traits>& smem,
+                                             const PackedKVSource<typename Traits::Element>& kv, int n,
+                                             int seqlen_k, int tid) {
+  using Element = typename Traits::Element;
+  constexpr int kBN = Traits::kBlockN;
+  const FwdParams& p = kv.p;
+  const uint32_t stage_off = (n % Traits::kStages) * Traits::kSmemKVTileBytes;
+  const int64_t row0 = __ldg(p.cu_seqlens_k + kv.b);
+  const auto* k = static_cast<const Element*>(p.k) + row0 * p.k_row_stride + kv.h_kv * p.k_head_stride;
+  const auto* v = static_cast<const Element*>(p.v) + row0 * p.v_row_stride + kv.h_kv * p.v_head_stride;
+  load_tile<Traits, kBN>(smem.k + stage_off, k, n * kBN, seqlen_k, tid, p.k_row_stride);
+  load_tile<Traits, kBN>(smem.v + stage_off, v, n * kBN, seqlen_k, tid, p.v_row_stride);
 }
 
 // The same from a paged cache: each of a thread's rows looks its page up once

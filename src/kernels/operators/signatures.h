@@ -23,6 +23,11 @@ using FlashAttentionPagedFn = std::tuple<at::Tensor, at::Tensor>(const at::Tenso
                                                                  const at::Tensor& v_cache,
                                                                  const at::Tensor& block_table, int64_t seqlen_k,
                                                                  bool causal, double scale, int64_t window);
+// attnprof::flash_attention_varlen: a packed variable-length batch with its cu_seqlens.
+using FlashAttentionVarlenFn = std::tuple<at::Tensor, at::Tensor>(
+    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& cu_seqlens_q,
+    const at::Tensor& cu_seqlens_k, int64_t max_seqlen_q, int64_t max_seqlen_k, bool causal, double scale,
+    int64_t window);
 // ...and the Hopper ones, attnprof::flash_attention_sm90 and
 // attnprof::flash_attention_backward_sm90 (no window).
 using FlashAttentionSm90Fn = std::tuple<at::Tensor, at::Tensor>(const at::Tensor& q, const at::Tensor& k,
