@@ -197,6 +197,9 @@ const std::vector<Group>& groups() {
       {"OptionsBeforeSweep", "--variant naive --out {D}/x sweep --device cpu --seq 16 --out {D}/out", 2,
        {"--variant, --out given before 'sweep'"}},
       {"OptionBeforeCompare", "--seq 32 compare {D}/a {D}/b", 2, {"--seq given before 'compare'"}},
+      // Moving an option sweep does not take after it would not help: the line says so instead.
+      {"OptionSweepDoesNotTake", "--seqlens 5,40 sweep --device cpu --seq 16 --out {D}/out", 2,
+       {"--seqlens given before 'sweep', which does not take --seqlens (see attnprof sweep --help)"}},
       {"SweepSeqOfNothing", "sweep --device cpu --seq , --out {D}/out", 2, {"--seq ','", "names no value"}},
       {"SweepVariantOfNothing", "sweep --device cpu --variant , --out {D}/out", 2, {"--variant ','", "names no variant"}},
       {"SweepSeqValueMissingBeforeFlag", "sweep --device cpu --seq --out {D}/out", 2, {"--seq needs a value before '--out'"}},

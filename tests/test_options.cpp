@@ -345,8 +345,25 @@ TEST(Options, SeqlensMakeAVariableLengthBatch) {
             "its queries; use --seq-q <= 4");
   EXPECT_EQ(usage_error(parse({"--seqlens", "4,5", "--pass", "bwd"})),
             "a variable-length batch (--seqlens) runs the forward only for now: use --pass fwd, not bwd");
-  EXPECT_EQ(usage_error(parse({"--seqlens", "4,5", "--page-size", "16"})).rfind("--seqlens with a paged KV cache", 0),
+  EXPECT_EQ(usage_error(parse({"--seqlens", "4,5", "--page-size", "16"}))
+                .rfind("a variable-length batch (--seqlens) with a paged KV cache is not built yet", 0),
             0u);
+  // A refusal a preset causes names the preset, not a flag the user never typed.
+  EXPECT_EQ(usage_error(parse({"--shape", "llama3-8b-chunked-prefill", "--seqlens", "5,600"})),
+            "the --shape preset's 512 queries per sequence are more than the shortest sequence of --seqlens (5 "
+            "keys); add --seq-q N with N <= 5");
+  EXPECT_EQ(usage_error(parse({"--shape", "llama3-8b-paged-decode", "--seqlens", "5,6"})),
+            "the --shape preset's paged KV cache with a variable-length batch (--seqlens) is not built yet: add "
+            "--kv-layout contiguous");
+  EXPECT_EQ(usage_error(parse({"--shape", "varlen-prefill", "--pass", "bwd"})),
+            "the --shape preset's variable-length batch runs the forward only for now: use --pass fwd, not bwd");
+  EXPECT_EQ(usage_error(parse({"--seqlens", "4,5", "--batch", "0"})), "--batch must be a positive integer, got 0");
+  // Thousands of lengths: the line shows the start and the size, not the whole value.
+  std::string many(20000, '7');
+  const std::string long_error = usage_error(parse({"--seqlens", "mix:" + many}));
+  EXPECT_LT(long_error.size(), 400u) << long_error.size();
+  EXPECT_NE(long_error.find("(20004 characters)"), std::string::npos) << long_error;
+  EXPECT_NE(usage_error(parse({"--seqlens", "mix:4x-1-5"})).find("the shortest length is missing"), std::string::npos);
   for (const char* bad : {"", "4,,5", "4,", "0,5", "4,x", "010", "mix:", "mix:4x", "mix:4x10", "mix:0x1-5",
                           "mix:4x9-3", "mix:4x1-4194305", "mix:4097x1-5", "1e3"}) {
     const std::string e = usage_error(parse({"--seqlens", bad}));

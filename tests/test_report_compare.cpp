@@ -141,6 +141,22 @@ TEST(Compare, DifferentProblemsAndStatusesAreNoted) {
   EXPECT_FALSE(metric(c, "forward GPU time (profiled)").b);
 }
 
+// Two variable-length batches of one shape line (count, shortest, longest)
+// but other lengths are different problems too: the note names the lengths.
+TEST(Compare, OtherSequenceLengthsAreADifferentProblem) {
+  RunRecord a = cuda_run(1, 1), b = cuda_run(1, 1);
+  a.problem.batch = b.problem.batch = 3;
+  a.problem.seq_q = a.problem.seq_kv = b.problem.seq_q = b.problem.seq_kv = 40;
+  a.problem.seqlens = {5, 40, 1};
+  b.problem.seqlens = {6, 40, 1};
+  ASSERT_EQ(a.problem.config_string(), b.problem.config_string());
+  const Comparison c = compare_runs(a, b);
+  ASSERT_EQ(c.notes.size(), 1u);
+  EXPECT_NE(c.notes[0].find("with other sequence lengths (A 5,40,1, B 6,40,1)"), std::string::npos) << c.notes[0];
+  b.problem.seqlens = a.problem.seqlens;
+  EXPECT_TRUE(compare_runs(a, b).notes.empty());
+}
+
 TEST(Compare, BackwardRunsNameTheirMetricsAndPerStepOps) {
   RunRecord a = cuda_run(1000, 200), b = cuda_run(500, 100);
   a.problem.pass = b.problem.pass = Pass::bwd;

@@ -43,17 +43,27 @@ std::optional<double> ms_since_first_code() {
 // Options of the top-level command given before a subcommand would be silently
 // unused ("attnprof --variant naive sweep" runs sweep's default variants): refused.
 void refuse_options_before(const CLI::App& app, const CLI::App& sub) {
-  std::vector<std::string> given;
-  for (const CLI::Option* opt : app.get_options())
-    if (opt->count() > 0) given.push_back(opt->get_name());
+  std::vector<std::string> given, not_taken;
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->count() == 0) continue;
+    given.push_back(opt->get_name());
+    if (sub.get_option_no_throw(opt->get_name()) == nullptr) not_taken.push_back(opt->get_name());
+  }
   if (given.empty()) return;
   const std::string list = attnprof::cli::join(given, ", ");
-  throw attnprof::cli::UsageError(
-      sub.get_name() == "compare"
-          ? fmt::format("{} given before 'compare', which takes no profiling options (see attnprof compare --help)",
-                        list)
-          : fmt::format("{} given before '{}' would be ignored; put {} after it: attnprof {} {} ...", list,
-                        sub.get_name(), given.size() == 1 ? "it" : "them", sub.get_name(), given.front()));
+  if (sub.get_name() == "compare")
+    throw attnprof::cli::UsageError(fmt::format(
+        "{} given before 'compare', which takes no profiling options (see attnprof compare --help)", list));
+  // Moving an option after the subcommand only helps if the subcommand takes it.
+  if (!not_taken.empty())
+    throw attnprof::cli::UsageError(fmt::format("{} given before '{}', which does not take {} (see attnprof {} --help)",
+                                                list, sub.get_name(),
+                                                not_taken.size() == 1 ? not_taken.front()
+                                                                      : attnprof::cli::join(not_taken, ", "),
+                                                sub.get_name()));
+  throw attnprof::cli::UsageError(fmt::format("{} given before '{}' would be ignored; put {} after it: attnprof {} {} ...",
+                                              list, sub.get_name(), given.size() == 1 ? "it" : "them",
+                                              sub.get_name(), given.front()));
 }
 
 // The documented exit code (README, "Errors and exit codes") for what happened,

@@ -367,13 +367,19 @@ std::string seqlens_forms() {
   return "a comma list of key lengths, e.g. 128,4096,77, or mix:NxLO-HI, e.g. mix:16x128-8192";
 }
 
+// A value as an error line shows it: a list of thousands of lengths is cut, its size said.
+std::string shown(const std::string& s) {
+  return s.size() <= 64 ? s : s.substr(0, 48) + fmt::format("... ({} characters)", s.size());
+}
+
 [[noreturn]] void bad_seqlens(const std::string& spec, const std::string& why) {
-  throw UsageError(fmt::format("invalid --seqlens '{}': {} ({})", spec, why, seqlens_forms()));
+  throw UsageError(fmt::format("invalid --seqlens '{}': {} ({})", shown(spec), why, seqlens_forms()));
 }
 
 int64_t seqlens_number(const std::string& spec, const std::string& text, const char* what, int64_t max) {
+  if (text.empty()) bad_seqlens(spec, fmt::format("{} is missing", what));
   const io::DecimalParse n = io::parse_decimal(text);
-  if (!n.error.empty()) bad_seqlens(spec, fmt::format("{} '{}': {}", what, text, n.error));
+  if (!n.error.empty()) bad_seqlens(spec, fmt::format("{} '{}': {}", what, shown(text), n.error));
   if (n.value < 1 || n.value > max) bad_seqlens(spec, fmt::format("{} {} is outside 1..{}", what, n.value, max));
   return n.value;
 }
@@ -436,6 +442,7 @@ Problem build_problem(const CliOptions& o) {
     const auto [lo, hi] = std::minmax_element(seqlens.begin(), seqlens.end());
     const std::string listed = fmt::format("the {} sequence{} --seqlens lists", seqlens.size(),
                                            seqlens.size() == 1 ? "" : "s");
+    if (o.batch_given) check_positive("--batch", o.batch, kMaxBatch);
     if (o.batch_given && o.batch != int64_t(seqlens.size()))
       throw UsageError(fmt::format("--batch {} differs from {}; drop --batch (the lengths set the batch)", o.batch,
                                    listed));
@@ -449,15 +456,26 @@ Problem build_problem(const CliOptions& o) {
     seq_kv = *hi;
     seq_q = o.seq_q_given || preset_chunk ? *o.seq_q : *hi;
     if (seq_q != seq_kv && seq_q > *lo)
-      throw UsageError(fmt::format("--seq-q {} is more than the shortest sequence of --seqlens ({} keys): each "
-                                   "sequence's last {} tokens are its queries; use --seq-q <= {}",
-                                   seq_q, *lo, seq_q, *lo));
+      throw UsageError(o.seq_q_given
+                           ? fmt::format("--seq-q {} is more than the shortest sequence of --seqlens ({} keys): each "
+                                         "sequence's last {} tokens are its queries; use --seq-q <= {}",
+                                         seq_q, *lo, seq_q, *lo)
+                           : fmt::format("the --shape preset's {} queries per sequence are more than the shortest "
+                                         "sequence of --seqlens ({} keys); add --seq-q N with N <= {}",
+                                         seq_q, *lo, *lo));
+    // Named as the user asked for the lengths: --seqlens, or the preset's.
+    const std::string asked = o.seqlens_given ? "a variable-length batch (--seqlens)"
+                                              : "the --shape preset's variable-length batch";
     if (*pass != Pass::fwd)
-      throw UsageError(fmt::format("a variable-length batch (--seqlens) runs the forward only for now: use --pass "
-                                   "fwd, not {}",
-                                   o.pass));
+      throw UsageError(fmt::format("{} runs the forward only for now: use --pass fwd, not {}", asked, o.pass));
     if (requested_page_size(o) > 0)
-      throw UsageError("--seqlens with a paged KV cache is not built yet: give one of --seqlens and --kv-layout paged");
+      throw UsageError(o.page_size_from_shape && !o.kv_layout_given
+                           ? fmt::format("the --shape preset's paged KV cache with {} is not built yet: add "
+                                         "--kv-layout contiguous",
+                                         asked)
+                           : fmt::format("{} with a paged KV cache is not built yet: give one of --seqlens and "
+                                         "--kv-layout paged",
+                                         asked));
   }
   check_positive("--batch", batch, kMaxBatch);
   check_positive("--heads", o.heads, kMaxHeads);

@@ -115,12 +115,16 @@ std::string paged_kv_fact(const Variant& v, const Problem& p) {
 // or padded to the longest sequence under a mask (the waste it computes).
 std::string varlen_fact(const Variant& v, const Problem& p) {
   const auto [lo, hi] = std::minmax_element(p.seqlens.begin(), p.seqlens.end());
-  const std::string lengths = *lo == *hi ? std::to_string(*lo) : std::to_string(*lo) + "-" + std::to_string(*hi);
-  const std::string batch = std::to_string(p.batch) + " sequences of " + lengths + " keys" +
-                            (p.seq_q == p.seq_kv ? " and as many queries" : ", " + std::to_string(p.seq_q) +
-                                                                                 (p.seq_q == 1 ? " query" : " queries") +
-                                                                                 " each");
+  const auto plural = [](int64_t n, const char* one, const char* many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  const std::string keys = *lo == *hi ? plural(*hi, "key", "keys")
+                                      : std::to_string(*lo) + "-" + std::to_string(*hi) + " keys";
+  const std::string batch = plural(p.batch, "sequence", "sequences") + " of " + keys +
+                            (p.seq_q == p.seq_kv ? " and as many queries"
+                                                 : ", " + plural(p.seq_q, "query", "queries") + " each");
   if (v.reads_packed()) return batch + ", packed (cu_seqlens): only the real tokens are computed";
+  if (p.padding_share() == 0.0) return batch + ", run as a padded batch with nothing to pad (one length)";
   return batch + ", padded to " + std::to_string(p.seq_kv) + ": a [batch, 1, seq_q, seq_kv] mask hides the padding, " +
          std::to_string(int(p.padding_share() * 100.0 + 0.5)) +
          "% of the padded query-key area, computed and then masked";

@@ -28,6 +28,13 @@ std::string problem_line(const RunRecord& r) {
   return fmt::format("{} {} on {}", r.problem.shape_string(), r.problem.config_string(), r.problem.device);
 }
 
+// A variable-length batch's lengths for a note: the first few, then how many in all.
+std::string lengths_line(const std::vector<int64_t>& lengths) {
+  std::string s;
+  for (size_t i = 0; i < lengths.size() && i < 6; ++i) s += (i ? "," : "") + std::to_string(lengths[i]);
+  return lengths.size() > 6 ? s + fmt::format(",... ({} sequences)", lengths.size()) : s;
+}
+
 // "forward" for a forward run, "backward" or "fwd+bwd step" otherwise: what one
 // measured unit of the run is called in metric names.
 std::string unit_word(const RunRecord& r) {
@@ -128,6 +135,9 @@ Comparison compare_runs(const RunRecord& a, const RunRecord& b, const std::strin
   c.label_b = label_b;
   if (problem_line(a) != problem_line(b))
     c.notes.push_back(fmt::format("A and B measure different problems: A {}, B {}", problem_line(a), problem_line(b)));
+  else if (a.problem.seqlens != b.problem.seqlens)  // one shape line, other lengths
+    c.notes.push_back(fmt::format("A and B measure different problems: {} with other sequence lengths (A {}, B {})",
+                                  problem_line(a), lengths_line(a.problem.seqlens), lengths_line(b.problem.seqlens)));
   if (a.variant != b.variant) c.notes.push_back(fmt::format("different variants: A {}, B {}", a.variant, b.variant));
   if (a.env.device_name != b.env.device_name)
     c.notes.push_back(fmt::format("different devices: A {}, B {}", a.env.device_name, b.env.device_name));

@@ -7,6 +7,7 @@
 #include <c10/util/Exception.h>
 
 #include <optional>
+#include <vector>
 
 #include "variants/factories.h"
 #include "variants/torch_problem.h"
@@ -113,6 +114,21 @@ enum class MaskRoute {
 
 bool reads_packed_route(MaskRoute r) { return r == MaskRoute::flash_varlen || r == MaskRoute::efficient_varlen; }
 
+// LibTorch's allocators refuse in their own words: the CPU's as an enforce
+// failure ("DefaultCPUAllocator: can't allocate memory: you tried to allocate
+// ..."), CUDA's as OutOfMemoryError ("Tried to allocate ...").
+bool is_allocation_failure(const c10::Error& e) {
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) return true;
+  const std::string what = e.what_without_backtrace();
+  return what.find("you tried to allocate") != std::string::npos || what.find("Tried to allocate") != std::string::npos;
+}
+
+// hidden_keys_mask's sizes: [Sq, Skv], or [B, 1, Sq, Skv] for a variable-length batch.
+std::vector<int64_t> mask_sizes(const Problem& p) {
+  if (p.varlen()) return {p.batch, 1, p.seq_q, p.seq_kv};
+  return {p.seq_q, p.seq_kv};
+}
+
 bool hides_nothing(const Problem& p) {
   const Mask m = p.effective_mask();
   return !p.varlen() && !p.windowed() && (m == Mask::none || (m == Mask::causal_bottom_right && p.seq_q <= 1));
@@ -145,6 +161,9 @@ class Sdpa : public Variant {
                                       : name_ + " is not available for this input on " + p.device +
                                             " (SDPA chose " + backend_name(choice) + ")");
     } catch (const c10::Error& e) {
+      // Inputs (or their mask) too large to hold even uninitialised: the
+      // memory prediction, next, refuses the run and says how much it needs.
+      if (is_allocation_failure(e)) return Support::yes();
       const std::string why = refusal_reason(warnings.messages, header_word_);
       if (!why.empty()) return Support::no(why);
       if (!p.on_cuda())
@@ -266,7 +285,10 @@ class Sdpa : public Variant {
         // causal_lower_right asks can_use_* without a mask and without is_causal (and so do the varlen calls).
         return at::_fused_sdp_choice(q, k, v, std::nullopt, 0.0, false, std::nullopt, gqa);
       case MaskRoute::materialised:
-        return at::_fused_sdp_choice(q, k, v, hidden_keys_mask(p, q.options()).logical_not(), 0.0, false,
+        // The choice reads the mask's sizes, strides and dtype, never its values: an
+        // uninitialised stand-in of the mask's layout, not the mask (a varlen batch's
+        // [B, 1, Sq, Skv] took 8.5 s and 3.4 GB to build for --list-variants).
+        return at::_fused_sdp_choice(q, k, v, at::empty(mask_sizes(p), q.options().dtype(at::kBool)), 0.0, false,
                                      std::nullopt, gqa);
       case MaskRoute::is_causal:
       case MaskRoute::none:
