@@ -497,4 +497,11 @@ TEST(SummaryReader, SeqlensRoundTripAndAreChecked) {
   EXPECT_NE(with(json::object(), 4, 1024).find("problem.seqlens"), std::string::npos);
   EXPECT_NE(with(json(std::vector<int>(5000, 1024)), 5000, 1024).find("more than 4096"), std::string::npos);
   for (const auto& e : {with({1, 1024, 77}, 4, 1024), with({0, 1024, 77, 300}, 4, 1024)}) EXPECT_TRUE(one_line(e)) << e;
+  // Combinations attnprof never writes: lengths with pages, lengths with a backward.
+  json paged = summary_json(r);
+  paged["problem"]["page_size"] = 16;
+  EXPECT_NE(error_of(paged).find("field 'problem.page_size': 16 with seqlens"), std::string::npos) << error_of(paged);
+  json backward = summary_json(r);
+  backward["problem"]["pass"] = "bwd";
+  EXPECT_NE(error_of(backward).find("field 'problem.pass': bwd with seqlens"), std::string::npos) << error_of(backward);
 }

@@ -142,7 +142,7 @@ int run_profile(const CliOptions& o) {
     if (r.status == Status::skipped) {
       if (names.size() == 1) return true;  // one line and exit 3, below
       skipped_lines.push_back(fmt::format("  {}: {}", r.variant, r.reason));
-      notef("  skipped: {}", r.reason);
+      notef("  {} skipped: {}", r.variant, r.reason);  // named: under --quiet no progress line says which
     } else if (r.status == Status::failed) {
       notef("attnprof: {} failed: {}", r.variant, r.reason);
     } else {

@@ -350,6 +350,10 @@ RunRecord read_summary(const json& j, const std::string& source) {
     if (*hi != p.seq_kv) rd.fail("problem.seqlens", fmt::format("the longest is {}, not seq_kv {}", *hi, p.seq_kv));
     if (p.seq_q != p.seq_kv && p.seq_q > *lo)
       rd.fail("problem.seq_q", fmt::format("{} is more than the shortest sequence ({})", p.seq_q, *lo));
+    // What attnprof does not run (the CLI refuses both): no such summary is genuine.
+    if (p.paged()) rd.fail("problem.page_size", fmt::format("{} with seqlens: a variable-length batch is not paged", p.page_size));
+    if (p.pass != Pass::fwd)
+      rd.fail("problem.pass", fmt::format("{} with seqlens: a variable-length batch runs the forward only", pass_name(p.pass)));
   }
   return r;
 }
