@@ -210,7 +210,7 @@ def ratio_to(points, baseline):
 RECORDED = ("group", "shape", "mask", "pass", "variant", "skipped", "median_us", "profiled_us", "tflops", "gbs",
             "pct_copy", "vs", "runs", "runs_median_us_range", "wall_s", "kernels", "baseline", "baseline_median_us",
             "baseline_profiled_us", "baseline_tflops", "baseline_gbs", "causal_median_us", "window_share",
-            "ideal_share", "contiguous_median_us", "vs_contiguous")
+            "ideal_share", "contiguous_median_us", "vs_contiguous", "batch")
 
 
 def record_point(p, group):
@@ -329,8 +329,9 @@ def varlen_prefill(exe, tmp, iters):
     pts = run_variants(exe, tmp, variants, 16, 32, 8, 8192, 8192, 128, True,
                        iters=lambda v: max(10, iters // 10) if v == "sdpa-math" else iters, seqlens=VARLEN)
     for p in pts:
-        if "facts" in p and "variable lengths" in p["facts"]:
-            p["facts"] = {"batch": p["facts"]["variable lengths"].split(", ", 1)[-1], **p["facts"]}
+        if "variable lengths" in p.get("facts", {}):
+            # "16 sequences of 130-8100 keys and as many queries, packed (...)": the layout part.
+            p["batch"] = p["facts"]["variable lengths"].split(" queries, ", 1)[-1]
     ratio_to(pts, "sdpa-flash")
     return ("varlen", f"variable-length prefill, --seqlens {VARLEN} (useful TFLOP/s: real tokens only; ratio to "
             "sdpa-flash's varlen call)", pts, "sdpa-flash")
