@@ -210,21 +210,25 @@ def varlen_cases(dev):
             rq, rk = slice(int(cq[b]), int(cq[b + 1])), slice(int(ck[b]), int(ck[b + 1]))
             seq = lambda t, r: t[r].transpose(0, 1).unsqueeze(0).contiguous()
             ref, ref_lse = op("flash_attention")(seq(q, rq), seq(k, rk), seq(v, rk), causal, s, window)
-            if (out[rq].transpose(0, 1).unsqueeze(0) - ref).abs().max() > 1e-2:
+            got, got_lse = out[rq].transpose(0, 1).unsqueeze(0), lse[:, rq].unsqueeze(0)
+            # Another kernel may run the sequence alone (split-KV for one query): bf16 rounding apart.
+            if not torch.allclose(got.float(), ref.float(), rtol=2e-2, atol=2e-2):
                 raise AssertionError(f"sequence {b} differs from attnprof::flash_attention on it alone")
+            if not torch.allclose(got_lse, ref_lse, rtol=1e-3, atol=1e-3):
+                raise AssertionError(f"sequence {b}'s lse differs from attnprof::flash_attention's")
         return out, lse
 
     def inference():
-        with torch.inference_mode():  # offsets without a version counter: checked every call
+        with torch.inference_mode():  # offsets without a version counter: checked on every call
             out = same([5, 40], [5, 40])
             q, k, v, cq, ck = varlen_inputs(dev, [5, 40], [5, 40])
-            bad = ck.clone()
-            bad[1] = 99
+            f(q, k, v, cq, ck, 40, 40, True, s)  # checked, and would be remembered if it had a version
+            ck[1] = 99  # in place: no version to bump
             try:
-                f(q, k, v, cq, bad, 40, 40, True, s)
+                f(q, k, v, cq, ck, 40, 40, True, s)
             except RuntimeError:
                 return out
-            raise AssertionError("inference-mode offsets past the keys were not refused")
+            raise AssertionError("inference-mode offsets edited past the keys were not refused")
 
     q, k, v, cq, ck = varlen_inputs(dev, [4, 6], [5, 7])
     return [
@@ -238,8 +242,12 @@ def varlen_cases(dev):
         ("cu_seqlens on the CPU", lambda: f(q, k, v, cq.cpu(), ck, 6, 7, True, s), "error"),
         ("cu_seqlens of different batches", lambda: f(q, k, v, cq[:2], ck, 6, 7, True, s), "error"),
         ("cu_seqlens_q not from 0", lambda: f(q, k, v, cq + 1, ck, 6, 7, True, s), "error"),
-        ("cu_seqlens_k decreasing", lambda: f(q, k, v, cq, ck.flip(0), 6, 7, True, s), "error"),
-        ("cu_seqlens_k short of the keys", lambda: f(q, k, v, cq, ck - 1, 6, 7, True, s), "error"),
+        ("cu_seqlens_k decreasing", lambda: f(q, k, v, cq, ck.new_tensor([0, 7, 5]), 6, 7, True, s), "error"),
+        ("cu_seqlens_k short of the keys", lambda: f(q, k, v, cq, ck.new_tensor([0, 5, 11]), 6, 7, True, s), "error"),
+        ("q one element into its storage",
+         lambda: f(torch.cat([q.flatten(), q.flatten()[:1]])[1:].view(q.shape), k, v, cq, ck, 6, 7, True, s), "error"),
+        ("no query heads", lambda: f(q[:, :0].contiguous(), k, v, cq, ck, 6, 7, True, s), "ok"),
+        ("max_seqlen above the longest", lambda: f(q, k, v, cq, ck, 60, 70, True, s), "ok"),
         ("a sequence past max_seqlen_q", lambda: f(q, k, v, cq, ck, 5, 7, True, s), "error"),
         ("max_seqlen_k -1", lambda: f(q, k, v, cq, ck, 6, -1, True, s), "error"),
         ("max_seqlen_q past int32", lambda: f(q, k, v, cq, ck, 2 ** 40, 7, True, s), "error"),

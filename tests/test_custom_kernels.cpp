@@ -6,6 +6,11 @@
 // (matmul/softmax/matmul) and <= 1e-2.
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#ifdef ATTNPROF_HAVE_CUDA_KERNELS
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#endif
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -484,6 +489,7 @@ TEST(FlashAttentionVarlenOp, EverySequenceMatchesFloat64OnItsOwn) {
     std::vector<int64_t> q_lens, k_lens;
     bool causal;
     int64_t window;
+    int64_t extra_max = 0;  // max_seqlen_q/k passed this much above the longest
   };
   const std::vector<VarlenCase> cases = {
       {4, 2, 64, {1, 77, 300, 5}, {1, 77, 300, 5}, true, 0},
@@ -493,7 +499,11 @@ TEST(FlashAttentionVarlenOp, EverySequenceMatchesFloat64OnItsOwn) {
       {4, 1, 64, {3, 3, 3}, {50, 12, 400}, true, 0},
       {4, 2, 64, {5, 40}, {3, 40}, true, 0},
       {4, 2, 64, {600, 3, 41}, {600, 3, 41}, true, 17},
-      {8, 2, 128, {1000, 200, 1}, {1000, 200, 1}, true, 256}};
+      {8, 2, 128, {1000, 200, 1}, {1000, 200, 1}, true, 256},
+      // Rows that see no key at d128 (every warp's Q rows): no keys at all, and causal with 290 more queries
+      // than keys (the blocks of the first rows have no key tile); max_seqlen above the longest.
+      {4, 2, 128, {300, 7, 200}, {10, 0, 200}, true, 0, 70},
+      {4, 4, 64, {300, 130}, {0, 5}, false, 0}};
   for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
     const auto opts = at::TensorOptions().device(at::kCUDA).dtype(dtype);
     for (const VarlenCase& c : cases) {
@@ -511,8 +521,11 @@ TEST(FlashAttentionVarlenOp, EverySequenceMatchesFloat64OnItsOwn) {
       const at::Tensor q = at::randn({total_q, c.hq, c.d}, opts);
       const at::Tensor k = at::randn({total_k, c.hkv, c.d}, opts), v = at::randn({total_k, c.hkv, c.d}, opts);
       const double scale = 1.0 / std::sqrt(double(c.d));
+      // The offsets first: allocated after the poison they could take its freed blocks.
+      const at::Tensor cu_q = offsets_of(c.q_lens), cu_k = offsets_of(c.k_lens);
       poison_next_allocations({{{total_q, c.hq, c.d}, dtype}, {{c.hq, total_q}, at::kFloat}});
-      const auto [out, lse] = varlen_op().call(q, k, v, offsets_of(c.q_lens), offsets_of(c.k_lens), max_q, max_k,
+      // A max_seqlen above the longest sequence is allowed (the grid covers more rows than needed).
+      const auto [out, lse] = varlen_op().call(q, k, v, cu_q, cu_k, max_q + c.extra_max, max_k + c.extra_max,
                                                c.causal, scale, c.window);
       ASSERT_EQ(out.sizes(), q.sizes());
       ASSERT_EQ(lse.sizes(), (std::vector<int64_t>{c.hq, total_q}));
@@ -551,6 +564,11 @@ TEST(FlashAttentionVarlenOp, EverySequenceMatchesFloat64OnItsOwn) {
 TEST(FlashAttentionVarlenOp, EmptySequences) {
   REQUIRE_CUDA();
   const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  // Rows but no heads: empty outputs, no launch.
+  const auto [no_heads, no_heads_lse] = varlen_op().call(at::empty({5, 0, 64}, bf16), at::empty({5, 1, 64}, bf16),
+                                                         at::empty({5, 1, 64}, bf16), offsets_of({5}), offsets_of({5}),
+                                                         5, 5, true, 0.125, 0);
+  EXPECT_EQ(no_heads.numel(), 0);
   const at::Tensor none = at::empty({0, 4, 64}, bf16);
   const auto [out0, lse0] = varlen_op().call(none, none.narrow(1, 0, 2), none.narrow(1, 0, 2), offsets_of({}),
                                              offsets_of({}), 0, 0, true, 0.125, 0);
@@ -584,8 +602,11 @@ TEST(FlashAttentionVarlenOp, RejectsBadInputs) {
   expect_error("rank 4 q", call(q.unsqueeze(0), k, k, cq, ck), "[total_q, heads_q, head_dim]");
   expect_error("offsets of two batches", call(q, k, k, cq, offsets_of({12})), "batch + 1 offsets");
   expect_error("not from 0", call(q, k, k, cq + 1, ck), "cu_seqlens_q[0] must be 0");
-  expect_error("decreasing", call(q, k, k, at::tensor(std::vector<int32_t>{0, 11, 10}, at::kInt).cuda(), ck),
+  expect_error("decreasing", call(q, k, k, at::tensor(std::vector<int32_t>{0, 11, 10}, at::kInt).cuda(), ck, 11),
                "must not decrease");
+  const at::Tensor shifted = at::cat({q.flatten(), q.flatten().narrow(0, 0, 1)}).narrow(0, 1, q.numel()).view(q.sizes());
+  ASSERT_TRUE(shifted.is_contiguous());
+  expect_error("one element into its storage", call(shifted, k, k, cq, ck), "16-byte boundary");
   expect_error("short of the rows", call(q, k, k, offsets_of({4, 5}), ck), "ends at 9, not at the 10 packed rows");
   expect_error("longer than max", call(q, k, k, cq, ck, 5, 7), "more than max_seqlen 5");
   expect_error("negative max", call(q, k, k, cq, ck, -1, 7), "max_seqlen_q -1");
@@ -603,6 +624,37 @@ TEST(FlashAttentionVarlenOp, RejectsBadInputs) {
   EXPECT_NO_THROW(call(q, k, k, cq, edited)());
   edited[1] = 13;
   expect_error("an edited offset", call(q, k, k, cq, edited), "more than max_seqlen 7");
+}
+
+// Offsets are not checked while a CUDA graph is captured; edited afterwards
+// (as a server reuses a captured graph with new lengths) past the tensors, the
+// kernel skips those sequences instead of reading outside them: the replay
+// ends without a device error, and the valid sequence is still right.
+TEST(FlashAttentionVarlenOp, OffsetsEditedAfterCaptureStayInsideTheTensors) {
+  REQUIRE_CUDA();
+#ifdef ATTNPROF_HAVE_CUDA_KERNELS
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  const at::Tensor q = at::randn({40, 4, 64}, bf16), k = at::randn({40, 2, 64}, bf16), v = at::randn({40, 2, 64}, bf16);
+  at::Tensor cu = offsets_of({10, 30});
+  const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
+  at::cuda::CUDAGraph graph;
+  at::Tensor out;
+  {
+    const at::cuda::CUDAStreamGuard guard(side);
+    graph.capture_begin();
+    out = std::get<0>(varlen_op().call(q, k, v, cu, cu, 30, 30, true, 0.125, 0));
+    graph.capture_end();
+  }
+  const at::Tensor ref = std::get<0>(varlen_op().call(q, k, v, offsets_of({10, 30}), offsets_of({10, 30}), 30, 30,
+                                                      true, 0.125, 0));
+  cu.copy_(at::tensor(std::vector<int32_t>{0, 10, 1000000}, at::kInt));  // sequence 1 now ends far past the rows
+  graph.replay();
+  torch::cuda::synchronize();  // a read outside the tensors would fail here
+  EXPECT_TRUE(at::equal(out.narrow(0, 0, 10), ref.narrow(0, 0, 10))) << "sequence 0 unchanged";
+  EXPECT_NO_THROW(varlen_op().call(q, k, v, offsets_of({10, 30}), offsets_of({10, 30}), 30, 30, true, 0.125, 0));
+#endif
 }
 
 struct SoftmaxCase {

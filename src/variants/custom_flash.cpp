@@ -52,7 +52,7 @@ class CustomFlash final : public CustomOpVariant {
 #ifdef ATTNPROF_HAVE_CUDA_KERNELS
     if (q.is_cuda() && !p.varlen()) plan_ = flash::plan_for(q, k, causal_);
 #endif
-    plan_.packed = p.varlen();
+    if (p.varlen()) plan_.path = flash::FwdPath::kPrefillPacked;
   }
 
   bool takes_window() const override { return true; }

@@ -145,8 +145,17 @@ void check_sizes(const char* op, const at::Tensor& q, int64_t seq_kv) {
 
 // The shared checks (common/boundary.h), what the family supports, then its
 // index and grid limits.
+// The kernels copy rows with 16-byte cp.async: a contiguous tensor viewed one
+// element into its storage would stop the device with a misaligned address.
+void check_aligned(const at::Tensor& t, const char* op, const char* name) {
+  TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, op, ": ", name,
+              " must start on a 16-byte boundary (its storage offset is ", t.storage_offset(), " elements); call ",
+              ".clone() first");
+}
+
 void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale) {
   kernels::check_flash_fwd_inputs(kOp, q, k, v, scale);
+  for (const auto& [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}}) check_aligned(*t, kOp, name);
   kernels::check_supported(unsupported(kernels::query_of(q)), kOp);
   check_sizes(kOp, q, k.size(2));
 }
@@ -240,6 +249,8 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_paged_cuda(const at::Tensor& 
               capacity, " (pages_per_seq ", pages_per_seq, " x page_size ", page_size, ")");
   TORCH_CHECK(std::isfinite(scale) && scale > 0, kPagedOp, ": scale must be finite and positive, got ", scale);
   kernels::check_supported(unsupported(kernels::query_of(q)), kPagedOp);
+  for (const auto& [t, name] : {std::pair{&q, "q"}, {&k_cache, "k_cache"}, {&v_cache, "v_cache"}})
+    check_aligned(*t, kPagedOp, name);
   const int64_t seq_q = q.size(2);
   check_sizes(kPagedOp, q, keys);
   const int kernel_window = kernels::checked_window(kPagedOp, causal, window, keys);
@@ -294,6 +305,7 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_paged_cuda(const at::Tensor& 
 }
 
 constexpr const char* kVarlenOp = "attnprof::flash_attention_varlen";
+
 
 // cu_seqlens from 0, non-decreasing, ending at `total`, no sequence longer
 // than `max_len`: one copy to the host, once per version of the tensor (a
@@ -354,15 +366,19 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_varlen_cuda(const at::Tensor&
                   (max_seqlen_q + 127) / 128 <= kMaxGridY,
               kVarlenOp, ": sizes outside the kernels' 32-bit indices and grid limits: q ", q.sizes(), ", k ",
               k.sizes(), ", batch ", batch, ", max_seqlen_q ", max_seqlen_q, ", max_seqlen_k ", max_seqlen_k,
-              " (each max_seqlen 0 .. ", kMaxSeq, ", total rows < 2^31)");
+              " (max_seqlen_q 0 .. ", kMaxGridY * 128, ", max_seqlen_k 0 .. ", kMaxSeq, ", total rows < 2^31)");
   const int kernel_window = kernels::checked_window(kVarlenOp, causal, window, max_seqlen_k);
+  for (const auto& [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}}) check_aligned(*t, kVarlenOp, name);
+  // On q's device before the offsets are checked: the capture test reads its stream.
+  c10::cuda::CUDAGuard guard(q.device());
   check_offsets(cu_seqlens_q, "cu_seqlens_q", total_q, max_seqlen_q);
   check_offsets(cu_seqlens_k, "cu_seqlens_k", total_k, max_seqlen_k);
 
-  c10::cuda::CUDAGuard guard(q.device());
+  // Rows of a sequence the kernel skips (offsets changed behind the check, or
+  // unchecked during graph capture) are left as allocated: unspecified.
   at::Tensor out = at::empty_like(q);
   at::Tensor lse = at::empty({heads_q, total_q}, q.options().dtype(at::kFloat));
-  if (total_q == 0 || batch == 0 || max_seqlen_q == 0) return {out, lse};
+  if (q.numel() == 0 || batch == 0 || max_seqlen_q == 0) return {out, lse};
   FwdParams p;
   p.q = q.data_ptr(), p.k = k.data_ptr(), p.v = v.data_ptr(), p.o = out.data_ptr();
   p.lse = lse.data_ptr<float>();
@@ -386,8 +402,7 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_varlen_cuda(const at::Tensor&
   p.total_q = static_cast<int>(total_q);
   p.total_k = static_cast<int>(total_k);
   // The prefill kernel, one block row per sequence's query block, every key of a sequence in one split.
-  p.plan.path = FwdPath::kPrefill;
-  p.plan.packed = true;
+  p.plan.path = FwdPath::kPrefillPacked;
   p.plan.num_splits = 1;
   p.plan.keys_per_split = static_cast<int>(std::max<int64_t>(max_seqlen_k, 1));
   run_flash_fwd(p, at::cuda::getCurrentCUDAStream().stream());

@@ -166,6 +166,17 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
     gemm_pv<Traits>(acc_o, acc_s, v_off);
   }
   cp_async_wait<0>();
+  // With no key tile (rows that see no key: a sequence without keys, or causal
+  // with len_q - len_k past the block) no barrier followed the Q copy, and
+  // another warp's copy of a row could land after the epilogue staged this
+  // warp's zeros there. (Block-uniform: n_begin and n_end are the block's.)
+  // A packed batch meets this routinely; the dense kernels only with causal
+  // seq_q >= seq_k + BLOCK_M from Python (the CLI refuses seq_q > seq_k), and
+  // keep their measured code until an A/B on the GPU (the barrier moves their
+  // register allocation: sm_80 d128 full 253 -> 255).
+  if constexpr (kVarlen) {
+    if (n_begin >= n_end) __syncthreads();
+  }
 
   float inv_sum[kMT][2];
   softmax.finish(inv_sum);

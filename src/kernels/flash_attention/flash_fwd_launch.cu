@@ -14,9 +14,10 @@
 namespace attnprof::flash {
 
 void run_flash_fwd(const FwdParams& p, CUstream_st* stream) {
-  if (p.cu_seqlens_q != nullptr) {
+  if (p.cu_seqlens_q != nullptr || p.plan.path == FwdPath::kPrefillPacked) {
     // Packed rows, heads · head_dim apart; one sequence per block row, unsplit.
-    TORCH_CHECK(p.q_row_stride == int64_t{p.heads_q} * p.head_dim && p.o_row_stride == p.q_row_stride &&
+    TORCH_CHECK(p.cu_seqlens_q != nullptr && p.plan.path == FwdPath::kPrefillPacked &&
+                    p.q_row_stride == int64_t{p.heads_q} * p.head_dim && p.o_row_stride == p.q_row_stride &&
                     p.k_row_stride == int64_t{p.heads_kv} * p.head_dim && p.v_row_stride == p.k_row_stride &&
                     p.q_head_stride == p.head_dim && p.k_head_stride == p.head_dim && p.v_head_stride == p.head_dim &&
                     p.o_head_stride == p.head_dim && p.cu_seqlens_k != nullptr && p.plan.num_splits == 1 &&

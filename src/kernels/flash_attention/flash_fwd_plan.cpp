@@ -130,7 +130,7 @@ std::string describe_fwd(int head_dim, bool is_bf16, const FwdPlan& plan) {
     kernels::for_each_config(DecodeTiles{}, [&](auto t) {
       if (decltype(t)::kHeadDim == head_dim) tile = describe_decode_tile<decltype(t)>();
     });
-  else if (plan.packed)
+  else if (plan.path == FwdPath::kPrefillPacked)
     kernels::for_each_config(VarlenTiles{}, [&](auto t) {
       if (decltype(t)::kHeadDim == head_dim) tile = describe_prefill_tile<decltype(t)>();
     });
@@ -153,7 +153,7 @@ std::string describe_fwd(int head_dim, bool is_bf16, const FwdPlan& plan) {
            count(plan.seqlen_q, "query", "queries") +
            " per KV group packed in " + count(plan.row_tiles, "m16 tile", "m16 tiles") + splits + "; " + tile;
   }
-  if (plan.packed)
+  if (plan.path == FwdPath::kPrefillPacked)
     return "prefill of a packed variable-length batch, attnprof::flash::flash_fwd_kernel" + instance +
            " (one sequence per block row, offsets from cu_seqlens); " + tile;
   return "prefill, attnprof::flash::flash_fwd_kernel" + instance + splits + "; " + tile;

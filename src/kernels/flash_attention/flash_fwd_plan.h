@@ -14,6 +14,10 @@ enum class FwdPath {
   // flash_fwd_splitkv_kernel: the query rows of all heads of one KV group
   // packed into m16 tiles, so each K/V byte is read once per group (per tile).
   kDecode,
+  // flash_fwd_kernel on a packed variable-length batch (kVarlen, its own
+  // tiles: VarlenTiles), one sequence per block row; never split. Set by
+  // attnprof::flash_attention_varlen, not by the planner.
+  kPrefillPacked,
 };
 
 struct FwdPlan {
@@ -22,8 +26,6 @@ struct FwdPlan {
   // partial outputs by their log-sum-exps.
   int num_splits = 1;
   int keys_per_split = 0;  // a multiple of the path's BLOCK_N; covers all keys when 1 split
-  // A packed variable-length batch (prefill path, its own tiles: VarlenTiles).
-  bool packed = false;
   // Decode: group · seqlen_q query rows per KV head, in row_tiles m16 tiles.
   int group = 1;
   int seqlen_q = 0;
