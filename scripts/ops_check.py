@@ -89,7 +89,14 @@ def flash_cases(dev, name="flash_attention", empty="ok", *extra):
         ("scale inf", lambda: f(q, k, v, True, float("inf")), "error"),
         ("empty batch (returns empty outputs)", lambda: f(q[:0], k[:0], v[:0], True, s), empty),
         ("no keys (returns zeros)", lambda: f(q, k[:, :, :0], v[:, :, :0], False, s), empty),
+        # The kernels copy 16-byte pieces: a contiguous view one element in is refused, not a device fault.
+        ("k one element into its storage", lambda: f(q, one_element_in(k), v, True, s), "error"),
     ] + (window_cases(lambda *w: f(q, k, v, *w)) if name == "flash_attention" else [])
+
+
+def one_element_in(t):
+    """t's values in a contiguous tensor that starts one element into its storage (2 bytes off 16)."""
+    return torch.cat([t.flatten(), t.flatten()[:1]])[1:].view(t.shape)
 
 
 def window_cases(f):
@@ -177,6 +184,7 @@ def paged_cases(dev):
         ("k_cache on the CPU", lambda: f(q, kc.cpu(), vc, t, -1, True, s), "error"),
         ("k_cache rank 3", lambda: f(q, kc[0], vc[0], t, -1, True, s), "error"),
         ("k_cache non-contiguous", lambda: f(q, kc.transpose(1, 2), vc, t, -1, True, s), "error"),
+        ("k_cache one element into its storage", lambda: f(q, one_element_in(kc), vc, t, -1, True, s), "error"),
         ("q float32", lambda: f(q.float(), kc, vc, t, -1, True, s), "error"),
         ("heads_q not a multiple of the cache's heads", lambda: f(q[:, :3].contiguous(), kc, vc, t, -1, True, s),
          "error"),
@@ -244,8 +252,7 @@ def varlen_cases(dev):
         ("cu_seqlens_q not from 0", lambda: f(q, k, v, cq + 1, ck, 6, 7, True, s), "error"),
         ("cu_seqlens_k decreasing", lambda: f(q, k, v, cq, ck.new_tensor([0, 7, 5]), 6, 7, True, s), "error"),
         ("cu_seqlens_k short of the keys", lambda: f(q, k, v, cq, ck.new_tensor([0, 5, 11]), 6, 7, True, s), "error"),
-        ("q one element into its storage",
-         lambda: f(torch.cat([q.flatten(), q.flatten()[:1]])[1:].view(q.shape), k, v, cq, ck, 6, 7, True, s), "error"),
+        ("q one element into its storage", lambda: f(one_element_in(q), k, v, cq, ck, 6, 7, True, s), "error"),
         ("no query heads", lambda: f(q[:, :0].contiguous(), k, v, cq, ck, 6, 7, True, s), "ok"),
         ("max_seqlen above the longest", lambda: f(q, k, v, cq, ck, 60, 70, True, s), "ok"),
         ("a sequence past max_seqlen_q", lambda: f(q, k, v, cq, ck, 5, 7, True, s), "error"),
@@ -296,11 +303,10 @@ def flash_backward_cases(dev, name="flash_attention_backward", *extra):
         ("grad_out non-contiguous", lambda: f(bsd(g), q, k, v, out, lse, True, s), "error"),
         ("scale NaN", lambda: f(g, q, k, v, out, lse, True, float("nan")), "error"),
         ("scale 0", lambda: f(g, q, k, v, out, lse, True, 0.0), "error"),
-    ] + (window_cases(lambda *w: f(g, q, k, v, out, lse, *w)) if name == "flash_attention_backward" else [
-        # TMA reads from 16-byte aligned bases only: a view one element in.
-        ("q one element into its storage", lambda: f(g, torch.cat([q.flatten(), q.flatten()[:1]])[1:].view(q.shape),
-                                                   k, v, out, lse, True, s), "error"),
-    ])
+        # 16-byte copies (cp.async, TMA) from aligned bases only: a view one element in.
+        ("q one element into its storage", lambda: f(g, one_element_in(q), k, v, out, lse, True, s), "error"),
+        ("grad_out one element into its storage", lambda: f(one_element_in(g), q, k, v, out, lse, True, s), "error"),
+    ] + (window_cases(lambda *w: f(g, q, k, v, out, lse, *w)) if name == "flash_attention_backward" else [])
 
 
 def softmax_backward_cases(dev):

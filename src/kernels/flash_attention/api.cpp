@@ -451,6 +451,8 @@ FlashBwdCall prepare_flash_bwd(const char* op, const at::Tensor& grad_out, const
   const std::pair<const at::Tensor*, const char*> operands[] = {
       {&grad_out, "grad_out"}, {&q, "q"}, {&k, "k"}, {&v, "v"}, {&out, "out"}, {&lse, "lse"}};
   for (const auto& [t, name] : operands) check_operand(*t, op, name, device);
+  for (const auto& [t, name] : {std::pair{&grad_out, "grad_out"}, {&q, "q"}, {&k, "k"}, {&v, "v"}, {&out, "out"}})
+    check_aligned(*t, op, name);
   const auto dt = q.scalar_type();
   for (const auto& [t, name] : {std::pair{&k, "k"}, {&v, "v"}, {&out, "out"}, {&grad_out, "grad_out"}})
     TORCH_CHECK(t->scalar_type() == dt, op, ": ", name, " must have q's dtype ", dt, ", got ", t->scalar_type());
