@@ -94,7 +94,11 @@ struct Case {
 // Above rounding, a fused variant may differ from the plain same-dtype
 // formula by summation order only; fp32 results differ by rounding alone.
 double floor_for(DType d) { return d == DType::FP32 ? 2e-6 : 0.0; }
-double cap_for(DType d) { return d == DType::FP32 ? 1e-5 : 1e-2; }
+// The absolute cap on one draw (the 2x-plain rule on the pool is the test):
+// the plain bf16 formula itself passes 1e-2 on 0.2% of draws at 1x4/1x1/1100x64
+// causal (dq, dk of 4 query rows: median 0.005, max 0.0137 over 3000 draws),
+// which failed CI once (naive, dk 0.0112, seed 3522794712).
+double cap_for(DType d) { return d == DType::FP32 ? 1e-5 : 2e-2; }
 
 class VariantParity : public ::testing::TestWithParam<Case> {
  protected:
