@@ -114,16 +114,17 @@ int64_t Problem::total_kv() const {
   return n;
 }
 
+Problem Problem::sequence(int64_t b) const {
+  Problem one = *this;
+  one.seqlens.clear();
+  one.batch = 1, one.seq_q = q_len(b), one.seq_kv = kv_len(b);
+  return one;
+}
+
 double Problem::visible_pairs() const {
   if (varlen()) {
     double sum = 0.0;
-    Problem one = *this;
-    one.seqlens.clear();
-    one.batch = 1;
-    for (int64_t b = 0; b < batch; ++b) {
-      one.seq_q = q_len(b), one.seq_kv = kv_len(b);
-      sum += one.visible_pairs();
-    }
+    for (int64_t b = 0; b < batch; ++b) sum += sequence(b).visible_pairs();
     return batch > 0 ? sum / double(batch) : 0.0;
   }
   const double q = double(seq_q), k = double(seq_kv);

@@ -100,6 +100,8 @@ struct Problem {
   // Keys and queries of sequence b (seq_kv and seq_q unless varlen()).
   int64_t kv_len(int64_t b) const { return varlen() ? seqlens[size_t(b)] : seq_kv; }
   int64_t q_len(int64_t b) const { return varlen() && seq_q == seq_kv ? seqlens[size_t(b)] : seq_q; }
+  // Sequence b as a problem of its own: batch 1, its own lengths, no seqlens.
+  Problem sequence(int64_t b) const;
   // Queries and keys of the whole batch (batch * seq_q and batch * seq_kv unless varlen()).
   int64_t total_q() const;
   int64_t total_kv() const;

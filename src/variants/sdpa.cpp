@@ -7,7 +7,6 @@
 #include <c10/util/Exception.h>
 
 #include <optional>
-#include <vector>
 
 #include "variants/factories.h"
 #include "variants/torch_problem.h"
@@ -123,15 +122,9 @@ bool is_allocation_failure(const c10::Error& e) {
   return what.find("you tried to allocate") != std::string::npos || what.find("Tried to allocate") != std::string::npos;
 }
 
-// hidden_keys_mask's sizes: [Sq, Skv], or [B, 1, Sq, Skv] for a variable-length batch.
-std::vector<int64_t> mask_sizes(const Problem& p) {
-  if (p.varlen()) return {p.batch, 1, p.seq_q, p.seq_kv};
-  return {p.seq_q, p.seq_kv};
-}
-
 bool hides_nothing(const Problem& p) {
   const Mask m = p.effective_mask();
-  return !p.varlen() && !p.windowed() && (m == Mask::none || (m == Mask::causal_bottom_right && p.seq_q <= 1));
+  return !p.windowed() && (m == Mask::none || (m == Mask::causal_bottom_right && p.seq_q <= 1));
 }
 
 class Sdpa : public Variant {
@@ -288,7 +281,7 @@ class Sdpa : public Variant {
         // The choice reads the mask's sizes, strides and dtype, never its values: an
         // uninitialised stand-in of the mask's layout, not the mask (a varlen batch's
         // [B, 1, Sq, Skv] took 8.5 s and 3.4 GB to build for --list-variants).
-        return at::_fused_sdp_choice(q, k, v, at::empty(mask_sizes(p), q.options().dtype(at::kBool)), 0.0, false,
+        return at::_fused_sdp_choice(q, k, v, at::empty(hidden_keys_mask_sizes(p), q.options().dtype(at::kBool)), 0.0, false,
                                      std::nullopt, gqa);
       case MaskRoute::is_causal:
       case MaskRoute::none:

@@ -2,7 +2,6 @@
 
 #include <c10/core/GradMode.h>
 
-#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -49,11 +48,11 @@ Inputs random_inputs(const Problem& p) {
 }
 
 namespace {
-// Rows [0, len(b)) of t[b] ([B, H, S, D]) for every b, as [sum len, H, D].
-at::Tensor pack_rows(const at::Tensor& t, int64_t batch, int64_t (Problem::*len)(int64_t) const, const Problem& p) {
+// Rows [0, len(b)) of t[b] ([B, H, S, D]) for every sequence b, as [sum len, H, D].
+at::Tensor pack_rows(const at::Tensor& t, const Problem& p, int64_t (Problem::*len)(int64_t) const) {
   std::vector<at::Tensor> parts;
-  parts.reserve(size_t(batch));
-  for (int64_t b = 0; b < batch; ++b) parts.push_back(t[b].narrow(1, 0, (p.*len)(b)).transpose(0, 1));
+  parts.reserve(size_t(p.batch));
+  for (int64_t b = 0; b < p.batch; ++b) parts.push_back(t[b].narrow(1, 0, (p.*len)(b)).transpose(0, 1));
   return at::cat(parts, 0).contiguous();
 }
 
@@ -67,20 +66,17 @@ at::Tensor cumulative(const Problem& p, int64_t (Problem::*len)(int64_t) const, 
 PackedBatch pack_batch(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
   c10::NoGradGuard no_grad;
   PackedBatch out;
-  out.q = pack_rows(q.detach(), p.batch, &Problem::q_len, p);
-  out.k = pack_rows(k.detach(), p.batch, &Problem::kv_len, p);
-  out.v = pack_rows(v.detach(), p.batch, &Problem::kv_len, p);
+  out.q = pack_rows(q.detach(), p, &Problem::q_len);
+  out.k = pack_rows(k.detach(), p, &Problem::kv_len);
+  out.v = pack_rows(v.detach(), p, &Problem::kv_len);
   out.cu_seqlens_q = cumulative(p, &Problem::q_len, q.device());
   out.cu_seqlens_k = cumulative(p, &Problem::kv_len, q.device());
-  for (int64_t b = 0; b < p.batch; ++b)
-    out.max_q = std::max(out.max_q, p.q_len(b)), out.max_kv = std::max(out.max_kv, p.kv_len(b));
+  out.max_q = p.seq_q, out.max_kv = p.seq_kv;  // the padded sizes: the longest sequence's
   return out;
 }
 
 Sequence sequence_of(const Problem& p, const Inputs& in, int64_t b) {
-  Sequence seq{p, {}};
-  seq.problem.seqlens.clear();
-  seq.problem.batch = 1, seq.problem.seq_q = p.q_len(b), seq.problem.seq_kv = p.kv_len(b);
+  Sequence seq{p.sequence(b), {}};
   seq.inputs.q = in.q.narrow(0, b, 1).narrow(2, 0, seq.problem.seq_q);
   seq.inputs.k = in.k.narrow(0, b, 1).narrow(2, 0, seq.problem.seq_kv);
   seq.inputs.v = in.v.narrow(0, b, 1).narrow(2, 0, seq.problem.seq_kv);
@@ -89,7 +85,7 @@ Sequence sequence_of(const Problem& p, const Inputs& in, int64_t b) {
 
 at::Tensor real_rows(const Problem& p, const at::Tensor& out) {
   if (!p.varlen() || out.dim() != 4) return out;
-  return pack_rows(out, p.batch, &Problem::q_len, p);
+  return pack_rows(out, p, &Problem::q_len);
 }
 
 PagedKv paged_copy(const at::Tensor& k, const at::Tensor& v, int64_t page_size) {
@@ -156,9 +152,14 @@ at::Tensor varlen_hidden_keys(const Problem& p, const at::TensorOptions& options
     if (p.windowed()) masked = masked.logical_or(j.le(last - p.window));
     hidden = hidden.logical_or(masked.logical_and(i.lt(q_len)));  // padded rows: every real key
   }
-  return hidden.expand({p.batch, 1, p.seq_q, p.seq_kv}).contiguous();
+  return hidden.expand(hidden_keys_mask_sizes(p)).contiguous();
 }
 }  // namespace
+
+std::vector<int64_t> hidden_keys_mask_sizes(const Problem& p) {
+  if (p.varlen()) return {p.batch, 1, p.seq_q, p.seq_kv};
+  return {p.seq_q, p.seq_kv};
+}
 
 at::Tensor hidden_keys_mask(const Problem& p, const at::TensorOptions& options) {
   if (p.varlen()) return varlen_hidden_keys(p, options);

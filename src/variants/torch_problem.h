@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include <string>
+#include <vector>
 
 #include "attnprof/problem.h"
 #include "attnprof/variant.h"
@@ -90,6 +91,8 @@ at::Tensor forward_of(Variant& variant, const Problem& p, const Inputs& in);
 // too (with or without a causal mask); a padded query row sees every real key
 // of its sequence, so no row is all hidden and the padding stays finite.
 at::Tensor hidden_keys_mask(const Problem& p, const at::TensorOptions& options);
+// Its sizes: [Sq, Skv], or [B, 1, Sq, Skv] for a variable-length batch.
+std::vector<int64_t> hidden_keys_mask_sizes(const Problem& p);
 
 // k or v [B, Hkv, S, D] repeated to the query heads [B, Hq, S, D] (head h reads
 // KV head h / (Hq / Hkv)); the tensor itself when there is one KV head per query head.

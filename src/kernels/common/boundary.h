@@ -15,6 +15,15 @@
 
 namespace attnprof::kernels {
 
+// The kernels read rows in 16-byte pieces (cp.async, TMA), from 16-byte
+// aligned addresses only: a contiguous view one element into its storage
+// would stop the device with a misaligned address.
+inline bool is_16_byte_aligned(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
+inline void check_aligned(const at::Tensor& t, const char* op, const char* name) {
+  TORCH_CHECK(is_16_byte_aligned(t), op, ": ", name, " must start on a 16-byte boundary (its storage offset is ",
+              t.storage_offset(), " elements); call .clone() first");
+}
+
 inline void check_cuda_tensor(const at::Tensor& t, const char* op, const char* name) {
   TORCH_CHECK(t.defined(), op, ": ", name, " is undefined");
   TORCH_CHECK(t.is_cuda(), op, ": ", name, " must be a CUDA tensor, got one on ", t.device());

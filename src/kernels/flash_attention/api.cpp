@@ -145,17 +145,9 @@ void check_sizes(const char* op, const at::Tensor& q, int64_t seq_kv) {
 
 // The shared checks (common/boundary.h), what the family supports, then its
 // index and grid limits.
-// The kernels copy rows with 16-byte cp.async: a contiguous tensor viewed one
-// element into its storage would stop the device with a misaligned address.
-void check_aligned(const at::Tensor& t, const char* op, const char* name) {
-  TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, op, ": ", name,
-              " must start on a 16-byte boundary (its storage offset is ", t.storage_offset(), " elements); call ",
-              ".clone() first");
-}
-
 void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale) {
   kernels::check_flash_fwd_inputs(kOp, q, k, v, scale);
-  for (const auto& [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}}) check_aligned(*t, kOp, name);
+  for (const auto& [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}}) kernels::check_aligned(*t, kOp, name);
   kernels::check_supported(unsupported(kernels::query_of(q)), kOp);
   check_sizes(kOp, q, k.size(2));
 }
@@ -250,7 +242,7 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_paged_cuda(const at::Tensor& 
   TORCH_CHECK(std::isfinite(scale) && scale > 0, kPagedOp, ": scale must be finite and positive, got ", scale);
   kernels::check_supported(unsupported(kernels::query_of(q)), kPagedOp);
   for (const auto& [t, name] : {std::pair{&q, "q"}, {&k_cache, "k_cache"}, {&v_cache, "v_cache"}})
-    check_aligned(*t, kPagedOp, name);
+    kernels::check_aligned(*t, kPagedOp, name);
   const int64_t seq_q = q.size(2);
   check_sizes(kPagedOp, q, keys);
   const int kernel_window = kernels::checked_window(kPagedOp, causal, window, keys);
@@ -305,7 +297,6 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_paged_cuda(const at::Tensor& 
 }
 
 constexpr const char* kVarlenOp = "attnprof::flash_attention_varlen";
-
 
 // cu_seqlens from 0, non-decreasing, ending at `total`, no sequence longer
 // than `max_len`: one copy to the host, once per version of the tensor (a
@@ -368,7 +359,7 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_varlen_cuda(const at::Tensor&
               k.sizes(), ", batch ", batch, ", max_seqlen_q ", max_seqlen_q, ", max_seqlen_k ", max_seqlen_k,
               " (max_seqlen_q 0 .. ", kMaxGridY * 128, ", max_seqlen_k 0 .. ", kMaxSeq, ", total rows < 2^31)");
   const int kernel_window = kernels::checked_window(kVarlenOp, causal, window, max_seqlen_k);
-  for (const auto& [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}}) check_aligned(*t, kVarlenOp, name);
+  for (const auto& [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}}) kernels::check_aligned(*t, kVarlenOp, name);
   // On q's device before the offsets are checked: the capture test reads its stream.
   c10::cuda::CUDAGuard guard(q.device());
   check_offsets(cu_seqlens_q, "cu_seqlens_q", total_q, max_seqlen_q);
@@ -452,7 +443,7 @@ FlashBwdCall prepare_flash_bwd(const char* op, const at::Tensor& grad_out, const
       {&grad_out, "grad_out"}, {&q, "q"}, {&k, "k"}, {&v, "v"}, {&out, "out"}, {&lse, "lse"}};
   for (const auto& [t, name] : operands) check_operand(*t, op, name, device);
   for (const auto& [t, name] : {std::pair{&grad_out, "grad_out"}, {&q, "q"}, {&k, "k"}, {&v, "v"}, {&out, "out"}})
-    check_aligned(*t, op, name);
+    kernels::check_aligned(*t, op, name);
   const auto dt = q.scalar_type();
   for (const auto& [t, name] : {std::pair{&k, "k"}, {&v, "v"}, {&out, "out"}, {&grad_out, "grad_out"}})
     TORCH_CHECK(t->scalar_type() == dt, op, ": ", name, " must have q's dtype ", dt, ", got ", t->scalar_type());

@@ -295,7 +295,7 @@ std::optional<std::string> unsupported(const kernels::KernelQuery& query) {
 
 std::optional<std::string> layout_unsupported(const at::Tensor& t, const char* name) {
   const bool contiguous = t.is_contiguous();
-  if (contiguous && reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0) return std::nullopt;
+  if (contiguous && kernels::is_16_byte_aligned(t)) return std::nullopt;
   std::ostringstream why;
   if (!contiguous)
     why << name << " must be contiguous (sizes " << t.sizes() << ", strides " << t.strides()
