@@ -383,7 +383,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs of each point, variants in alternating order; medians reported (default 1)")
     ap.add_argument("--shapes", help="comma-separated: run only the points of these shapes (e.g. 4x16x4096x128)")
-    ap.add_argument("--masks", help="comma-separated: causal, full, window, paged (default all)")
+    ap.add_argument("--masks", help="comma-separated: causal, full, window, paged, varlen (default all)")
     bench_records.add_record_flags(ap)
     args = ap.parse_args()
     if args.repeat < 1:
@@ -396,8 +396,8 @@ def main():
             ap.error("--shapes: give at least one shape, e.g. 4x16x4096x128")
     if args.masks is not None:
         MASKS = set(x for x in args.masks.split(",") if x)
-        if not MASKS or MASKS - {"causal", "full", "window", "paged"}:
-            ap.error(f"--masks {args.masks}: expected some of causal, full, window, paged")
+        if not MASKS or MASKS - {"causal", "full", "window", "paged", "varlen"}:
+            ap.error(f"--masks {args.masks}: expected some of causal, full, window, paged, varlen")
     unknown_suites = set(args.suite.split(",")) - {"forward", "shapes", "backward", "serving"}
     if unknown_suites:
         ap.error(f"--suite: unknown {', '.join(sorted(unknown_suites))}; valid: forward, shapes, backward, serving")

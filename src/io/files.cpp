@@ -623,8 +623,15 @@ DirLock::DirLock(const std::string& dir) : path_(join_path(dir, ".attnprof.lock"
     if (fd_ < 0) throw FileError("cannot lock output directory '" + shown(dir) + "': " + os_reason());
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
+      // The holder writes its pid just after it locks; a run that locked a
+      // moment ago may not have yet, so read for up to 100 ms before naming none.
       char buf[32] = {0};
-      const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
+      ssize_t n = 0;
+      for (int wait = 0; err == EWOULDBLOCK && wait < 20; ++wait) {
+        n = ::pread(fd_, buf, sizeof buf - 1, 0);
+        if (n > 0) break;
+        ::usleep(5 * 1000);
+      }
       ::close(fd_);
       fd_ = -1;
       if (err != EWOULDBLOCK)
