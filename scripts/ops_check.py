@@ -91,7 +91,27 @@ def flash_cases(dev, name="flash_attention", empty="ok", *extra):
         ("no keys (returns zeros)", lambda: f(q, k[:, :, :0], v[:, :, :0], False, s), empty),
         # The kernels copy 16-byte pieces: a contiguous view one element in is refused, not a device fault.
         ("k one element into its storage", lambda: f(q, one_element_in(k), v, True, s), "error"),
+        ("one query row, one batch, one key head: strides of size-1 dimensions ignored",
+         lambda: same_with_odd_unit_strides(f, q[:1, :, :1], k[:1, :1], v[:1, :1], True, s), "ok"),
     ] + (window_cases(lambda *w: f(q, k, v, *w)) if name == "flash_attention" else [])
+
+
+def unit_strides_odd(t):
+    """t's values with every size-1 dimension given stride 12345: PyTorch still calls the tensor contiguous
+    (contiguous() returns it as is), as it does one query row made by transpose(1, 2)."""
+    c = t.clone(memory_format=torch.contiguous_format)
+    return c.as_strided(c.shape, [12345 if n == 1 else st for n, st in zip(c.shape, c.stride())])
+
+
+def same_with_odd_unit_strides(f, *tensors):
+    """f on tensors whose size-1 dimensions carry odd strides gives what it gives on plain ones, bit for bit."""
+    plain = [t.contiguous() if isinstance(t, torch.Tensor) else t for t in tensors]
+    odd = [unit_strides_odd(t) if isinstance(t, torch.Tensor) else t for t in plain]
+    assert all(t.is_contiguous() for t in odd if isinstance(t, torch.Tensor))
+    got, ref = f(*odd), f(*plain)
+    if not all(torch.equal(a, b) for a, b in zip(got, ref)):
+        raise AssertionError("a size-1 dimension's stride changed the result")
+    return got
 
 
 def one_element_in(t):
@@ -193,6 +213,8 @@ def paged_cases(dev):
         ("window -1", lambda: f(q, kc, vc, t, -1, True, s, -1), "error"),
         ("window with causal False", lambda: f(q, kc, vc, t, -1, False, s, 16), "error"),
         ("empty batch", lambda: f(q[:0], kc, vc, t[:0], -1, True, s), "ok"),
+        ("one sequence, one query, one cache head: strides of size-1 dimensions ignored",
+         lambda: same_with_odd_unit_strides(f, *paged_inputs(dev, b=1, hkv=1, sq=1)[:4], -1, True, s), "ok"),
     ]
 
 
@@ -286,6 +308,11 @@ def flash_backward_cases(dev, name="flash_attention_backward", *extra):
     f = (lambda *a: op(name)(*a, *extra)) if extra else op(name)
     s = 0.125
     bsd = lambda t: t.transpose(1, 2).contiguous().transpose(1, 2)
+
+    def one_row():
+        q1, k1, v1 = q[:1, :, -1:].contiguous(), k[:1].contiguous(), v[:1].contiguous()
+        o1, l1 = op("flash_attention")(q1, k1, v1, True, s)
+        return same_with_odd_unit_strides(f, g[:1, :, -1:].contiguous(), q1, k1, v1, o1, l1, True, s)
     return [
         ("valid call", lambda: f(g, q, k, v, out, lse, True, s), "ok"),
         ("grad_out on the CPU", lambda: f(g.cpu(), q, k, v, out, lse, True, s), "error"),
@@ -306,6 +333,7 @@ def flash_backward_cases(dev, name="flash_attention_backward", *extra):
         # 16-byte copies (cp.async, TMA) from aligned bases only: a view one element in.
         ("q one element into its storage", lambda: f(g, one_element_in(q), k, v, out, lse, True, s), "error"),
         ("grad_out one element into its storage", lambda: f(one_element_in(g), q, k, v, out, lse, True, s), "error"),
+        ("one query row, one batch: strides of size-1 dimensions ignored", lambda: one_row(), "ok"),
     ] + (window_cases(lambda *w: f(g, q, k, v, out, lse, *w)) if name == "flash_attention_backward" else [])
 
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "kernels/common/attention_params.h"
 
@@ -100,6 +101,14 @@ inline int checked_window(const char* op, bool causal, int64_t window, int64_t s
   return window >= seq_kv ? 0 : static_cast<int>(window);
 }
 
+// A checked (contiguous) [batch, heads, seq, head_dim] tensor's strides as the
+// kernels address it: from the sizes, because PyTorch calls a tensor contiguous
+// whatever the stride of a dimension of size 1 (one query row made by
+// transpose(1, 2).contiguous() keeps heads * head_dim as its row stride).
+inline std::tuple<int64_t, int64_t, int64_t> dense_strides(const at::Tensor& t) {  // batch, head, row
+  return {t.size(1) * t.size(2) * t.size(3), t.size(2) * t.size(3), t.size(3)};
+}
+
 // The shared forward params for checked q, k, v writing into out and lse.
 inline AttentionParams make_attention_params(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                              const at::Tensor& out, const at::Tensor& lse, bool causal,
@@ -110,10 +119,10 @@ inline AttentionParams make_attention_params(const at::Tensor& q, const at::Tens
   p.v = v.data_ptr();
   p.o = out.data_ptr();
   p.lse = lse.data_ptr<float>();
-  p.q_batch_stride = q.stride(0), p.q_head_stride = q.stride(1), p.q_row_stride = q.stride(2);
-  p.k_batch_stride = k.stride(0), p.k_head_stride = k.stride(1), p.k_row_stride = k.stride(2);
-  p.v_batch_stride = v.stride(0), p.v_head_stride = v.stride(1), p.v_row_stride = v.stride(2);
-  p.o_batch_stride = out.stride(0), p.o_head_stride = out.stride(1), p.o_row_stride = out.stride(2);
+  std::tie(p.q_batch_stride, p.q_head_stride, p.q_row_stride) = dense_strides(q);
+  std::tie(p.k_batch_stride, p.k_head_stride, p.k_row_stride) = dense_strides(k);
+  std::tie(p.v_batch_stride, p.v_head_stride, p.v_row_stride) = dense_strides(v);
+  std::tie(p.o_batch_stride, p.o_head_stride, p.o_row_stride) = dense_strides(out);
   p.batch = static_cast<int>(q.size(0));
   p.heads_q = static_cast<int>(q.size(1));
   p.heads_kv = static_cast<int>(k.size(1));

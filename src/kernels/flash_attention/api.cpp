@@ -269,8 +269,8 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_paged_cuda(const at::Tensor& 
   }
 
   c10::cuda::CUDAGuard guard(q.device());
-  // The shared params read the pools as k and v (heads, head and row strides
-  // hold); then the sequence length is the keys', and the batch strides are the table's.
+  // The shared params read the pools as k and v (head and row strides hold);
+  // then the sequence length is the keys', and the batch strides are the table's.
   kernels::FwdCall call = kernels::prepare_forward(q, k_cache, v_cache, causal, scale, kernel_window);
   if (call.done) return {call.out, call.lse};
   if (keys == 0) {  // nothing to attend to
@@ -281,13 +281,12 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_paged_cuda(const at::Tensor& 
   FwdParams p;
   static_cast<kernels::AttentionParams&>(p) = call.params;
   p.seqlen_k = static_cast<int>(keys);
+  // The pools' batch strides (from their sizes, as every stride here) are the page strides.
+  p.k_page_stride = p.k_batch_stride;
+  p.v_page_stride = p.v_batch_stride;
   p.k_batch_stride = p.v_batch_stride = 0;
-  // A page's rows are head_dim apart (a contiguous pool of one-token pages may carry any stride there).
-  p.k_row_stride = p.v_row_stride = head_dim;
-  p.k_page_stride = k_cache.stride(0);
-  p.v_page_stride = v_cache.stride(0);
   p.block_table = block_table.data_ptr<int>();
-  p.table_batch_stride = block_table.stride(0);
+  p.table_batch_stride = block_table.size(1);
   p.page_shift = 0;
   while ((int64_t{1} << p.page_shift) < page_size) ++p.page_shift;
   p.num_pages = static_cast<int>(num_pages);
@@ -500,14 +499,14 @@ FlashBwdCall prepare_flash_bwd(const char* op, const at::Tensor& grad_out, const
   p.dq_accum = dq_accum.data_ptr<float>();
   p.d_sum = row_stats.data_ptr<float>();
   p.lse_log2 = p.d_sum + row_stats.size(1) * row_stats.size(2) * row_stats.size(3);
-  p.q_batch_stride = q.stride(0), p.q_head_stride = q.stride(1), p.q_row_stride = q.stride(2);
-  p.k_batch_stride = k.stride(0), p.k_head_stride = k.stride(1), p.k_row_stride = k.stride(2);
-  p.v_batch_stride = v.stride(0), p.v_head_stride = v.stride(1), p.v_row_stride = v.stride(2);
-  p.o_batch_stride = out.stride(0), p.o_head_stride = out.stride(1), p.o_row_stride = out.stride(2);
-  p.do_batch_stride = grad_out.stride(0), p.do_head_stride = grad_out.stride(1), p.do_row_stride = grad_out.stride(2);
-  p.dq_batch_stride = dq.stride(0), p.dq_head_stride = dq.stride(1), p.dq_row_stride = dq.stride(2);
-  p.dk_batch_stride = dk.stride(0), p.dk_head_stride = dk.stride(1), p.dk_row_stride = dk.stride(2);
-  p.dv_batch_stride = dv.stride(0), p.dv_head_stride = dv.stride(1), p.dv_row_stride = dv.stride(2);
+  std::tie(p.q_batch_stride, p.q_head_stride, p.q_row_stride) = kernels::dense_strides(q);
+  std::tie(p.k_batch_stride, p.k_head_stride, p.k_row_stride) = kernels::dense_strides(k);
+  std::tie(p.v_batch_stride, p.v_head_stride, p.v_row_stride) = kernels::dense_strides(v);
+  std::tie(p.o_batch_stride, p.o_head_stride, p.o_row_stride) = kernels::dense_strides(out);
+  std::tie(p.do_batch_stride, p.do_head_stride, p.do_row_stride) = kernels::dense_strides(grad_out);
+  std::tie(p.dq_batch_stride, p.dq_head_stride, p.dq_row_stride) = kernels::dense_strides(dq);
+  std::tie(p.dk_batch_stride, p.dk_head_stride, p.dk_row_stride) = kernels::dense_strides(dk);
+  std::tie(p.dv_batch_stride, p.dv_head_stride, p.dv_row_stride) = kernels::dense_strides(dv);
   p.batch = static_cast<int>(batch);
   p.heads_q = static_cast<int>(heads_q);
   p.heads_kv = static_cast<int>(heads_kv);
