@@ -81,20 +81,24 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   const int m0 = m_block * kBM;
   const int warp_row0 = warp * kWarpRows;  // first row of this warp inside the block
 
-  // A packed sequence's offsets and lengths are re-read from cu_seqlens
-  // (L1-resident) where used rather than held, as the paged view reads its
-  // table: the d128 kernel has no registers to spare.
+  // A packed sequence's lengths and K/V offset are read from cu_seqlens once
+  // and held (three registers): re-read at each use they cost the d128_varlen
+  // tile more registers (243-245 against 238-243), not fewer.
   const Element* q = [&] {
     const auto* base = static_cast<const Element*>(p.q);
     if constexpr (kVarlen) return base + int64_t{__ldg(p.cu_seqlens_q + b)} * p.q_row_stride + h * p.q_head_stride;
     else return base + b * p.q_batch_stride + h * p.q_head_stride;
   }();
   const auto kv = [&] {
-    if constexpr (kVarlen) return PackedKVSource<Element>{p, b, h_kv};
+    // K and V share their shape and strides (checked on the host): one offset serves both.
+    if constexpr (kVarlen)
+      return PackedKVSource<Element>{p, __ldg(p.cu_seqlens_k + b) * p.k_row_stride + h_kv * p.k_head_stride};
     else return kv_source<Element, kPaged>(p, b, h_kv);
   }();
   const auto mask = [&] {
-    if constexpr (kVarlen) return KeyMask<kCausal, true>{p, {b}};
+    if constexpr (kVarlen)
+      return KeyMask<kCausal, true>{p, {__ldg(p.cu_seqlens_q + b + 1) - __ldg(p.cu_seqlens_q + b),
+                                        __ldg(p.cu_seqlens_k + b + 1) - __ldg(p.cu_seqlens_k + b)}};
     else return KeyMask<kCausal>{p};
   }();
   if constexpr (kVarlen) {

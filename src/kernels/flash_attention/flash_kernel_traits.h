@@ -60,11 +60,12 @@ struct FwdTileD128 : TileDefaults {
 
 // d128 on a packed variable-length batch (kVarlen): the rows of K and V are
 // heads · head_dim apart, a runtime stride, and their addresses take the
-// registers the d128 tile has not got: BLOCK_N 48 spilled 16-32 B on sm_90a
-// (255 registers); BLOCK_N 32 (smaller S tile) holds them at 242-245, no spills.
+// registers the d128 tile has not got: BLOCK_N 48 spills 128 B causal on
+// sm_90a (255 registers); BLOCK_N 32 holds them at 238-245, no spills, and a
+// third stage keeps as many bytes in flight as the d128 tile's two.
 struct FwdTileD128Varlen : FwdTileD128 {
   static constexpr const char* kName = "d128_varlen";
-  static constexpr int kBlockN = 32;
+  static constexpr int kBlockN = 32, kStages = 3;
 };
 // Split-KV decode (flash_fwd_splitkv_kernel): one m16 tile of packed query
 // rows (the heads of a KV group × their queries) per block; each of kNWarps

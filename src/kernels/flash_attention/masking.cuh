@@ -15,8 +15,8 @@ namespace attnprof::flash {
 
 // The lengths of the sequence a block works on: the kernel's (the constant
 // bank, no registers) for a batch of one length; sequence b's of a
-// variable-length batch, from its offsets (FwdParams::cu_seqlens_q/k, L1
-// hits after the first read) each time, so only b is held.
+// variable-length batch, read from its offsets (FwdParams::cu_seqlens_q/k)
+// once and held.
 template <bool kVarlen>
 struct SeqLens {
   __device__ __forceinline__ int q(const FwdParams& p) const { return p.seqlen_q; }
@@ -24,17 +24,13 @@ struct SeqLens {
 };
 template <>
 struct SeqLens<true> {
-  int b;
-  __device__ __forceinline__ int q(const FwdParams& p) const {
-    return __ldg(p.cu_seqlens_q + b + 1) - __ldg(p.cu_seqlens_q + b);
-  }
-  __device__ __forceinline__ int k(const FwdParams& p) const {
-    return __ldg(p.cu_seqlens_k + b + 1) - __ldg(p.cu_seqlens_k + b);
-  }
+  int len_q, len_k;
+  __device__ __forceinline__ int q(const FwdParams&) const { return len_q; }
+  __device__ __forceinline__ int k(const FwdParams&) const { return len_k; }
 };
 
 // Reads the sizes from the kernel's parameters (constant bank), so the mask
-// holds no registers of its own (a variable-length batch's: one, its sequence).
+// holds no registers of its own (a variable-length batch's: its sequence's two lengths).
 template <bool kCausal, bool kVarlen = false>
 struct KeyMask {
   const FwdParams& p;

@@ -86,13 +86,13 @@ struct KVSource<Element, true> {
   int b, h_kv;
 };
 
-// K and V of sequence b of a packed variable-length batch, KV head h_kv: the
-// indices alone, the pointers, offsets and strides (rows heads_kv · head_dim
-// apart) read from the parameters and cu_seqlens_k at each load, as the paged view.
+// K and V of one sequence of a packed variable-length batch, one KV head: the
+// offset of its row 0 (K and V share shape and strides), the pointers and the
+// row stride (heads_kv · head_dim) read from the parameters at each load.
 template <typename Element>
 struct PackedKVSource {
   const FwdParams& p;
-  int b, h_kv;
+  int64_t off;  // of row 0 of the sequence, head h_kv, in K and in V
 };
 
 template <typename Element, bool kPaged>
@@ -126,11 +126,10 @@ __device__ __forceinline__ void load_kv_tile(const SmemTiles<Traits>& smem,
   constexpr int kBN = Traits::kBlockN;
   const FwdParams& p = kv.p;
   const uint32_t stage_off = (n % Traits::kStages) * Traits::kSmemKVTileBytes;
-  const int64_t row0 = __ldg(p.cu_seqlens_k + kv.b);
-  const auto* k = static_cast<const Element*>(p.k) + row0 * p.k_row_stride + kv.h_kv * p.k_head_stride;
-  const auto* v = static_cast<const Element*>(p.v) + row0 * p.v_row_stride + kv.h_kv * p.v_head_stride;
-  load_tile<Traits, kBN>(smem.k + stage_off, k, n * kBN, seqlen_k, tid, p.k_row_stride);
-  load_tile<Traits, kBN>(smem.v + stage_off, v, n * kBN, seqlen_k, tid, p.v_row_stride);
+  load_tile<Traits, kBN>(smem.k + stage_off, static_cast<const Element*>(p.k) + kv.off, n * kBN, seqlen_k, tid,
+                         p.k_row_stride);
+  load_tile<Traits, kBN>(smem.v + stage_off, static_cast<const Element*>(p.v) + kv.off, n * kBN, seqlen_k, tid,
+                         p.k_row_stride);
 }
 
 // The same from a paged cache: each of a thread's rows looks its page up once
