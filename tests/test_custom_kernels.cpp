@@ -234,6 +234,18 @@ TEST(FlashAttentionOp, GroupedQueryAndDecodeShapesMatchFloat64Reference) {
         }
 }
 
+// Causal with 300 more queries than keys: the blocks of the first 300 rows
+// have no key tile, and their epilogue stages the zero rows in the shared
+// memory the Q copies of the block's other warps land in (a barrier keeps them
+// apart). Those rows must be 0 on every call: 20 calls per head dim.
+TEST(FlashAttentionOp, RowsThatSeeNoKeyAreZeroOnEveryCall) {
+  REQUIRE_CUDA();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  for (int rep = 0; rep < 20; ++rep)
+    for (int64_t d : {64, 128}) run_flash_case({2, 8, 2, 700, 400, d, at::kBFloat16, true});
+}
+
 // Scores that climb (or fall) steadily along the keys, ~±23 in log2 units with
 // scale 1: the row max moves by far more than the kernel's rescale slack
 // (2^8), so the stale-max path must both skip and take the O rescale, and
