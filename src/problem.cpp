@@ -192,7 +192,7 @@ std::string Problem::file_stem() const {
   if (seq_kv != seq_q) s += "_kv" + std::to_string(seq_kv);
   if (windowed()) s += "_w" + std::to_string(window);
   if (paged()) s += "_p" + std::to_string(page_size);
-  if (varlen()) s += "_vl" + std::to_string(seqlens.size()) + "-" + lengths_hash(seqlens);
+  if (varlen()) s += "_vl" + std::to_string(seqlens.size()) + "-" + lengths_hash(seqlens) + (varlen_padded ? "-padded" : "");
   if (pass != Pass::fwd) s += "_" + pass_tag(pass);
   return s;
 }
@@ -211,7 +211,7 @@ std::string Problem::config_string() const {
                   (m == Mask::none ? "non-causal" : m == Mask::causal_top_left ? "causal (top-left)" : "causal");
   if (windowed()) s += " window " + std::to_string(window);
   if (paged()) s += " paged " + std::to_string(page_size);
-  if (varlen()) s += " varlen " + lengths_range(seqlens);
+  if (varlen()) s += " varlen " + lengths_range(seqlens) + (varlen_padded ? " padded" : "");
   if (pass != Pass::fwd) s += std::string(" ") + pass_name(pass);
   return s;
 }

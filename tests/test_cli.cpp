@@ -221,6 +221,19 @@ TEST(Cli, SeqlensRunAPaddedBatchAndSayItsWaste) {
     EXPECT_NE(j.dump().find("\"output_finite\":true"), std::string::npos) << v;
   }
   remove_tree(d);
+  // --varlen-layout padded: its own files, the layout in the summary and the fact.
+  const std::string e = make_temp_dir("varlen_padded");
+  const Result padded = run_cli("--seqlens 5,40,1 --head-dim 16 --device cpu --timing-iters 0 --variant naive "
+                                "--varlen-layout padded --out " + e);
+  ASSERT_EQ(padded.rc, 0) << padded.err;
+  std::string summary;
+  for (const auto& f : std::filesystem::directory_iterator(e + "/naive"))
+    if (f.path().string().find("-padded.summary.json") != std::string::npos) summary = f.path().string();
+  ASSERT_FALSE(summary.empty());
+  const nlohmann::json j = nlohmann::json::parse(attnprof::io::read_file(summary));
+  EXPECT_EQ(j["problem"]["varlen_padded"], true);
+  EXPECT_NE(j["facts"].value("variable lengths", "").find("(--varlen-layout padded)"), std::string::npos) << j["facts"];
+  remove_tree(e);
   const Result bwd = run_cli("--seqlens 5,40 --device cpu --pass bwd --out /tmp/attnprof_never_written");
   EXPECT_EQ(bwd.rc, 2);
   EXPECT_NE(bwd.err.find("runs the forward only"), std::string::npos) << bwd.err;

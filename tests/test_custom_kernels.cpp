@@ -768,6 +768,13 @@ TEST(CustomVariants, SupportsGivesReasons) {
   EXPECT_NE(flash->supports(p).reason.find("not fp32"), std::string::npos);
   p.dtype = attnprof::DType::BF16;
   EXPECT_TRUE(flash->supports(p).ok) << flash->supports(p).reason;
+  // A variable-length batch: packed, never padded under a mask (--varlen-layout padded).
+  p.seqlens = {5, 64}, p.batch = 2, p.seq_q = p.seq_kv = 64;
+  EXPECT_TRUE(flash->supports(p).ok) << flash->supports(p).reason;
+  p.varlen_padded = true;
+  EXPECT_NE(flash->supports(p).reason.find("never padded under a mask: drop --varlen-layout padded"),
+            std::string::npos)
+      << flash->supports(p).reason;
 #else
   EXPECT_NE(flash->supports(p).reason.find("CUDA kernels"), std::string::npos);
 #endif

@@ -335,6 +335,19 @@ TEST(Options, SeqlensMakeAVariableLengthBatch) {
   EXPECT_EQ(build_problem(parse({"--shape", "llama3-8b-decode", "--seqlens", "100,8000"})).seq_q, 1)
       << "a decode preset's one query per sequence";
   EXPECT_EQ(build_problem(parse({"--seqlens", "4,4", "--batch", "2"})).batch, 2) << "an agreeing --batch is fine";
+  // --varlen-layout padded: every variant the padded batch; named in the stem and the configuration.
+  EXPECT_FALSE(p.varlen_padded) << "packed where a variant can, by default";
+  const Problem padded = build_problem(
+      parse({"--seqlens", "5,300,1,77", "--heads", "4", "--kv-heads", "2", "--varlen-layout", "padded"}));
+  EXPECT_TRUE(padded.varlen_padded);
+  EXPECT_EQ(padded.config_string(), "bf16 causal varlen 1-300 padded");
+  EXPECT_EQ(padded.file_stem(), p.file_stem() + "-padded");
+  EXPECT_FALSE(build_problem(parse({"--seqlens", "5,3", "--varlen-layout", "packed"})).varlen_padded);
+  EXPECT_TRUE(build_problem(parse({"--shape", "varlen-prefill", "--varlen-layout", "padded"})).varlen_padded);
+  EXPECT_EQ(usage_error(parse({"--seqlens", "4,5", "--varlen-layout", "ragged"})),
+            "invalid --varlen-layout 'ragged' (valid: packed, padded)");
+  EXPECT_EQ(usage_error(parse({"--varlen-layout", "padded"})),
+            "--varlen-layout padded needs a variable-length batch: add --seqlens (or a varlen --shape preset)");
   // Refusals, each naming the values.
   EXPECT_EQ(usage_error(parse({"--seqlens", "4,5,6", "--batch", "8"})),
             "--batch 8 differs from the 3 sequences --seqlens lists; drop --batch (the lengths set the batch)");

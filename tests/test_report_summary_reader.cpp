@@ -504,4 +504,15 @@ TEST(SummaryReader, SeqlensRoundTripAndAreChecked) {
   json backward = summary_json(r);
   backward["problem"]["pass"] = "bwd";
   EXPECT_NE(error_of(backward).find("field 'problem.pass': bwd with seqlens"), std::string::npos) << error_of(backward);
+  // --varlen-layout padded round-trips (absent in older files: packed where a variant can); never without lengths.
+  r.problem.varlen_padded = true;
+  const RunRecord padded = read_summary(summary_json(r));
+  EXPECT_TRUE(padded.problem.varlen_padded);
+  EXPECT_EQ(padded.problem.file_stem(), r.problem.file_stem());
+  EXPECT_FALSE(read_summary(j).problem.varlen_padded);
+  json equal = summary_json(r);
+  equal["problem"].erase("seqlens");
+  equal["problem"]["batch"] = 4;
+  EXPECT_NE(error_of(equal).find("field 'problem.varlen_padded': true without seqlens"), std::string::npos)
+      << error_of(equal);
 }

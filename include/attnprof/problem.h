@@ -77,6 +77,11 @@ struct Problem {
   // seq_q below every length). The masks hold per sequence. A forward-only
   // batch (the CLI enforces it).
   std::vector<int64_t> seqlens;
+  // With seqlens: every variant runs the padded batch under a mask, those
+  // with a packed (cu_seqlens) kernel too (--varlen-layout padded): what
+  // padding costs on the same backend. Variants that only read the packed
+  // batch refuse.
+  bool varlen_padded = false;
   Pass pass = Pass::fwd;
   std::string device = "cpu";  // "cpu" or "cuda:N", already resolved
   uint64_t seed = 0;

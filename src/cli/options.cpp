@@ -240,6 +240,12 @@ void add_shape_options(CLI::App& app, CliOptions& o) {
                  "its last N (decode against per-sequence cache lengths). Variants without a varlen kernel run "
                  "the padded batch under a mask. Forward only")
       ->each([&o](const std::string&) { o.seqlens_given = true; });
+  app.add_option("--varlen-layout", o.varlen_layout,
+                 "How variants read a --seqlens batch: packed (the default: those with a cu_seqlens kernel read "
+                 "[total, heads, head_dim] rows, the others the padded batch under a mask) or padded (every "
+                 "variant the padded batch under a mask: what padding costs on the same backend)")
+      ->capture_default_str()
+      ->each([&o](const std::string&) { o.varlen_layout_given = true; });
   app.add_option("--pass", o.pass,
                  "What a step runs: fwd (the forward), bwd (the backward of a forward run outside the measured "
                  "scope), fwd+bwd (both)")
@@ -437,6 +443,12 @@ Problem build_problem(const CliOptions& o) {
   int64_t seq_q = o.seq_q.value_or(o.seq), seq_kv = o.seq_kv.value_or(o.seq), batch = o.batch;
   std::vector<int64_t> seqlens;
   if (o.seqlens_given && o.seqlens.empty()) bad_seqlens("", "no lengths");
+  if (o.varlen_layout != "packed" && o.varlen_layout != "padded")
+    throw UsageError(invalid_choice("--varlen-layout", o.varlen_layout, {"packed", "padded"}));
+  if (o.varlen_layout_given && o.seqlens.empty())
+    throw UsageError(fmt::format("--varlen-layout {} needs a variable-length batch: add --seqlens (or a varlen "
+                                 "--shape preset)",
+                                 o.varlen_layout));
   if (!o.seqlens.empty()) {
     seqlens = parse_seqlens(o.seqlens, o.seed);
     const auto [lo, hi] = std::minmax_element(seqlens.begin(), seqlens.end());
@@ -545,6 +557,7 @@ Problem build_problem(const CliOptions& o) {
   p.heads_q = o.heads, p.heads_kv = kv_heads;
   p.seq_q = seq_q, p.seq_kv = seq_kv;
   p.seqlens = std::move(seqlens);
+  p.varlen_padded = p.varlen() && o.varlen_layout == "padded";
   p.dtype = *dtype;
   p.pass = *pass;
   p.mask = causal ? Mask::causal_bottom_right : Mask::none;

@@ -36,6 +36,8 @@ struct CliOptions {
   bool page_size_from_shape = false;     // the page size is a --shape preset's (no --page-size after it)
   std::string seqlens;                   // --seqlens: "L1,L2,..." or "mix:NxLO-HI" (empty: equal lengths)
   bool seqlens_given = false;            // --seqlens on the command line (an empty value is refused)
+  std::string varlen_layout = "packed";  // --varlen-layout: packed (where a variant can) or padded
+  bool varlen_layout_given = false;      // --varlen-layout on the command line
   bool batch_given = false;              // --batch on the command line (a different count from --seqlens is refused)
   // --causal (the default) / --no-causal; both at once is refused.
   bool causal_given = false, no_causal_given = false;

@@ -127,7 +127,8 @@ std::string varlen_fact(const Variant& v, const Problem& p) {
   if (p.padding_share() == 0.0) return batch + ", run as a padded batch with nothing to pad (one length)";
   return batch + ", padded to " + std::to_string(p.seq_kv) + ": a [batch, 1, seq_q, seq_kv] mask hides the padding, " +
          std::to_string(int(p.padding_share() * 100.0 + 0.5)) +
-         "% of the padded query-key area, computed and then masked";
+         "% of the padded query-key area, computed and then masked" +
+         (p.varlen_padded ? " (--varlen-layout padded)" : "");
 }
 
 std::string trace_metadata(const RunRecord& r) {

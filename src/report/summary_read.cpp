@@ -354,6 +354,8 @@ RunRecord read_summary(const json& j, const std::string& source) {
     if (p.paged()) rd.fail("problem.page_size", fmt::format("{} with seqlens: a variable-length batch is not paged", p.page_size));
     if (p.pass != Pass::fwd)
       rd.fail("problem.pass", fmt::format("{} with seqlens: a variable-length batch runs the forward only", pass_name(p.pass)));
+  } else if (p.varlen_padded) {
+    rd.fail("problem.varlen_padded", "true without seqlens: only a variable-length batch has a padded layout");
   }
   return r;
 }

@@ -49,6 +49,9 @@ class CustomOpVariant : public Variant {
     if (p.varlen() && !takes_varlen())
       return Support::no(name() + " runs batches of one length: " + op + " takes no cu_seqlens (custom-flash and "
                                   "sdpa-flash run the packed batch; naive, inplace and sdpa-math the padded one)");
+    if (p.varlen_padded)
+      return Support::no(name() + " reads a variable-length batch packed (" + op + ", cu_seqlens), never padded "
+                                  "under a mask: drop --varlen-layout padded");
     if (p.windowed() && !takes_window())
       return Support::no(name() + " has no sliding window: " + op + " masks causally only (window " +
                          std::to_string(p.window) + " of " + std::to_string(p.seq_kv) + " keys)");

@@ -309,7 +309,7 @@ class Sdpa : public Variant {
     if (p.varlen()) {
       // The flash and efficient kernels take the packed batch; every other
       // backend (and the CPU, and a top-left mask) the padded one under a mask.
-      if (!p.on_cuda() || p.effective_mask() == Mask::causal_top_left) return MaskRoute::materialised;
+      if (!p.on_cuda() || p.effective_mask() == Mask::causal_top_left || p.varlen_padded) return MaskRoute::materialised;
       if (backend_ == at::SDPBackend::flash_attention) return MaskRoute::flash_varlen;
       if (backend_ == at::SDPBackend::efficient_attention)
         return p.windowed() ? MaskRoute::materialised : MaskRoute::efficient_varlen;
