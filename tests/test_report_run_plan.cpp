@@ -55,12 +55,12 @@ TEST(RunPlan, AutoWarmupKeepsThreeForShortStepsAndOneForSlowOnes) {
 
 TEST(RunPlan, AutoTimingFitsTheBudgetBetweenOneAndAHundred) {
   EXPECT_EQ(auto_timing_iters(57e-6), 100) << "short GPU forwards keep the former CUDA count";
-  EXPECT_EQ(auto_timing_iters(0.01), 100) << "up to 10 ms a step";
-  EXPECT_EQ(auto_timing_iters(0.0105), 95);
-  EXPECT_EQ(auto_timing_iters(0.092), 10) << "sdpa-cudnn on a padded varlen batch: a second of timing";
-  EXPECT_EQ(auto_timing_iters(0.25), 4);
-  EXPECT_EQ(auto_timing_iters(0.5), 2);
-  EXPECT_EQ(auto_timing_iters(0.7), 1);
+  EXPECT_EQ(auto_timing_iters(0.005), 100) << "up to 5 ms a step";
+  EXPECT_EQ(auto_timing_iters(0.00525), 95);
+  EXPECT_EQ(auto_timing_iters(0.092), 5) << "sdpa-cudnn on the varlen-prefill batch: half a second of timing";
+  EXPECT_EQ(auto_timing_iters(0.125), 4);
+  EXPECT_EQ(auto_timing_iters(0.25), 2);
+  EXPECT_EQ(auto_timing_iters(0.3), 1);
   EXPECT_EQ(auto_timing_iters(13.0), 1) << "at least one";
   EXPECT_EQ(auto_timing_iters(-1.0), 100) << "unknown: the maximum";
   EXPECT_EQ(auto_timing_iters(0.0), 100);
@@ -114,20 +114,20 @@ TEST(RunPlan, SuggestsTheLargestHalvingThatFitsTheQuickLook) {
   const Problem p = shape(8, 16, 1024, 64);
   const PlanRequest r = auto_request(false);
   // 1.3 s a forward: --seq 512 has a quarter of the FLOPs, 0.325 s a step,
-  // 3 warm-ups + 5 profiled + 3 timed + check = 12 steps, 3.9 s.
+  // 3 warm-ups + 5 profiled + 1 timed + check = 10 steps, 3.25 s.
   auto s = suggest_smaller(p, r, 1.3);
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->flags, "--seq 512");
   EXPECT_EQ(s->problem.seq_q, 512);
   EXPECT_EQ(s->problem.seq_kv, 512);
-  EXPECT_NEAR(s->predicted_seconds, 12 * 1.3 / 4, 1e-9);
+  EXPECT_NEAR(s->predicted_seconds, 10 * 1.3 / 4, 1e-9);
   EXPECT_LE(s->predicted_seconds, kQuickLookSeconds);
   // 13 s a forward (the report): --seq 256 (0.81 s a step, 9 steps)
-  // is still over; --seq 128 is 13 steps of 0.2 s.
+  // is still over; --seq 128 is 11 steps of 0.2 s.
   s = suggest_smaller(p, r, 13.0);
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->flags, "--seq 128");
-  EXPECT_NEAR(s->predicted_seconds, 13 * 13.0 / 64, 1e-9);
+  EXPECT_NEAR(s->predicted_seconds, 11 * 13.0 / 64, 1e-9);
   EXPECT_LE(s->predicted_seconds, kQuickLookSeconds);
   // Slower still: seq stops at 64, then the batch halves.
   s = suggest_smaller(p, r, 2000.0);

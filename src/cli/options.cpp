@@ -262,7 +262,7 @@ void add_variant_option(CLI::App& app, CliOptions& o) {
 void add_run_options(CLI::App& app, CliOptions& o) {
   add_iters_option(app, "--timing-iters", o.timing_iters,
                    "Forwards timed without the profiler (CUDA events; steady clock on CPU): auto (as many as fit "
-                   "in 1 s at the profiled steps' pace, 1 to 100), a count, or 0 to skip");
+                   "in 0.5 s at the profiled steps' pace, 1 to 100), a count, or 0 to skip");
   app.add_flag("--quiet,-q", o.quiet, "No progress or time estimates on stderr (errors and notes still print)");
   app.add_flag("--kernels", o.kernels, "Also print each kernel's launch API, grid, block, registers, "
                "shared memory and estimated occupancy");

@@ -22,11 +22,11 @@ inline constexpr int kAutoWarmupMax = 3;
 inline constexpr double kWarmupBudgetSeconds = 2.0;
 // Auto timing: as many steps as fit in the budget at the profiled steps' pace,
 // at least 1 and at most 100 (the fixed CUDA count before auto existed, kept
-// for any step up to 10 ms). 1 s: a 92 ms forward (sdpa-cudnn on a padded
-// variable-length batch, H200) took 4.5 s end to end at 2 s; ten of its timed
-// steps spread 0.06%, so more buy nothing.
+// for any step up to 5 ms). 0.5 s: a 92 ms forward (sdpa-cudnn on the
+// varlen-prefill batch, H200) took 4.5 s end to end at 2 s and 3.05 s at 1 s,
+// past issue 31's 3 s; ten of its timed steps spread 0.06%, so five suffice.
 inline constexpr int kAutoTimingMax = 100;
-inline constexpr double kTimingBudgetSeconds = 1.0;
+inline constexpr double kTimingBudgetSeconds = 0.5;
 inline constexpr int kTimingRepsMax = 10;
 
 // Auto warm-up, asked after `done` steps that took `elapsed_s` together, the
