@@ -27,10 +27,11 @@ Suites:
             paged KV cache (8 x 32q/8kv x 1 x 32768 x 128, pages of 16, 64,
             256 tokens) against the contiguous decode and against
             gather-then-SDPA; a variable-length prefill (16 sequences of
-            --seqlens mix:16x128-8192, 32q/8kv x 128, causal): custom-flash
-            and sdpa-flash on the packed batch, sdpa-cudnn and sdpa-math on the
-            padded one, useful TFLOP/s (real tokens only) and each padded
-            variant's wasted share (issue 31).
+            --seqlens mix:16x128-8192, 32q/8kv x 128, causal): custom-flash,
+            sdpa-flash and sdpa-cudnn on the packed batch, sdpa-math and
+            sdpa-cudnn again (--varlen-layout padded) on the padded one, useful
+            TFLOP/s (real tokens only) and each padded variant's wasted share
+            (issue 31).
 
   python3 scripts/bench_kernels.py [--attnprof build/attnprof] [--suite forward,shapes,backward]
                                    [--iters 100] [--markdown out.md] [--json out.json]
@@ -77,29 +78,31 @@ FUSED = ["custom-flash", "custom-flash-sm90"] + SDPA
 ALL = ["naive", "inplace", "sdpa-math"] + SDPA + ["sdpa-auto", "custom-softmax", "custom-flash", "custom-flash-sm90"]
 
 
-def mask_label(causal, window=0, page=0, seqlens=None):
-    """'causal', 'full', 'window 4096', 'causal paged 16', 'causal varlen mix:16x128-8192': a point's mask,
-    and its KV layout when paged, its lengths when variable."""
+def mask_label(causal, window=0, page=0, seqlens=None, padded=False):
+    """'causal', 'full', 'window 4096', 'causal paged 16', 'causal varlen mix:16x128-8192' (+ ' padded' under
+    --varlen-layout padded): a point's mask, and its KV layout when paged, its lengths when variable."""
     label = (f"window {window}" if window else "causal") if causal else "full"
     label = f"{label} paged {page}" if page else label
-    return f"{label} varlen {seqlens}" if seqlens else label
+    return f"{label} varlen {seqlens}{' padded' if padded else ''}" if seqlens else label
 
 
 def run_point(exe, out_root, variant, b, hq, hkv, sq, skv, d, causal, pass_="fwd", iters=100, window=0, page=0,
-              seqlens=None):
-    """seqlens: a --seqlens value; it sets the batch and the lengths (b, sq and skv only label the point)."""
+              seqlens=None, padded=False):
+    """seqlens: a --seqlens value; it sets the batch and the lengths (b, sq and skv only label the point);
+    padded: --varlen-layout padded."""
     out = tempfile.mkdtemp(prefix="pt_", dir=out_root)
     sizes = ["--seqlens", seqlens] if seqlens else ["--batch", str(b), "--seq-q", str(sq), "--seq-kv", str(skv)]
     cmd = [exe, "--variant", variant, "--heads", str(hq), "--kv-heads", str(hkv)] + sizes + \
           ["--head-dim", str(d), "--dtype", "bf16", "--pass", pass_,
            "--timing-iters", str(iters), "--out", out, "--row-limit", "1",
            "--causal" if causal else "--no-causal"] + (["--window", str(window)] if window else []) + \
-        (["--kv-layout", "paged", "--page-size", str(page)] if page else [])
+        (["--kv-layout", "paged", "--page-size", str(page)] if page else []) + \
+        (["--varlen-layout", "padded"] if padded else [])
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.monotonic() - t0
     point = {"variant": variant, "shape": shape_label(b, hq, hkv, sq, skv, d),
-             "mask": mask_label(causal, window, page, seqlens), "pass": pass_, "wall_s": wall}
+             "mask": mask_label(causal, window, page, seqlens, padded), "pass": pass_, "wall_s": wall}
     if p.returncode != 0:
         point["skipped"] = (p.stderr.strip().splitlines() or ["?"])[-1][:160]
         return point
@@ -321,18 +324,26 @@ VARLEN = "mix:16x128-8192"
 
 
 def varlen_prefill(exe, tmp, iters):
-    """A variable-length prefill (--seqlens VARLEN, seed 0: 16 sequences, 32q/8kv x 128, causal): custom-flash
-    and sdpa-flash run the packed batch, sdpa-cudnn and sdpa-math the padded one under a mask. TFLOP/s count
-    real tokens only (attnprof's FLOPs), so they are the useful rate; the facts say each variant's layout
-    and, padded, its wasted share. vs: sdpa-flash (varlen) over the point."""
+    """A variable-length prefill (--seqlens VARLEN, seed 0: 16 sequences, 32q/8kv x 128, causal): custom-flash,
+    sdpa-flash and sdpa-cudnn run the packed batch (cu_seqlens), sdpa-math the padded one under a mask, and
+    sdpa-cudnn again padded (--varlen-layout padded: what padding costs the same backend). TFLOP/s count real
+    tokens only (attnprof's FLOPs), so they are the useful rate; the facts say each variant's layout and,
+    padded, its wasted share. vs: sdpa-flash (varlen) over the point."""
     variants = pick(["custom-flash", "sdpa-flash", "sdpa-cudnn", "sdpa-math"], "sdpa-flash")
-    pts = run_variants(exe, tmp, variants, 16, 32, 8, 8192, 8192, 128, True,
-                       iters=lambda v: max(10, iters // 10) if v == "sdpa-math" else iters, seqlens=VARLEN)
+    slow = lambda v: max(10, iters // 10) if v in ("sdpa-math", "sdpa-cudnn") else iters
+    pts = run_variants(exe, tmp, variants, 16, 32, 8, 8192, 8192, 128, True, iters=slow, seqlens=VARLEN)
+    pts += run_variants(exe, tmp, pick(["sdpa-cudnn"], None), 16, 32, 8, 8192, 8192, 128, True, iters=slow,
+                        seqlens=VARLEN, padded=True)
     for p in pts:
         if "variable lengths" in p.get("facts", {}):
             # "16 sequences of 130-8100 keys and as many queries, packed (...)": the layout part.
             p["batch"] = p["facts"]["variable lengths"].split(" queries, ", 1)[-1]
     ratio_to(pts, "sdpa-flash")
+    # The padded point's ratio too: to sdpa-flash's packed call, the one way to run this batch it has.
+    flash = next((p for p in pts if p["variant"] == "sdpa-flash" and p.get("median_us")), None)
+    for p in pts:
+        if p["mask"].endswith(" padded") and flash and p.get("median_us"):
+            p["vs"] = flash["median_us"] / p["median_us"]
     return ("varlen", f"variable-length prefill, --seqlens {VARLEN} (useful TFLOP/s: real tokens only; ratio to "
             "sdpa-flash's varlen call)", pts, "sdpa-flash")
 

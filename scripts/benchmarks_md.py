@@ -191,11 +191,13 @@ SECTIONS = [
             by("shape", "mask", "variant")),
     Section("serving", "Variable-length prefill",
             "`scripts/bench_kernels.py --suite serving`, bf16, causal, 16 sequences of `--seqlens mix:16x128-8192` "
-            "(seed 0), 32q/8kv heads x 128: custom-flash and sdpa-flash run the packed batch (`cu_seqlens`), "
-            "sdpa-cudnn and sdpa-math the padded one under a mask. TFLOP/s count real tokens only (the useful "
-            "rate); batch: the variant's layout and, padded, the share of the padded area it computes for "
-            "nothing. vs: sdpa-flash's varlen time over the variant's, same run.",
+            "(seed 0), 32q/8kv heads x 128: custom-flash, sdpa-flash and sdpa-cudnn run the packed batch "
+            "(`cu_seqlens`), sdpa-math and sdpa-cudnn again (`--varlen-layout padded`) the padded one under a mask. "
+            "TFLOP/s count real tokens only (the useful rate); batch: the variant's layout and, padded, the share "
+            "of the padded area it computes for nothing; profiled: its kernels' time in the trace. vs: "
+            "sdpa-flash's varlen time over the variant's, same run.",
             [text("variant", "variant"), num("event median µs", "median_us", "us", True),
+             num("profiled µs", "profiled_us", "us"),
              num("useful TFLOP/s", "tflops", ".0f"), num("vs", "vs", "x"), text("batch", "batch"),
              num("wall s", "wall_s", ".1f")],
             lambda p: p.get("group") == "varlen", by("variant")),

@@ -48,7 +48,7 @@ class CustomOpVariant : public Variant {
                                   "seq_kv - seq_q), not top-left");
     if (p.varlen() && !takes_varlen())
       return Support::no(name() + " runs batches of one length: " + op + " takes no cu_seqlens (custom-flash and "
-                                  "sdpa-flash run the packed batch; naive, inplace and sdpa-math the padded one)");
+                                  "the SDPA kernels run the packed batch; naive, inplace and sdpa-math the padded one)");
     if (p.varlen_padded)
       return Support::no(name() + " reads a variable-length batch packed (" + op + ", cu_seqlens), never padded "
                                   "under a mask: drop --varlen-layout padded");

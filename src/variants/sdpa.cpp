@@ -107,11 +107,14 @@ enum class MaskRoute {
   flash_window,      // aten::_flash_attention_forward(is_causal, window_size_left = window - 1)
   flash_varlen,      // aten::_flash_attention_forward(cum_seq_q, cum_seq_k, ...) on the packed batch
   efficient_varlen,  // aten::_efficient_attention_forward(cu_seqlens_q, cu_seqlens_k, ...) on the packed batch
+  cudnn_varlen,      // aten::_cudnn_attention_forward(cum_seq_q, cum_seq_k, ...) on the packed batch (ragged)
   materialised,      // attn_mask = the boolean [Sq, Skv] mask (with the window, if any; [B, 1, Sq, Skv] for a
                      // variable-length batch, the padding hidden too)
 };
 
-bool reads_packed_route(MaskRoute r) { return r == MaskRoute::flash_varlen || r == MaskRoute::efficient_varlen; }
+bool reads_packed_route(MaskRoute r) {
+  return r == MaskRoute::flash_varlen || r == MaskRoute::efficient_varlen || r == MaskRoute::cudnn_varlen;
+}
 
 // LibTorch's allocators refuse in their own words: the CPU's as an enforce
 // failure ("DefaultCPUAllocator: can't allocate memory: you tried to allocate
@@ -195,6 +198,13 @@ class Sdpa : public Variant {
           window_ > 0 ? std::optional<int64_t>(0) : std::nullopt);
       return std::get<0>(out);
     }
+    if (route_ == MaskRoute::cudnn_varlen) {
+      // cuDNN's ragged offsets: [total, heads, head_dim] rows, GQA in place.
+      const auto out = at::_cudnn_attention_forward(packed.q, packed.k, packed.v, std::nullopt, packed.cu_seqlens_q,
+                                                    packed.cu_seqlens_k, packed.max_q, packed.max_kv,
+                                                    /*compute_log_sumexp=*/false, 0.0, causal_, false, scale_);
+      return std::get<0>(out);
+    }
     // The CUTLASS kernel takes a packed batch as one sequence of total rows with cu_seqlens.
     const auto out = at::_efficient_attention_forward(
         packed.q.unsqueeze(0), packed.k.unsqueeze(0), packed.v.unsqueeze(0), std::nullopt, packed.cu_seqlens_q,
@@ -227,6 +237,7 @@ class Sdpa : public Variant {
         return at::scaled_dot_product_attention(q, k, v, allowed_, 0.0, false, scale_, enable_gqa_);
       case MaskRoute::flash_varlen:
       case MaskRoute::efficient_varlen:
+      case MaskRoute::cudnn_varlen:
         TORCH_CHECK(false, name_, ": a variable-length batch runs through forward_varlen");
       case MaskRoute::is_causal:
       case MaskRoute::none:
@@ -252,6 +263,15 @@ class Sdpa : public Variant {
     // A variable-length batch's mask and layout are the session's "variable lengths" fact.
     if (route_ == MaskRoute::materialised && !varlen_)
       f.push_back({"causal mask", "materialised as a boolean [seq_q, seq_kv] attn_mask (lower-right aligned)"});
+    if (reads_packed_route(route_))
+      f.push_back({"variable-length call",
+                   route_ == MaskRoute::flash_varlen
+                       ? "aten::_flash_attention_forward(cum_seq_q, cum_seq_k, max_q, max_k): FlashAttention-2's varlen path"
+                   : route_ == MaskRoute::efficient_varlen
+                       ? "aten::_efficient_attention_forward(cu_seqlens_q, cu_seqlens_k): the packed batch as one "
+                         "sequence of total rows"
+                       : "aten::_cudnn_attention_forward(cum_seq_q, cum_seq_k): cuDNN's ragged offsets, int32 (int64 "
+                         "offsets gave wrong output on the H200, torch 2.11)"});
     if (route_ == MaskRoute::flash_window || (route_ == MaskRoute::flash_varlen && window_ > 0))
       f.push_back({"sliding window", std::to_string(window_) + " keys, via aten::_flash_attention_forward("
                                      "window_size_left=" + std::to_string(window_ - 1) +
@@ -275,6 +295,7 @@ class Sdpa : public Variant {
       case MaskRoute::flash_window:
       case MaskRoute::flash_varlen:
       case MaskRoute::efficient_varlen:
+      case MaskRoute::cudnn_varlen:
         // causal_lower_right asks can_use_* without a mask and without is_causal (and so do the varlen calls).
         return at::_fused_sdp_choice(q, k, v, std::nullopt, 0.0, false, std::nullopt, gqa);
       case MaskRoute::materialised:
@@ -307,12 +328,15 @@ class Sdpa : public Variant {
 
   MaskRoute route_for(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) const {
     if (p.varlen()) {
-      // The flash and efficient kernels take the packed batch; every other
-      // backend (and the CPU, and a top-left mask) the padded one under a mask.
+      // The flash, efficient and cuDNN kernels take the packed batch; math (and
+      // the CPU, and a top-left mask) the padded one under a mask.
       if (!p.on_cuda() || p.effective_mask() == Mask::causal_top_left || p.varlen_padded) return MaskRoute::materialised;
       if (backend_ == at::SDPBackend::flash_attention) return MaskRoute::flash_varlen;
       if (backend_ == at::SDPBackend::efficient_attention)
         return p.windowed() ? MaskRoute::materialised : MaskRoute::efficient_varlen;
+      // cuDNN's causal mask is top-left: bottom-right only where every sequence has as many queries as keys.
+      if (backend_ == at::SDPBackend::cudnn_attention)
+        return !p.windowed() && p.seq_q == p.seq_kv ? MaskRoute::cudnn_varlen : MaskRoute::materialised;
       if (backend_) return MaskRoute::materialised;
       // sdpa-auto: flash's varlen call where its kernel takes the input, else the padded batch under a mask.
       return takes_unmasked(at::SDPBackend::flash_attention, p, q, k, v) ? MaskRoute::flash_varlen
