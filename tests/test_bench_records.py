@@ -225,9 +225,9 @@ class Page(unittest.TestCase):
             self.assertEqual(len(bad.stderr.strip().splitlines()), 1)
             self.assertIn("forward.json: not valid JSON", bad.stderr)
 
-    def test_the_committed_records_are_valid_and_make_a_page_under_300_lines(self):
+    def test_the_committed_records_are_valid_and_make_a_page_under_320_lines(self):
         page = md.render(br.load_dir(os.path.join(ROOT, "docs", "bench")))
-        self.assertLess(page.count("\n"), 300)
+        self.assertLess(page.count("\n"), 320)  # 300 until the variable-length prefill section
 
 
 FAKE_ATTNPROF = r'''#!{python}

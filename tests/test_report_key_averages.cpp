@@ -255,6 +255,28 @@ TEST(ScopeStats, CountsDeviceWorkPerCallInOrder) {
   EXPECT_DOUBLE_EQ(st.cpu_time_avg_us, 890.0);
 }
 
+// A kernel whose module CUDA loads lazily inside the op: the trace's "Lazy
+// Function Loading" event carries the op's id, so Python's table gives the
+// kernel to both rows (cuDNN's ragged call on the H200: 6.4 ms kernel, 12.8 ms
+// CUDA total). The scope counts it once.
+TEST(ScopeStats, AKernelTwoOpsOwnCountsOnce) {
+  std::vector<TraceEvent> ev = {
+      cpu_op("attn_fwd", 0, 100, 1, true),
+      cpu_op("aten::_cudnn_attention_forward", 10, 90, 2),
+      cpu_op("Lazy Function Loading", 12, 18, 2),
+      launch(20, 30, 500, 2),
+      kernel("cudnn_fprop", 40, 80, 500, 2),
+  };
+  const auto fes = build_function_events(ev, true);
+  const auto rows = key_averages(fes);
+  EXPECT_EQ(row(rows, "Lazy Function Loading").self_device_time_total_ns, 40'000) << "Python's attribution, kept";
+  const ScopeStats st = scope_stats(fes, "attn_fwd");
+  EXPECT_DOUBLE_EQ(st.kernels_per_call, 1.0);
+  ASSERT_EQ(st.kernels.size(), 1u);
+  EXPECT_DOUBLE_EQ(st.kernels[0].count_per_call, 1.0);
+  EXPECT_DOUBLE_EQ(st.device_time_avg_us, 40.0);
+}
+
 TEST(ScopeStats, Tflops) {
   EXPECT_NEAR(*achieved_tflops(2e12, 1e6), 2.0, 1e-12);
   EXPECT_FALSE(achieved_tflops(1.0, 0.0).has_value());
