@@ -489,6 +489,17 @@ TEST(OwnOutputs, NamesAttnprofWritesAndNoOthers) {
   EXPECT_TRUE(is_own_output("compare", stem + ".md"));
   EXPECT_TRUE(is_own_output("sweep", "sweep.csv"));
   EXPECT_TRUE(is_own_output("sweep/partial", "tflops_d64.svg"));
+  // Every suffix Problem::file_stem writes: window, pages, variable lengths (padded too).
+  for (const std::string s : {"1_16_32768_128_bf16_causal_w4096", "8_32_1_128_bf16_causal_hkv8_kv32768_p16",
+                              "16_32_8065_128_bf16_causal_hkv8_vl16-a2a59e7b",
+                              "16_32_8065_128_bf16_causal_hkv8_vl16-a2a59e7b-padded",
+                              "1_2_300_64_bf16_causal_w17_bwd"}) {
+    EXPECT_TRUE(is_own_output("naive", s + ".summary.json")) << s;
+    EXPECT_TRUE(is_own_output("naive/" + s, s + ".pt.trace.json.gz")) << s;
+    EXPECT_TRUE(is_own_output("", "custom-flash_" + s + ".json")) << s;
+  }
+  EXPECT_FALSE(is_own_output("naive", stem + "_vl16-.summary.json")) << "no hash";
+  EXPECT_FALSE(is_own_output("naive", stem + "_vl16-a2a59e7b-pad.summary.json"));
   for (const auto& [rel, name] : std::vector<std::pair<std::string, std::string>>{
            {"", "notes.txt"}, {"", stem + ".json"}, {"", "x_notes.json"}, {"naive", "notes.txt"},
            {"naive", stem + ".pt.trace.json.gz"}, {"mydata", "report.csv"}, {"naive", stem + ".txt.bak"},

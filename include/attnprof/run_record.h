@@ -63,7 +63,7 @@ struct ScopeStats {
   std::string scope;
   int64_t calls = 0;
   double cpu_time_avg_us = 0.0;
-  double device_time_avg_us = 0.0;  // sum of the call's device work, as key_averages
+  double device_time_avg_us = 0.0;  // sum of the call's device work, each piece once
   double device_time_min_us = 0.0;
   double device_time_max_us = 0.0;
   double kernels_per_call = 0.0;  // kernels + memcpy + memset

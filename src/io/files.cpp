@@ -632,6 +632,16 @@ DirLock::DirLock(const std::string& dir) : path_(join_path(dir, ".attnprof.lock"
         if (n > 0) break;
         ::usleep(5 * 1000);
       }
+      if (err == EWOULDBLOCK && n <= 0) {
+        // Still no pid: the holder may have released (and removed) the file meanwhile; then lock anew.
+        struct stat opened {}, now {};
+        if (::fstat(fd_, &opened) != 0 || ::stat(path_.c_str(), &now) != 0 || opened.st_ino != now.st_ino ||
+            opened.st_dev != now.st_dev) {
+          ::close(fd_);
+          fd_ = -1;
+          continue;
+        }
+      }
       ::close(fd_);
       fd_ = -1;
       if (err != EWOULDBLOCK)

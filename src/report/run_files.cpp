@@ -136,7 +136,8 @@ bool word_at(const std::string& s, size_t& i, const char* w) {
   return true;
 }
 // The length of a file stem at the start of `s` (Problem::file_stem:
-// B_H_S_D_dtype_mask, then _hkvN, _kvN, _bwd or _fwdbwd), 0 when none.
+// B_H_S_D_dtype_mask, then _hkvN, _kvN, _wN, _pN, _vlN-<hex>[-padded], _bwd or
+// _fwdbwd), 0 when none.
 size_t stem_length(const std::string& s) {
   size_t i = 0;
   for (int k = 0; k < 4; ++k)
@@ -145,8 +146,19 @@ size_t stem_length(const std::string& s) {
   if (!(word_at(s, i, "causal-top-left") || word_at(s, i, "causal") || word_at(s, i, "full"))) return 0;
   size_t j = i;
   if (word_at(s, j, "_hkv") && digits_at(s, j)) i = j;
+  for (const char* tag : {"_kv", "_w", "_p"}) {
+    j = i;
+    if (word_at(s, j, tag) && digits_at(s, j)) i = j;
+  }
   j = i;
-  if (word_at(s, j, "_kv") && digits_at(s, j)) i = j;
+  if (word_at(s, j, "_vl") && digits_at(s, j) && word_at(s, j, "-")) {
+    const size_t hex = j;
+    while (j < s.size() && ((s[j] >= '0' && s[j] <= '9') || (s[j] >= 'a' && s[j] <= 'f'))) ++j;
+    if (j > hex) {
+      i = j;
+      if (word_at(s, j, "-padded")) i = j;
+    }
+  }
   j = i;
   if (word_at(s, j, "_bwd") || word_at(s, j, "_fwdbwd")) i = j;
   return i;

@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <ATen/SDPBackend.h>
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/util/Exception.h>
 
 #include <optional>
@@ -123,6 +124,11 @@ bool is_allocation_failure(const c10::Error& e) {
   if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) return true;
   const std::string what = e.what_without_backtrace();
   return what.find("you tried to allocate") != std::string::npos || what.find("Tried to allocate") != std::string::npos;
+}
+
+bool cudnn_takes_ragged(const at::Tensor& q) {
+  const cudaDeviceProp* d = at::cuda::getDeviceProperties(q.device().index());
+  return (d->major == 9 || d->major == 10) && d->minor == 0;
 }
 
 bool hides_nothing(const Problem& p) {
@@ -334,9 +340,11 @@ class Sdpa : public Variant {
       if (backend_ == at::SDPBackend::flash_attention) return MaskRoute::flash_varlen;
       if (backend_ == at::SDPBackend::efficient_attention)
         return p.windowed() ? MaskRoute::materialised : MaskRoute::efficient_varlen;
-      // cuDNN's causal mask is top-left: bottom-right only where every sequence has as many queries as keys.
+      // cuDNN's causal mask is top-left: bottom-right only where every sequence has as many queries as keys;
+      // PyTorch takes its ragged offsets on SM 9.0 and 10.0 only (sdp_utils' check_for_nested_inputs).
       if (backend_ == at::SDPBackend::cudnn_attention)
-        return !p.windowed() && p.seq_q == p.seq_kv ? MaskRoute::cudnn_varlen : MaskRoute::materialised;
+        return !p.windowed() && p.seq_q == p.seq_kv && cudnn_takes_ragged(q) ? MaskRoute::cudnn_varlen
+                                                                                : MaskRoute::materialised;
       if (backend_) return MaskRoute::materialised;
       // sdpa-auto: flash's varlen call where its kernel takes the input, else the padded batch under a mask.
       return takes_unmasked(at::SDPBackend::flash_attention, p, q, k, v) ? MaskRoute::flash_varlen
