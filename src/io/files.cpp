@@ -615,6 +615,16 @@ std::string read_file(const std::string& path, size_t max_bytes) {
 
 // --- DirLock ------------------------------------------------------------------------
 
+namespace {
+// Whether the file open at fd is still the one at path (an owner removes the
+// lock file on release, and a later run makes a new one).
+bool still_at(int fd, const std::string& path) {
+  struct stat opened {}, now {};
+  return ::fstat(fd, &opened) == 0 && ::stat(path.c_str(), &now) == 0 && opened.st_ino == now.st_ino &&
+         opened.st_dev == now.st_dev;
+}
+}  // namespace
+
 DirLock::DirLock(const std::string& dir) : path_(join_path(dir, ".attnprof.lock")) {
   // The owner removes the file on release; a waiter that opened the removed
   // file sees a different inode at the path after locking, and tries again.
@@ -623,38 +633,32 @@ DirLock::DirLock(const std::string& dir) : path_(join_path(dir, ".attnprof.lock"
     if (fd_ < 0) throw FileError("cannot lock output directory '" + shown(dir) + "': " + os_reason());
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
+      if (err != EWOULDBLOCK) {
+        ::close(fd_);
+        fd_ = -1;
+        throw FileError("cannot lock output directory '" + shown(dir) + "': " + os_reason(err));
+      }
       // The holder writes its pid just after it locks; a run that locked a
       // moment ago may not have yet, so read for up to 100 ms before naming none.
       char buf[32] = {0};
       ssize_t n = 0;
-      for (int wait = 0; err == EWOULDBLOCK && wait < 20; ++wait) {
+      for (int wait = 0; wait < 20; ++wait) {
         n = ::pread(fd_, buf, sizeof buf - 1, 0);
         if (n > 0) break;
         ::usleep(5 * 1000);
       }
-      if (err == EWOULDBLOCK && n <= 0) {
-        // Still no pid: the holder may have released (and removed) the file meanwhile; then lock anew.
-        struct stat opened {}, now {};
-        if (::fstat(fd_, &opened) != 0 || ::stat(path_.c_str(), &now) != 0 || opened.st_ino != now.st_ino ||
-            opened.st_dev != now.st_dev) {
-          ::close(fd_);
-          fd_ = -1;
-          continue;
-        }
-      }
+      // Still no pid and the file gone or replaced: the holder released meanwhile; lock anew.
+      const bool released = n <= 0 && !still_at(fd_, path_);
       ::close(fd_);
       fd_ = -1;
-      if (err != EWOULDBLOCK)
-        throw FileError("cannot lock output directory '" + shown(dir) + "': " + os_reason(err));
+      if (released) continue;
       const long holder = n > 0 ? std::strtol(buf, nullptr, 10) : -1;
       throw DirBusy("output directory '" + shown(dir) + "' is in use by another attnprof run" +
                         (holder > 0 ? " (pid " + std::to_string(holder) + ")" : std::string()) +
                         "; wait for it to finish or choose another --out",
                     holder > 0 ? holder : -1);
     }
-    struct stat held {}, now {};
-    if (::fstat(fd_, &held) == 0 && ::stat(path_.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
-        held.st_dev == now.st_dev) {
+    if (still_at(fd_, path_)) {
       const std::string pid = std::to_string(::getpid()) + "\n";
       if (::ftruncate(fd_, 0) == 0) (void)::pwrite(fd_, pid.data(), pid.size(), 0);
       register_temp(path_);  // a second Ctrl-C removes it too

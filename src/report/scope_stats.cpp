@@ -7,7 +7,7 @@
 namespace attnprof {
 
 namespace {
-// Device work owned by the ops of the subtree at `root`, in execution order.
+// Device work owned by the ops of the subtree at `root` (a kernel two ops own, twice).
 std::vector<int> subtree_kernels(const std::vector<FunctionEvent>& fes, int root) {
   std::vector<int> work, stack = {root};
   while (!stack.empty()) {
@@ -17,8 +17,6 @@ std::vector<int> subtree_kernels(const std::vector<FunctionEvent>& fes, int root
       if (is_device_work(fes[k].event)) work.push_back(k);
     for (int c : fes[i].children) stack.push_back(c);
   }
-  std::sort(work.begin(), work.end());  // fes is sorted by start time
-  work.erase(std::unique(work.begin(), work.end()), work.end());
   return work;
 }
 
@@ -73,7 +71,7 @@ ScopeStats scope_stats(const std::vector<FunctionEvent>& fes, const std::string&
     // its launch's id, so a CUDA lazy load inside the op ("Lazy Function
     // Loading", cuDNN's ragged call on every call) owns it too, and the scope's
     // CUDA total counts it twice (6.4 ms kernel, 12.8 ms total, torch 2.11).
-    std::sort(work.begin(), work.end());
+    std::sort(work.begin(), work.end());  // execution order: fes is sorted by start time
     work.erase(std::unique(work.begin(), work.end()), work.end());
     double call_device_ns = 0;
     for (int k : work) call_device_ns += double(duration_ns(fes[k].event));
