@@ -324,12 +324,12 @@ VARLEN = "mix:16x128-8192"
 
 
 def varlen_prefill(exe, tmp, iters):
-    """A variable-length prefill (--seqlens VARLEN, seed 0: 16 sequences, 32q/8kv x 128, causal): custom-flash,
-    sdpa-flash and sdpa-cudnn run the packed batch (cu_seqlens), sdpa-math the padded one under a mask, and
+    """A variable-length prefill (--seqlens VARLEN, seed 0: 16 sequences, 32q/8kv x 128, causal): custom-flash-sm90,
+    custom-flash, sdpa-flash and sdpa-cudnn run the packed batch (cu_seqlens), sdpa-math the padded one under a mask, and
     sdpa-cudnn again padded (--varlen-layout padded: what padding costs the same backend). TFLOP/s count real
     tokens only (attnprof's FLOPs), so they are the useful rate; the facts say each variant's layout and,
     padded, its wasted share. vs: sdpa-flash (varlen) over the point."""
-    variants = pick(["custom-flash", "sdpa-flash", "sdpa-cudnn", "sdpa-math"], "sdpa-flash")
+    variants = pick(["custom-flash-sm90", "custom-flash", "sdpa-flash", "sdpa-cudnn", "sdpa-math"], "sdpa-flash")
     slow = lambda v: max(10, iters // 10) if v in ("sdpa-math", "sdpa-cudnn") else iters
     pts = run_variants(exe, tmp, variants, 16, 32, 8, 8192, 8192, 128, True, iters=slow, seqlens=VARLEN)
     pts += run_variants(exe, tmp, pick(["sdpa-cudnn"], None), 16, 32, 8, 8192, 8192, 128, True, iters=slow,

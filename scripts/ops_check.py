@@ -228,10 +228,12 @@ def varlen_inputs(dev, q_lens, k_lens, hq=4, hkv=2, d=64, dtype=torch.bfloat16):
     return q, k, v, cu(q_lens), cu(k_lens)
 
 
-def varlen_cases(dev):
-    """attnprof::flash_attention_varlen: each sequence as flash_attention gives it alone, bad inputs refused."""
+def varlen_cases(dev, name="flash_attention_varlen"):
+    """attnprof::flash_attention_varlen (or the Hopper kernel's, which has no
+    sliding window): each sequence as flash_attention gives it alone, bad inputs refused."""
     s = 0.125
-    f = op("flash_attention_varlen")
+    f = op(name)
+    windows = name == "flash_attention_varlen"
 
     def same(q_lens, k_lens, causal=True, window=0):
         q, k, v, cq, ck = varlen_inputs(dev, q_lens, k_lens)
@@ -265,7 +267,9 @@ def varlen_cases(dev):
         ("valid prefill, lengths 1, 77, 300, 5", lambda: same([1, 77, 300, 5], [1, 77, 300, 5]), "ok"),
         ("valid decode, one query per sequence", lambda: same([1, 1, 1], [90, 7, 1000]), "ok"),
         ("valid, non-causal", lambda: same([30, 3], [30, 3], causal=False), "ok"),
-        ("valid, window 16", lambda: same([200, 9], [200, 9], window=16), "ok"),
+        ("valid, window 16", lambda: same([200, 9], [200, 9], window=16), "ok" if windows else "error"),
+        ("valid, 40 sequences of 1 to 600 rows", lambda: same([(1 + 97 * i) % 600 + 1 for i in range(40)],
+                                                              [(1 + 97 * i) % 600 + 1 for i in range(40)]), "ok"),
         ("valid under torch.inference_mode, and bad offsets refused there", inference, "ok"),
         ("empty batch", lambda: f(q[:0], k[:0], v[:0], cq[:1], ck[:1], 0, 0, True, s), "ok"),
         ("cu_seqlens int64", lambda: f(q, k, v, cq.long(), ck, 6, 7, True, s), "error"),
@@ -371,8 +375,11 @@ def softmax_cases(dev):
     ]
 
 
-def hopper_only(cases):
-    """On a GPU other than compute capability 9.0 a valid call raises too."""
+def hopper_only(cases, dev=None):
+    """On a GPU other than compute capability 9.0 a valid call raises too
+    (given `dev`, the cases stay as they are on a 9.0 one)."""
+    if dev is not None and str(dev).startswith("cuda") and torch.cuda.get_device_capability(dev) == (9, 0):
+        return cases
     return [(w, t, "either" if e == "ok" else e) for w, t, e in cases]
 
 
@@ -417,6 +424,7 @@ KNOWN = {
     "flash_attention_backward": flash_backward_cases,
     "flash_attention_paged": paged_cases,
     "flash_attention_varlen": varlen_cases,
+    "flash_attention_sm90_varlen": lambda dev: hopper_only(varlen_cases(dev, "flash_attention_sm90_varlen"), dev),
     "flash_attention_backward_sm90": lambda dev: hopper_only(flash_backward_cases(dev, "flash_attention_backward_sm90")),
     "scaled_masked_softmax_backward": softmax_backward_cases,
 }
@@ -429,6 +437,9 @@ SCHEMAS = {  # what the Python user calls; the test fails if one changes unnotic
     "flash_attention_varlen": "attnprof::flash_attention_varlen(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, "
                               "Tensor cu_seqlens_k, int max_seqlen_q, int max_seqlen_k, bool causal, float scale, "
                               "int window=0) -> (Tensor out, Tensor lse)",
+    "flash_attention_sm90_varlen": "attnprof::flash_attention_sm90_varlen(Tensor q, Tensor k, Tensor v, "
+                                   "Tensor cu_seqlens_q, Tensor cu_seqlens_k, int max_seqlen_q, int max_seqlen_k, "
+                                   "bool causal, float scale, int window=0) -> (Tensor out, Tensor lse)",
     "scaled_masked_softmax": "attnprof::scaled_masked_softmax(Tensor scores, float scale, bool causal) -> Tensor",
     "flash_attention_sm90_config": "attnprof::flash_attention_sm90_config(Tensor q, Tensor k, Tensor v, bool causal, "
                                    "float scale, str config) -> (Tensor out, Tensor lse)",

@@ -471,13 +471,49 @@ TEST(FlashAttentionPagedOp, RejectsBadInputs) {
   expect_error("an edited table", [&] { paged_op().call(q, kc, kc, edited, 40, true, 0.125, 0); }, "names page 99");
 }
 
-// attnprof::flash_attention_varlen, through the dispatcher.
+// The packed variable-length operators share one schema: the portable
+// kernel's attnprof::flash_attention_varlen and the Hopper kernel's
+// attnprof::flash_attention_sm90_varlen (no sliding window). Each test below
+// runs once per operator (the parameter), through the dispatcher.
 using VarlenFn = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                                     const at::Tensor&, const at::Tensor&, int64_t, int64_t, bool,
                                                     double, int64_t);
-c10::TypedOperatorHandle<VarlenFn> varlen_op() {
-  return c10::Dispatcher::singleton().findSchemaOrThrow("attnprof::flash_attention_varlen", "").typed<VarlenFn>();
-}
+constexpr const char* kHopperVarlenOp = "attnprof::flash_attention_sm90_varlen";
+
+class FlashAttentionVarlenOp : public testing::TestWithParam<const char*> {
+ protected:
+  std::string op_name() const { return GetParam(); }
+  bool hopper() const { return op_name() == kHopperVarlenOp; }
+  c10::TypedOperatorHandle<VarlenFn> varlen_op() const {
+    return c10::Dispatcher::singleton().findSchemaOrThrow(GetParam(), "").typed<VarlenFn>();
+  }
+  // Why this operator cannot run here, or "".
+  std::string unavailable() const {
+    if (!c10::Dispatcher::singleton().findSchemaOrThrow(GetParam(), "").hasKernelForDispatchKey(
+            c10::DispatchKey::CUDA))
+      return op_name() + " has no CUDA kernel in this build";
+#ifdef ATTNPROF_HAVE_CUDA_KERNELS
+    const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
+    if (hopper() && (prop->major != 9 || prop->minor != 0))
+      return op_name() + " needs a compute capability 9.0 GPU; this is " + prop->name;
+#endif
+    return "";
+  }
+};
+
+#define REQUIRE_VARLEN_OP()                          \
+  do {                                               \
+    REQUIRE_CUDA();                                  \
+    const std::string why = unavailable();           \
+    if (!why.empty()) GTEST_SKIP() << why;           \
+  } while (0)
+
+INSTANTIATE_TEST_SUITE_P(Kernels, FlashAttentionVarlenOp,
+                         testing::Values("attnprof::flash_attention_varlen", kHopperVarlenOp),
+                         [](const testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param) == kHopperVarlenOp ? std::string("sm90")
+                                                                             : std::string("portable");
+                         });
 
 // int32 offsets [0, l0, l0 + l1, ...] on the GPU.
 at::Tensor offsets_of(const std::vector<int64_t>& lengths) {
@@ -492,8 +528,15 @@ at::Tensor offsets_of(const std::vector<int64_t>& lengths) {
 // odd ones, one sequence far longer than the rest, queries and keys of
 // different lengths (decode rows, a chunk, a sequence with more queries than
 // keys whose first rows see nothing), GQA and MQA, both head dims, windows.
-TEST(FlashAttentionVarlenOp, EverySequenceMatchesFloat64OnItsOwn) {
-  REQUIRE_CUDA();
+// n lengths from 1 to 600, spread by a fixed stride from `start`.
+std::vector<int64_t> many_lengths(int n, int64_t start) {
+  std::vector<int64_t> lengths;
+  for (int i = 0; i < n; ++i) lengths.push_back((start + 97 * i) % 600 + 1);
+  return lengths;
+}
+
+TEST_P(FlashAttentionVarlenOp, EverySequenceMatchesFloat64OnItsOwn) {
+  REQUIRE_VARLEN_OP();
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   struct VarlenCase {
@@ -515,7 +558,11 @@ TEST(FlashAttentionVarlenOp, EverySequenceMatchesFloat64OnItsOwn) {
       // Rows that see no key at d128 (every warp's Q rows): no keys at all, and causal with 290 more queries
       // than keys (the blocks of the first rows have no key tile); max_seqlen above the longest.
       {4, 2, 128, {300, 7, 200}, {10, 0, 200}, true, 0, 70},
-      {4, 4, 64, {300, 130}, {0, 5}, false, 0}};
+      {4, 4, 64, {300, 130}, {0, 5}, false, 0},
+      // Keys longer than the queries without a mask; many sequences (the Hopper kernel walks their offsets).
+      {8, 4, 128, {300, 129, 64}, {1000, 129, 700}, false, 0},
+      {4, 1, 64, many_lengths(40, 1), many_lengths(40, 1), true, 0},
+      {8, 2, 128, many_lengths(33, 7), many_lengths(33, 7), false, 0}};
   for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
     const auto opts = at::TensorOptions().device(at::kCUDA).dtype(dtype);
     for (const VarlenCase& c : cases) {
@@ -525,6 +572,7 @@ TEST(FlashAttentionVarlenOp, EverySequenceMatchesFloat64OnItsOwn) {
       for (int64_t n : c.k_lens) name += " " + std::to_string(n);
       SCOPED_TRACE(name + (c.causal ? " causal" : " full") + " window " + std::to_string(c.window) + " " +
                    c10::toString(dtype));
+      if (hopper() && c.window > 0) continue;  // refused (RejectsBadInputs)
       int64_t total_q = 0, total_k = 0, max_q = 0, max_k = 0;
       for (size_t b = 0; b < c.q_lens.size(); ++b) {
         total_q += c.q_lens[b], total_k += c.k_lens[b];
@@ -573,8 +621,8 @@ TEST(FlashAttentionVarlenOp, EverySequenceMatchesFloat64OnItsOwn) {
 }
 
 // Empty batches and sequences: no rows, no keys (zeros and -inf), no queries.
-TEST(FlashAttentionVarlenOp, EmptySequences) {
-  REQUIRE_CUDA();
+TEST_P(FlashAttentionVarlenOp, EmptySequences) {
+  REQUIRE_VARLEN_OP();
   const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
   // Rows but no heads: empty outputs, no launch.
   const auto [no_heads, no_heads_lse] = varlen_op().call(at::empty({5, 0, 64}, bf16), at::empty({5, 1, 64}, bf16),
@@ -598,15 +646,16 @@ TEST(FlashAttentionVarlenOp, EmptySequences) {
   EXPECT_LE(relative_frobenius_error(out.narrow(0, 3, 4), ref.out[0].transpose(0, 1)), 1e-2);
 }
 
-TEST(FlashAttentionVarlenOp, RejectsBadInputs) {
-  REQUIRE_CUDA();
+TEST_P(FlashAttentionVarlenOp, RejectsBadInputs) {
+  REQUIRE_VARLEN_OP();
   const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
   const at::Tensor q = at::randn({10, 4, 64}, bf16), k = at::randn({12, 2, 64}, bf16);
   const at::Tensor cq = offsets_of({4, 6}), ck = offsets_of({5, 7});
-  const auto expect_error = expect_op_error("attnprof::flash_attention_varlen");
-  auto call = [](const at::Tensor& q_, const at::Tensor& k_, const at::Tensor& v_, const at::Tensor& cq_,
-                 const at::Tensor& ck_, int64_t mq = 6, int64_t mk = 7, bool causal = true, int64_t window = 0) {
-    return [=] { varlen_op().call(q_, k_, v_, cq_, ck_, mq, mk, causal, 0.125, window); };
+  const auto expect_error = expect_op_error(op_name());
+  auto call = [f = varlen_op()](const at::Tensor& q_, const at::Tensor& k_, const at::Tensor& v_,
+                                const at::Tensor& cq_, const at::Tensor& ck_, int64_t mq = 6, int64_t mk = 7,
+                                bool causal = true, int64_t window = 0) {
+    return [=] { f.call(q_, k_, v_, cq_, ck_, mq, mk, causal, 0.125, window); };
   };
   EXPECT_NO_THROW(call(q, k, k, cq, ck)());
   expect_error("int64 offsets", call(q, k, k, cq.to(at::kLong), ck), "must be int32");
@@ -631,6 +680,10 @@ TEST(FlashAttentionVarlenOp, RejectsBadInputs) {
   expect_error("fp32", call(q.to(at::kFloat), k.to(at::kFloat), k.to(at::kFloat), cq, ck), "not fp32");
   expect_error("strided q", call(at::randn({4, 10, 64}, bf16).transpose(0, 1), k, k, cq, ck), "contiguous");
   expect_error("window without causal", call(q, k, k, cq, ck, 6, 7, false, 8), "needs causal=True");
+  if (hopper()) {
+    expect_error("a window", call(q, k, k, cq, ck, 6, 7, true, 3), "no sliding window");
+    EXPECT_NO_THROW(call(q, k, k, cq, ck, 6, 7, true, 7)()) << "a window of every key hides none";
+  }
   // Offsets written in place are checked again.
   at::Tensor edited = ck.clone();
   EXPECT_NO_THROW(call(q, k, k, cq, edited)());
@@ -642,8 +695,8 @@ TEST(FlashAttentionVarlenOp, RejectsBadInputs) {
 // (as a server reuses a captured graph with new lengths) past the tensors, the
 // kernel skips those sequences instead of reading outside them: the replay
 // ends without a device error, and the valid sequence is still right.
-TEST(FlashAttentionVarlenOp, OffsetsEditedAfterCaptureStayInsideTheTensors) {
-  REQUIRE_CUDA();
+TEST_P(FlashAttentionVarlenOp, OffsetsEditedAfterCaptureStayInsideTheTensors) {
+  REQUIRE_VARLEN_OP();
 #ifdef ATTNPROF_HAVE_CUDA_KERNELS
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));

@@ -15,6 +15,7 @@
 #include "kernels/flash_sm90/flash_sm90_traits.h"
 #include "kernels/operators/signatures.h"
 #include "variants/custom_op_variant.h"
+#include "variants/torch_problem.h"
 #include "variants/flash_backward_facts.h"
 #include "variants/factories.h"
 
@@ -45,16 +46,17 @@ std::string describe_config() {
 std::string describe_configs() {
   std::string out;
   for (int d : kernels::head_dims(flash_sm90::Sm90FwdConfigs{})) {
-    std::string general, short_causal;
+    std::string general, short_causal, varlen;
     kernels::for_each_config(flash_sm90::Sm90FwdConfigs{}, [&](auto c) {
       using C = decltype(c);
       if (C::kHeadDim != d) return;
-      if (!C::kShortCausal) general = describe_config<C>();
+      if (C::kVarlen) varlen += "; a packed variable-length batch " + describe_config<C>();
+      else if (!C::kShortCausal) general = describe_config<C>();
       else
         short_causal += "; causal with " + std::to_string(64 * C::kConsumerWarpgroups + 1) + " to " +
                         std::to_string(flash_sm90::kShortCausalRows - 1) + " query rows " + describe_config<C>();
     });
-    out += (out.empty() ? "" : " | ") + ("head_dim " + std::to_string(d) + ": ") + general + short_causal;
+    out += (out.empty() ? "" : " | ") + ("head_dim " + std::to_string(d) + ": ") + general + short_causal + varlen;
   }
   return out;
 }
@@ -71,13 +73,25 @@ class CustomFlashSm90 final : public CustomOpVariant {
 #if defined(ATTNPROF_HAVE_CUDA_KERNELS) && !defined(ATTNPROF_HAVE_SM90_KERNELS)
     return family_support(&flash_sm90::unsupported, p);  // the build has no sm_90a kernels: say so first
 #endif
-    const Support base = operator_support("attnprof::flash_attention_sm90", p);
+    const Support base =
+        operator_support(p.varlen() ? "attnprof::flash_attention_sm90_varlen" : "attnprof::flash_attention_sm90", p);
     return base.ok ? family_support(&flash_sm90::unsupported, p) : base;
   }
 
   void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
     CustomOpVariant::prepare(p, q, k, v);
     hopper_bwd_ = flash_backward_is_hopper(q, k, v);
+    varlen_ = p.varlen();
+  }
+
+  bool takes_varlen() const override { return true; }
+  bool reads_packed() const override { return true; }
+
+  at::Tensor forward_varlen(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                            const PackedBatch& packed) override {
+    static auto op = ops::op_handle<ops::FlashAttentionVarlenFn>("attnprof::flash_attention_sm90_varlen");
+    return std::get<0>(op.call(packed.q, packed.k, packed.v, packed.cu_seqlens_q, packed.cu_seqlens_k, packed.max_q,
+                               packed.max_kv, causal_, scale_, 0));
   }
 
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
@@ -94,6 +108,11 @@ class CustomFlashSm90 final : public CustomOpVariant {
                    "round cut along the keys into a range per SM and merged by log-sum-exp in the kernel; "
                    "programmatic dependent launch: its blocks set up in the previous kernel's tail)"},
         {"tiles", describe_configs()}};
+    if (varlen_)
+      f.push_back({"variable-length call",
+                   "attnprof::flash_attention_sm90_varlen on the packed batch (cu_seqlens): TMA reads each "
+                   "sequence's rows from the packed tensors (keys past a sequence masked), its tiles numbered "
+                   "sequence by sequence, the last query block first, all taken from the tile counter"});
     // Its backward is custom-flash's (the same autograd node, kernels/operators/autograd.cpp).
     if (pass_ != Pass::fwd) f.push_back({"backward kernels", flash::describe_bwd(head_dim_, hopper_bwd_)});
     return f;
@@ -101,6 +120,7 @@ class CustomFlashSm90 final : public CustomOpVariant {
 
  private:
   bool hopper_bwd_ = false;
+  bool varlen_ = false;
 };
 
 }  // namespace

@@ -300,7 +300,7 @@ constexpr const char* kVarlenOp = "attnprof::flash_attention_varlen";
 // cu_seqlens from 0, non-decreasing, ending at `total`, no sequence longer
 // than `max_len`: one copy to the host, once per version of the tensor (a
 // separate cache from the block tables'; its key's columns hold total and max_len).
-void check_offsets(const at::Tensor& cu, const char* name, int64_t total, int64_t max_len) {
+void check_offsets(const char* op, const at::Tensor& cu, const char* name, int64_t total, int64_t max_len) {
   static CheckedTables checked;
   const std::optional<CheckedTables::Key> key = CheckedTables::key_of(cu, total, max_len, 0);
   if ((key && checked.contains(*key)) ||
@@ -309,14 +309,14 @@ void check_offsets(const at::Tensor& cu, const char* name, int64_t total, int64_
   const at::Tensor host = cu.cpu();
   const int* c = host.data_ptr<int>();
   const int64_t n = host.numel();
-  TORCH_CHECK(c[0] == 0, kVarlenOp, ": ", name, "[0] must be 0, got ", c[0]);
+  TORCH_CHECK(c[0] == 0, op, ": ", name, "[0] must be 0, got ", c[0]);
   for (int64_t b = 0; b + 1 < n; ++b) {
     const int64_t len = int64_t{c[b + 1]} - c[b];
-    TORCH_CHECK(len >= 0, kVarlenOp, ": ", name, " must not decrease, got ", c[b], " then ", c[b + 1], " at ", b);
-    TORCH_CHECK(len <= max_len, kVarlenOp, ": sequence ", b, " has ", len, " rows in ", name, ", more than max_seqlen ",
+    TORCH_CHECK(len >= 0, op, ": ", name, " must not decrease, got ", c[b], " then ", c[b + 1], " at ", b);
+    TORCH_CHECK(len <= max_len, op, ": sequence ", b, " has ", len, " rows in ", name, ", more than max_seqlen ",
                 max_len);
   }
-  TORCH_CHECK(c[n - 1] == total, kVarlenOp, ": ", name, " ends at ", c[n - 1], ", not at the ", total,
+  TORCH_CHECK(c[n - 1] == total, op, ": ", name, " ends at ", c[n - 1], ", not at the ", total,
               " packed rows");
   if (key) checked.add(*key);
 }
@@ -326,77 +326,26 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_varlen_cuda(const at::Tensor&
                                                                const at::Tensor& cu_seqlens_k, int64_t max_seqlen_q,
                                                                int64_t max_seqlen_k, bool causal, double scale,
                                                                int64_t window) {
-  for (const auto& [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}, {&cu_seqlens_q, "cu_seqlens_q"},
-                                {&cu_seqlens_k, "cu_seqlens_k"}}) {
-    kernels::check_cuda_tensor(*t, kVarlenOp, name);
-    TORCH_CHECK(t->device() == q.device(), kVarlenOp, ": ", name, " is on ", t->device(), ", q on ", q.device());
-  }
-  TORCH_CHECK(k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type(), kVarlenOp,
-              ": q, k, v must have one dtype, got ", q.scalar_type(), ", ", k.scalar_type(), ", ", v.scalar_type());
-  TORCH_CHECK(cu_seqlens_q.scalar_type() == at::kInt && cu_seqlens_k.scalar_type() == at::kInt, kVarlenOp,
-              ": cu_seqlens_q and cu_seqlens_k must be int32, got ", cu_seqlens_q.scalar_type(), " and ",
-              cu_seqlens_k.scalar_type());
-  TORCH_CHECK(q.dim() == 3 && k.dim() == 3 && v.dim() == 3 && cu_seqlens_q.dim() == 1 && cu_seqlens_k.dim() == 1,
-              kVarlenOp, ": q must be [total_q, heads_q, head_dim], k and v [total_k, heads_kv, head_dim], "
-              "cu_seqlens_q and cu_seqlens_k [batch + 1]; got ", q.sizes(), ", ", k.sizes(), ", ", v.sizes(), ", ",
-              cu_seqlens_q.sizes(), ", ", cu_seqlens_k.sizes());
-  TORCH_CHECK(k.sizes() == v.sizes(), kVarlenOp, ": k and v must have one shape, got ", k.sizes(), " and ", v.sizes());
-  TORCH_CHECK(k.size(2) == q.size(2), kVarlenOp, ": k's head_dim ", k.size(2), " is not q's ", q.size(2));
-  TORCH_CHECK(cu_seqlens_q.numel() >= 1 && cu_seqlens_q.numel() == cu_seqlens_k.numel(), kVarlenOp,
-              ": cu_seqlens_q and cu_seqlens_k must both hold batch + 1 offsets, got ", cu_seqlens_q.numel(), " and ",
-              cu_seqlens_k.numel());
-  const int64_t total_q = q.size(0), heads_q = q.size(1), head_dim = q.size(2);
-  const int64_t total_k = k.size(0), heads_kv = k.size(1), batch = cu_seqlens_q.numel() - 1;
-  TORCH_CHECK(heads_kv >= 1 && heads_q % heads_kv == 0, kVarlenOp, ": query heads (", heads_q,
-              ") must be a multiple of key/value heads (", heads_kv, ")");
-  TORCH_CHECK(std::isfinite(scale) && scale > 0, kVarlenOp, ": scale must be finite and positive, got ", scale);
-  kernels::check_supported(unsupported(kernels::query_of(q)), kVarlenOp);
-  TORCH_CHECK(max_seqlen_q >= 0 && max_seqlen_k >= 0 && max_seqlen_q <= kMaxSeq && max_seqlen_k <= kMaxSeq &&
-                  total_q <= kInt32Max && total_k <= kInt32Max && batch * heads_q <= kMaxGridX &&
-                  (max_seqlen_q + 127) / 128 <= kMaxGridY,
-              kVarlenOp, ": sizes outside the kernels' 32-bit indices and grid limits: q ", q.sizes(), ", k ",
-              k.sizes(), ", batch ", batch, ", max_seqlen_q ", max_seqlen_q, ", max_seqlen_k ", max_seqlen_k,
-              " (max_seqlen_q 0 .. ", kMaxGridY * 128, ", max_seqlen_k 0 .. ", kMaxSeq, ", total rows < 2^31)");
-  const int kernel_window = kernels::checked_window(kVarlenOp, causal, window, max_seqlen_k);
-  for (const auto& [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}}) kernels::check_aligned(*t, kVarlenOp, name);
-  // On q's device before the offsets are checked: the capture test reads its stream.
+  VarlenCall call = prepare_varlen(kVarlenOp, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
+                                   scale, window, &unsupported, [&] {
+                                     const int64_t batch = cu_seqlens_q.numel() - 1;
+                                     TORCH_CHECK(max_seqlen_q <= kMaxSeq && max_seqlen_k <= kMaxSeq &&
+                                                     q.size(1) * batch <= kMaxGridX &&
+                                                     (max_seqlen_q + 127) / 128 <= kMaxGridY,
+                                                 kVarlenOp, ": sizes outside the kernels' grid limits: q ", q.sizes(),
+                                                 ", batch ", batch, ", max_seqlen_q ", max_seqlen_q, ", max_seqlen_k ",
+                                                 max_seqlen_k, " (max_seqlen_q 0 .. ", kMaxGridY * 128,
+                                                 ", max_seqlen_k 0 .. ", kMaxSeq, ")");
+                                   });
+  if (call.done) return {call.out, call.lse};
   c10::cuda::CUDAGuard guard(q.device());
-  check_offsets(cu_seqlens_q, "cu_seqlens_q", total_q, max_seqlen_q);
-  check_offsets(cu_seqlens_k, "cu_seqlens_k", total_k, max_seqlen_k);
-
-  // Rows of a sequence the kernel skips (offsets changed behind the check, or
-  // unchecked during graph capture) are left as allocated: unspecified.
-  at::Tensor out = at::empty_like(q);
-  at::Tensor lse = at::empty({heads_q, total_q}, q.options().dtype(at::kFloat));
-  if (q.numel() == 0 || batch == 0 || max_seqlen_q == 0) return {out, lse};
-  FwdParams p;
-  p.q = q.data_ptr(), p.k = k.data_ptr(), p.v = v.data_ptr(), p.o = out.data_ptr();
-  p.lse = lse.data_ptr<float>();
-  p.q_head_stride = p.o_head_stride = p.k_head_stride = p.v_head_stride = head_dim;
-  p.q_row_stride = p.o_row_stride = heads_q * head_dim;
-  p.k_row_stride = p.v_row_stride = heads_kv * head_dim;
-  p.batch = static_cast<int>(batch);
-  p.heads_q = static_cast<int>(heads_q);
-  p.heads_kv = static_cast<int>(heads_kv);
-  p.group = p.heads_q / p.heads_kv;
-  p.seqlen_q = static_cast<int>(max_seqlen_q);
-  p.seqlen_k = static_cast<int>(max_seqlen_k);
-  p.head_dim = static_cast<int>(head_dim);
-  p.scale = static_cast<float>(scale);
-  p.scale_log2 = static_cast<float>(scale * 1.4426950408889634);  // log2(e)
-  p.causal = causal;
-  p.window = kernel_window;
-  p.is_bf16 = q.scalar_type() == at::kBFloat16;
-  p.cu_seqlens_q = cu_seqlens_q.data_ptr<int>();
-  p.cu_seqlens_k = cu_seqlens_k.data_ptr<int>();
-  p.total_q = static_cast<int>(total_q);
-  p.total_k = static_cast<int>(total_k);
+  FwdParams p = packed_params<FwdParams>(call);
   // The prefill kernel, one block row per sequence's query block, every key of a sequence in one split.
   p.plan.path = FwdPath::kPrefillPacked;
   p.plan.num_splits = 1;
-  p.plan.keys_per_split = static_cast<int>(std::max<int64_t>(max_seqlen_k, 1));
+  p.plan.keys_per_split = std::max(p.seqlen_k, 1);
   run_flash_fwd(p, at::cuda::getCurrentCUDAStream().stream());
-  return {out, lse};
+  return {call.out, call.lse};
 }
 
 // Defined, on CUDA, contiguous, on `device`: the layout every kernel here assumes.
@@ -517,6 +466,82 @@ FlashBwdCall prepare_flash_bwd(const char* op, const at::Tensor& grad_out, const
   p.scale = static_cast<float>(scale);
   p.causal = causal;
   p.is_bf16 = dt == at::kBFloat16;
+  return call;
+}
+
+VarlenCall prepare_varlen(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                          const at::Tensor& cu_seqlens_q, const at::Tensor& cu_seqlens_k, int64_t max_seqlen_q,
+                          int64_t max_seqlen_k, bool causal, double scale, int64_t window,
+                          const std::function<std::optional<std::string>(const kernels::KernelQuery&)>& supports,
+                          const std::function<void()>& more_checks) {
+  for (const auto& [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}, {&cu_seqlens_q, "cu_seqlens_q"},
+                                {&cu_seqlens_k, "cu_seqlens_k"}}) {
+    kernels::check_cuda_tensor(*t, op, name);
+    TORCH_CHECK(t->device() == q.device(), op, ": ", name, " is on ", t->device(), ", q on ", q.device());
+  }
+  TORCH_CHECK(k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type(), op,
+              ": q, k, v must have one dtype, got ", q.scalar_type(), ", ", k.scalar_type(), ", ", v.scalar_type());
+  TORCH_CHECK(cu_seqlens_q.scalar_type() == at::kInt && cu_seqlens_k.scalar_type() == at::kInt, op,
+              ": cu_seqlens_q and cu_seqlens_k must be int32, got ", cu_seqlens_q.scalar_type(), " and ",
+              cu_seqlens_k.scalar_type());
+  TORCH_CHECK(q.dim() == 3 && k.dim() == 3 && v.dim() == 3 && cu_seqlens_q.dim() == 1 && cu_seqlens_k.dim() == 1,
+              op, ": q must be [total_q, heads_q, head_dim], k and v [total_k, heads_kv, head_dim], "
+              "cu_seqlens_q and cu_seqlens_k [batch + 1]; got ", q.sizes(), ", ", k.sizes(), ", ", v.sizes(), ", ",
+              cu_seqlens_q.sizes(), ", ", cu_seqlens_k.sizes());
+  TORCH_CHECK(k.sizes() == v.sizes(), op, ": k and v must have one shape, got ", k.sizes(), " and ", v.sizes());
+  TORCH_CHECK(k.size(2) == q.size(2), op, ": k's head_dim ", k.size(2), " is not q's ", q.size(2));
+  TORCH_CHECK(cu_seqlens_q.numel() >= 1 && cu_seqlens_q.numel() == cu_seqlens_k.numel(), op,
+              ": cu_seqlens_q and cu_seqlens_k must both hold batch + 1 offsets, got ", cu_seqlens_q.numel(), " and ",
+              cu_seqlens_k.numel());
+  const int64_t total_q = q.size(0), heads_q = q.size(1), head_dim = q.size(2);
+  const int64_t total_k = k.size(0), heads_kv = k.size(1), batch = cu_seqlens_q.numel() - 1;
+  TORCH_CHECK(heads_kv >= 1 && heads_q % heads_kv == 0, op, ": query heads (", heads_q,
+              ") must be a multiple of key/value heads (", heads_kv, ")");
+  TORCH_CHECK(std::isfinite(scale) && scale > 0, op, ": scale must be finite and positive, got ", scale);
+  kernels::check_supported(supports(kernels::query_of(q)), op);
+  TORCH_CHECK(max_seqlen_q >= 0 && max_seqlen_k >= 0, op, ": max_seqlen_q ", max_seqlen_q, " and max_seqlen_k ",
+              max_seqlen_k, " must not be negative");
+  TORCH_CHECK(total_q <= kInt32Max && total_k <= kInt32Max && max_seqlen_q <= kInt32Max &&
+                  max_seqlen_k <= kInt32Max && batch * heads_q <= kInt32Max,
+              op, ": sizes outside the kernels' 32-bit indices: q ", q.sizes(), ", k ", k.sizes(), ", batch ", batch,
+              " (total rows and max_seqlen < 2^31)");
+  if (more_checks) more_checks();
+  VarlenCall call;
+  call.window = kernels::checked_window(op, causal, window, max_seqlen_k);
+  for (const auto& [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}}) kernels::check_aligned(*t, op, name);
+  // On q's device before the offsets are checked: the capture test reads its stream.
+  c10::cuda::CUDAGuard guard(q.device());
+  check_offsets(op, cu_seqlens_q, "cu_seqlens_q", total_q, max_seqlen_q);
+  check_offsets(op, cu_seqlens_k, "cu_seqlens_k", total_k, max_seqlen_k);
+
+  // Rows of a sequence the kernel skips (offsets changed behind the check, or
+  // unchecked during graph capture) are left as allocated: unspecified.
+  call.out = at::empty_like(q);
+  call.lse = at::empty({heads_q, total_q}, q.options().dtype(at::kFloat));
+  call.done = q.numel() == 0 || batch == 0 || max_seqlen_q == 0;
+  if (call.done) return call;
+  kernels::AttentionParams& p = call.params;
+  p.q = q.data_ptr(), p.k = k.data_ptr(), p.v = v.data_ptr(), p.o = call.out.data_ptr();
+  p.lse = call.lse.data_ptr<float>();
+  p.q_head_stride = p.o_head_stride = p.k_head_stride = p.v_head_stride = head_dim;
+  p.q_row_stride = p.o_row_stride = heads_q * head_dim;
+  p.k_row_stride = p.v_row_stride = heads_kv * head_dim;
+  p.batch = static_cast<int>(batch);
+  p.heads_q = static_cast<int>(heads_q);
+  p.heads_kv = static_cast<int>(heads_kv);
+  p.group = p.heads_q / p.heads_kv;
+  p.seqlen_q = static_cast<int>(max_seqlen_q);
+  p.seqlen_k = static_cast<int>(max_seqlen_k);
+  p.head_dim = static_cast<int>(head_dim);
+  p.scale = static_cast<float>(scale);
+  p.scale_log2 = static_cast<float>(scale * 1.4426950408889634);  // log2(e)
+  p.causal = causal;
+  p.window = call.window;
+  p.is_bf16 = q.scalar_type() == at::kBFloat16;
+  call.cu_seqlens_q = cu_seqlens_q.data_ptr<int>();
+  call.cu_seqlens_k = cu_seqlens_k.data_ptr<int>();
+  call.total_q = static_cast<int>(total_q);
+  call.total_k = static_cast<int>(total_k);
   return call;
 }
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "kernels/common/attention_params.h"
 #include "kernels/common/boundary.h"
 #include "kernels/flash_attention/flash_bwd_params.h"
 #include "kernels/flash_attention/flash_fwd_plan.h"
@@ -48,6 +49,46 @@ FlashBwdCall prepare_flash_bwd(const char* op, const at::Tensor& grad_out, const
                                double scale,
                                const std::function<std::optional<std::string>(const kernels::KernelQuery&)>& supports,
                                const std::function<void()>& more_checks = {});
+
+// A packed variable-length forward (attnprof::flash_attention_varlen and the
+// Hopper family's attnprof::flash_attention_sm90_varlen): the outputs and the
+// params of its launch.
+struct VarlenCall {
+  at::Tensor out;  // like q: [total_q, heads_q, head_dim]
+  at::Tensor lse;  // [heads_q, total_q] float32
+  kernels::AttentionParams params;  // filled when !done; seqlen_q/_k are max_seqlen_q/_k
+  const int* cu_seqlens_q = nullptr;
+  const int* cu_seqlens_k = nullptr;
+  int total_q = 0, total_k = 0;
+  int window = 0;     // the kernel's window (kernels::checked_window: 0 where it hides nothing)
+  bool done = false;  // nothing to launch: out and lse are allocated, empty or unspecified
+};
+
+// Checks the operands of `op` (q [total_q, heads_q, head_dim], k and v
+// [total_k, heads_kv, head_dim], int32 offsets [batch + 1] from 0,
+// non-decreasing, ending at the packed rows, no sequence longer than its
+// max_seqlen: the offsets are copied to the host once per version of the
+// tensor, not during graph capture), asks `supports` (the family's
+// unsupported()), runs `more_checks` (the family's index limits), then
+// allocates the outputs. The caller guards q's device for the launch.
+VarlenCall prepare_varlen(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                          const at::Tensor& cu_seqlens_q, const at::Tensor& cu_seqlens_k, int64_t max_seqlen_q,
+                          int64_t max_seqlen_k, bool causal, double scale, int64_t window,
+                          const std::function<std::optional<std::string>(const kernels::KernelQuery&)>& supports,
+                          const std::function<void()>& more_checks = {});
+
+// Either family's forward params (flash::FwdParams, flash_sm90::FwdParams)
+// for a prepared packed call: the shared ones, the offsets and the totals.
+template <typename Params>
+Params packed_params(const VarlenCall& call) {
+  Params p;
+  static_cast<kernels::AttentionParams&>(p) = call.params;
+  p.cu_seqlens_q = call.cu_seqlens_q;
+  p.cu_seqlens_k = call.cu_seqlens_k;
+  p.total_q = call.total_q;
+  p.total_k = call.total_k;
+  return p;
+}
 #endif
 
 }  // namespace attnprof::flash

@@ -40,6 +40,17 @@ TORCH_LIBRARY_FRAGMENT(attnprof, m) {
   // j <= i + seq_kv - seq_q); a row that sees no key gives zeros and lse -inf.
   // out: like q; lse: [batch, heads_q, seq_q] float32, natural log.
   m.def("flash_attention_sm90(Tensor q, Tensor k, Tensor v, bool causal, float scale) -> (Tensor out, Tensor lse)");
+  // flash_attention_sm90 on a packed variable-length batch, as
+  // attnprof::flash_attention_varlen takes it (flash_attention/api.cpp): q
+  // [total_q, heads_q, head_dim], k, v [total_k, heads_kv, head_dim], int32
+  // cu_seqlens_q / cu_seqlens_k [batch + 1] on q's device (sequence b's query
+  // rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1], its keys likewise), causal
+  // bottom-right per sequence; out like q, lse [heads_q, total_q]. The
+  // offsets are checked on the host once per version of the tensor (a copy);
+  // during graph capture they are not, and the kernel skips a sequence whose
+  // offsets lie outside the tensors. No sliding window: a window that hides
+  // a key is refused (attnprof::flash_attention_varlen takes one).
+  m.def("flash_attention_sm90_varlen(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, int max_seqlen_q, int max_seqlen_k, bool causal, float scale, int window=0) -> (Tensor out, Tensor lse)");
   // The gradients of flash_attention (flash_attention/api.cpp) from the Hopper
   // (sm_90a) backward kernel (wgmma, TMA); CUDA implementation only where it
   // was built and only on compute capability 9.0 devices; q, k, v, grad_out
@@ -66,6 +77,7 @@ namespace {
 
 constexpr const char* kOp = "attnprof::flash_attention_sm90";
 constexpr const char* kBwdOp = "attnprof::flash_attention_backward_sm90";
+constexpr const char* kVarlenOp = "attnprof::flash_attention_sm90_varlen";
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
 void check_layout(const at::Tensor& t, const char* name, const char* op) {
@@ -152,28 +164,25 @@ const Entry& config_entry(const Entry* entry, const std::string& name, const at:
   return *entry;
 }
 
-// The forward with the operator's own choice of configuration (config null)
-// or a named one.
-std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                           bool causal, double scale, const FwdConfigEntry* config) {
-  c10::cuda::CUDAGuard guard(q.device());
+// Launches p (all but the device facts and the workspace filled) on q's
+// device, guarded by the caller, with the operator's own choice of
+// configuration (config null) or a named one.
+void launch(FwdParams& p, const at::Tensor& q, const FwdConfigEntry* config) {
   const cudaDeviceProp* prop = at::cuda::getDeviceProperties(q.device().index());
-  const kernels::FwdCall call = kernels::prepare_forward(q, k, v, causal, scale);
-  if (call.done) return {call.out, call.lse};
-  FwdParams p;
-  static_cast<kernels::AttentionParams&>(p) = call.params;
   p.num_sms = prop->multiProcessorCount;
   p.l2_bytes = prop->l2CacheSize;
-  // Causal tiles differ in cost (a tile's key blocks grow with its row): hand
-  // them out dynamically from a counter. Without a mask the last round may be
-  // split along the keys: partial results and counters.
+  // Causal tiles differ in cost (a tile's key blocks grow with its row), and
+  // a packed batch's with its sequence: hand them out dynamically from a
+  // counter. Without a mask the last round may be split along the keys:
+  // partial results and counters.
   // (The launch checks that the kept counters are enough.)
   const FwdWorkspace need = config ? config->workspace(p) : fwd_workspace(p);
   const int ints = counter_ints(*prop);
   at::Tensor fresh_counters, partials;
-  if (causal || need.split_counters > 0) {
+  const bool counted = p.causal || p.varlen();
+  if (counted || need.split_counters > 0) {
     int* counters = stream_counters(q.device(), ints, fresh_counters);
-    if (causal) p.tile_counter = counters;
+    if (counted) p.tile_counter = counters;
     p.split_counters = counters + kTileCounterInts;
     p.split_counter_capacity = ints - kTileCounterInts;
   }
@@ -184,6 +193,16 @@ std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& q, const at::Tensor
   }
   if (config) config->run(p, at::cuda::getCurrentCUDAStream().stream());
   else run_fwd(p, at::cuda::getCurrentCUDAStream().stream());
+}
+
+std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                           bool causal, double scale, const FwdConfigEntry* config) {
+  c10::cuda::CUDAGuard guard(q.device());
+  const kernels::FwdCall call = kernels::prepare_forward(q, k, v, causal, scale);
+  if (call.done) return {call.out, call.lse};
+  FwdParams p;
+  static_cast<kernels::AttentionParams&>(p) = call.params;
+  launch(p, q, config);
   return {call.out, call.lse};
 }
 
@@ -193,6 +212,30 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_cuda(const at::Tensor& q
   return forward(q, k, v, causal, scale, nullptr);
 }
 
+std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_varlen_cuda(const at::Tensor& q, const at::Tensor& k,
+                                                                    const at::Tensor& v, const at::Tensor& cu_seqlens_q,
+                                                                    const at::Tensor& cu_seqlens_k, int64_t max_seqlen_q,
+                                                                    int64_t max_seqlen_k, bool causal, double scale,
+                                                                    int64_t window) {
+  flash::VarlenCall call = flash::prepare_varlen(
+      kVarlenOp, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, window,
+      &unsupported, [&] {
+        // The kernel numbers the tiles of 64 query rows or more of every
+        // (sequence, head), bounded by batch · heads_q · ⌈max_seqlen_q / 64⌉, in 32-bit ints.
+        const int64_t batch = cu_seqlens_q.numel() - 1;
+        TORCH_CHECK(batch * q.size(1) * ((max_seqlen_q + 63) / 64) <= kInt32Max - 1024, kVarlenOp,
+                    ": sizes too large for 32-bit tile indices: q ", q.sizes(), ", batch ", batch, ", max_seqlen_q ",
+                    max_seqlen_q);
+      });
+  TORCH_CHECK(call.window == 0, kVarlenOp, ": the Hopper kernel has no sliding window (window ", window, " of up to ",
+              max_seqlen_k, " keys); attnprof::flash_attention_varlen takes one");
+  if (call.done) return {call.out, call.lse};
+  c10::cuda::CUDAGuard guard(q.device());
+  FwdParams p = flash::packed_params<FwdParams>(call);
+  launch(p, q, nullptr);
+  return {call.out, call.lse};
+}
+
 std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_config_cuda(const at::Tensor& q, const at::Tensor& k,
                                                                     const at::Tensor& v, bool causal, double scale,
                                                                     c10::string_view config) {
@@ -200,7 +243,10 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_config_cuda(const at::Te
   check_inputs(op, q, k, v, scale);
   const std::string name(config);
   const bool bf16 = q.scalar_type() == at::kBFloat16;
-  return forward(q, k, v, causal, scale, &config_entry(find_fwd_config(name, bf16), name, q, op, fwd_config_names()));
+  const FwdConfigEntry& entry = config_entry(find_fwd_config(name, bf16), name, q, op, fwd_config_names());
+  TORCH_CHECK(!entry.varlen, op, ": configuration '", name, "' runs packed variable-length batches only (", kVarlenOp,
+              " runs it)");
+  return forward(q, k, v, causal, scale, &entry);
 }
 
 // The checks and workspaces are the portable backward's (flash_attention/api.h),
@@ -248,6 +294,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_backward_sm90_con
 TORCH_LIBRARY_IMPL(attnprof, CUDA, m) {
   m.impl("flash_attention_sm90", &attnprof::flash_sm90::flash_attention_sm90_cuda);
   m.impl("flash_attention_backward_sm90", &attnprof::flash_sm90::flash_attention_backward_sm90_cuda);
+  m.impl("flash_attention_sm90_varlen", &attnprof::flash_sm90::flash_attention_sm90_varlen_cuda);
   m.impl("flash_attention_sm90_config", &attnprof::flash_sm90::flash_attention_sm90_config_cuda);
   m.impl("flash_attention_backward_sm90_config", &attnprof::flash_sm90::flash_attention_backward_sm90_config_cuda);
 }

@@ -140,15 +140,20 @@ __device__ __forceinline__ void store_tile(const KernelArgs& a, const Tile& t, i
                                            const float (&o)[Traits::kORegs], const RowState& st) {
   using Element = typename Traits::Element;
   constexpr int kD = Traits::kHeadDim;
-  Element* out = static_cast<Element*>(a.o) + static_cast<int64_t>(t.bh) * a.seqlen_q * kD;
+  // A packed batch: row r of the sequence is packed row q0 + r of [total_q][Hq][D], lse [Hq][total_q].
+  const int seqlen_q = seqlen_q_of<Traits>(a, t);
+  const int64_t row_stride = Traits::kVarlen ? int64_t{a.heads_q} * kD : kD;
+  Element* out = static_cast<Element*>(a.o) + (Traits::kVarlen ? t.q0 * row_stride + t.bh * kD
+                                                                 : static_cast<int64_t>(t.bh) * a.seqlen_q * kD);
+  float* lse = a.lse + (Traits::kVarlen ? static_cast<int64_t>(t.bh) * a.total_q + t.q0
+                                        : static_cast<int64_t>(t.bh) * a.seqlen_q);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = row0 + 8 * r;
     const float inv = st.sum[r] > 0.f ? 1.f / st.sum[r] : 0.f;
-    store_row<Element, kD>(o, r, inv, out + static_cast<int64_t>(row) * kD, lane % 4, row < a.seqlen_q);
-    if (row < a.seqlen_q && lane % 4 == 0)
-      a.lse[static_cast<int64_t>(t.bh) * a.seqlen_q + row] =
-          st.sum[r] > 0.f ? st.max[r] * a.scale + logf(st.sum[r]) : -INFINITY;
+    store_row<Element, kD>(o, r, inv, out + row * row_stride, lane % 4, row < seqlen_q);
+    if (row < seqlen_q && lane % 4 == 0)
+      lse[row] = st.sum[r] > 0.f ? st.max[r] * a.scale + logf(st.sum[r]) : -INFINITY;
   }
 }
 

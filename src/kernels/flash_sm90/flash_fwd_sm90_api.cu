@@ -37,14 +37,16 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 
 namespace {
 
-// [slabs][rows][cols] contiguous, boxes of box_cols × box_rows (box_cols ·
+// [slabs][rows][cols], cols contiguous, rows and slabs row_stride and
+// slab_stride elements apart; boxes of box_cols × box_rows (box_cols ·
 // element size = 128 bytes, the widest box the 128-byte swizzle allows).
 CUtensorMap encode(const void* base, CUtensorMapDataType type, cuuint64_t elem_bytes, int cols, int rows, int slabs,
-                   int box_cols, int box_rows, const char* op) {
+                   int64_t row_stride, int64_t slab_stride, int box_cols, int box_rows, const char* op) {
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
                               static_cast<cuuint64_t>(slabs)};
   // Byte strides of dims 1 and 2 (dim 0 is contiguous).
-  const cuuint64_t strides[2] = {cols * elem_bytes, static_cast<cuuint64_t>(rows) * cols * elem_bytes};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(row_stride) * elem_bytes,
+                                 static_cast<cuuint64_t>(slab_stride) * elem_bytes};
   const cuuint32_t box[3] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows), 1};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
   // A driver call needs a context current on the calling thread. A thread whose
@@ -67,12 +69,19 @@ CUtensorMap encode(const void* base, CUtensorMapDataType type, cuuint64_t elem_b
 
 CUtensorMap make_tensor_map(const void* base, bool is_bf16, int head_dim, int rows, int slabs,
                             int box_rows, const char* op) {
+  return make_packed_tensor_map(base, is_bf16, head_dim, rows, slabs, head_dim, int64_t{rows} * head_dim, box_rows,
+                                op);
+}
+
+CUtensorMap make_packed_tensor_map(const void* base, bool is_bf16, int head_dim, int rows, int slabs,
+                                   int64_t row_stride, int64_t slab_stride, int box_rows, const char* op) {
   return encode(base, is_bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, head_dim,
-                rows, slabs, 64, box_rows, op);
+                rows, slabs, row_stride, slab_stride, 64, box_rows, op);
 }
 
 CUtensorMap make_tensor_map_f32(float* base, int cols, int rows, int slabs, int box_rows, const char* op) {
-  return encode(base, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, cols, rows, slabs, 32, box_rows, op);
+  return encode(base, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, cols, rows, slabs, cols, int64_t{rows} * cols, 32,
+                box_rows, op);
 }
 
 namespace {
@@ -86,7 +95,7 @@ decltype(auto) with_config(const FwdParams& p, F&& f) {
         Sm90FwdConfigs{},
         [&](auto c) {
           using Config = decltype(c);
-          return Config::kHeadDim == p.head_dim && runs_launch<Config>(p.causal, p.seqlen_q);
+          return Config::kHeadDim == p.head_dim && runs_launch<Config>(p.causal, p.seqlen_q, p.varlen());
         },
         "attnprof::flash_attention_sm90", p.head_dim,
         [&](auto config) { return f(config, element); });

@@ -25,6 +25,12 @@
 // warpgroup's softmax runs while another's GEMMs occupy the tensor cores
 // (ping-pong).
 //
+// A packed variable-length batch (kVarlen configurations, cu_seqlens): the
+// tensor maps span the packed rows of each head, the producer walks the
+// sequences' offsets (VarlenCursor) and publishes each tile with its
+// sequence's first row and lengths beside the work item, and the consumers
+// mask and store with those instead of the launch's lengths.
+//
 // The parts: tile_scheduler_fwd_sm90.cuh (which work comes next),
 // mainloop_fwd_sm90.cuh (the loads, and a consumer's GEMMs and softmax over
 // one tile), epilogue_fwd_sm90.cuh (normalise, merge split pieces, store);
@@ -58,19 +64,30 @@ __device__ __forceinline__ void producer(const KernelArgs& a, const Smem<Traits>
   const int group = a.heads_q / a.heads_kv;
   RingPos<Traits::kStages> pos;
   RingPos<Traits::kQStages> qpos;
+  [[maybe_unused]] VarlenCursor<Traits> cursor;
   int item = first_work(a);
   for (;;) {
     // The consumers have issued their last read of the Q tile that used this
     // stage (and read its work item long before).
     mbar_wait(sm.q_empty(qpos.stage), qpos.phase ^ 1);
     const uint32_t q_full = sm.q_full(qpos.stage);
-    sm.tile_slot[qpos.stage] = item;
+    // A packed batch's tile is decoded here only (the walk over its
+    // sequences is the producer's) and published with the item.
+    [[maybe_unused]] Tile packed;
+    if constexpr (Traits::kVarlen) {
+      if (item != kNoMoreWork && !cursor.seek(a, item)) item = kNoMoreWork;
+      if (item != kNoMoreWork) {
+        packed = cursor.tile(a, item);
+        publish_tile<Traits>(sm, qpos.stage, packed);
+      }
+    }
+    sm.tile_slot[qpos.stage * Traits::kSlotInts] = item;
     if (item == kNoMoreWork) {
       mbar_arrive(q_full);  // the end marker
       if (a.tile_counter) release_tile_counter(a.tile_counter);
       return;
     }
-    const Tile t = decode_tile<Traits>(a, item);
+    const Tile t = Traits::kVarlen ? packed : decode_tile<Traits>(a, item);
     load_q_tile<Traits>(a, sm, t, qpos.stage, q_full);
     qpos.advance();
     const int next = next_work(a, item);  // fetched now, needed after the K/V loop: the atomic's latency hides
@@ -113,13 +130,14 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
     qpos.advance();
     // Shuffled from lane 0 so the compiler knows it is warp-uniform: wgmma
     // under control flow it cannot prove uniform gets serialised (C7520).
-    const int item = warp_uniform<int>(sm.tile_slot[q_stage]);
+    const int item = warp_uniform<int>(sm.tile_slot[q_stage * Traits::kSlotInts]);
     if (item == kNoMoreWork) break;
     const uint32_t desc_q = mainloop.desc_q0 + ((q_stage * Traits::kQBytes) >> 4);
-    const Tile t = decode_tile<Traits>(a, item);
+    const Tile t = Traits::kVarlen ? published_tile<Traits>(sm, q_stage) : decode_tile<Traits>(a, item);
     const int n_count = t.n_hi - t.n_lo;
     const int wg_row0 = t.m_block * Traits::kBlockM + cwg * 64;  // first query row of this warpgroup
     const int row0 = wg_row0 + mainloop.row_in_wg;
+    const int seqlen_q = seqlen_q_of<Traits>(a, t);
     const ConsumerTile w{t, n_count, q_stage, desc_q, wg_row0, row0};
 
     float o[Traits::kORegs];
@@ -129,7 +147,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
 
     if (n_count <= 0) {  // no visible key (n_hi < n_lo cannot be planned; the producer loads nothing either way)
       if (mainloop.warp_leader) mbar_arrive(sm.q_empty(q_stage));
-    } else if (wg_row0 >= a.seqlen_q) {  // no row in the sequence: the barrier protocol only
+    } else if (wg_row0 >= seqlen_q) {  // no row in the sequence: the barrier protocol only
       RingPos<Traits::kStages> prev;
       for (int i = 0; i < n_count; ++i) {
         mbar_wait(sm.k_full(pos.stage), pos.phase);
@@ -163,7 +181,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
         wgmma_wait<kFirst ? 0 : 1>();  // S done; P·V may still run
         pin_registers(s);
         mainloop.release_k(w, i);
-        mask_scores<Traits, kSN>(a, n_block, wg_row0, row0, mainloop.lane, s);
+        mask_scores<Traits, kSN>(a, t, n_block, wg_row0, row0, mainloop.lane, s);
         float alpha[2];
         const bool moved =
             online_softmax<kSN, Traits::kPolyExpEvery, Traits::kRescaleSlack>(s, st, a.scale_log2, alpha);
@@ -186,8 +204,8 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
       // second block, with no wgmma in flight.
       if constexpr (Traits::kHalfFirstBlock) {
         const int half_n0 = (t.n_hi - 1) * kBN + kBN / 2;  // the first key of the upper half
-        const int last_row = min(wg_row0 + 63, a.seqlen_q - 1);
-        if (half_n0 >= a.seqlen_k || (a.causal && last_row + a.causal_offset < half_n0)) {
+        const int last_row = min(wg_row0 + 63, seqlen_q - 1);
+        if (half_n0 >= seqlen_k_of<Traits>(a, t) || (a.causal && last_row + causal_offset_of<Traits>(a, t) < half_n0)) {
           step(Yes{}, Yes{}, No{}, 0);
           if (n_count > 1) step(No{}, No{}, Yes{}, 1);
         } else {
@@ -208,7 +226,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
     if constexpr (Traits::kTailSplit) {
       if (item >= a.split.first_tile) {
         const TailPiece piece = piece_of(a, item);
-        if (piece.count > 1 && (wg_row0 >= a.seqlen_q ||
+        if (piece.count > 1 && (wg_row0 >= seqlen_q ||
                                 !merge_tail_piece<Traits>(a, piece, cwg, mainloop.warp, mainloop.lane, o, st)))
           continue;
       }

@@ -19,6 +19,7 @@
 namespace attnprof::flash_sm90 {
 
 inline constexpr const char* kFwdOp = "attnprof::flash_attention_sm90";
+inline constexpr const char* kFwdVarlenOp = "attnprof::flash_attention_sm90_varlen";
 
 // The tile order and the tail split of one launch: what the workspace is
 // sized by (fwd_workspace) and the launch follows.
@@ -46,6 +47,13 @@ FwdPlan plan_fwd(const FwdParams& p) {
   // over a single query block per head (decode, short chunks: every tile
   // sees the same key blocks). Other causal launches take tiles from the
   // counter, longest first.
+  if constexpr (Traits::kVarlen) {
+    // A packed batch: total_tiles bounds the tiles of every sequence (the
+    // kernel walks them, VarlenCursor), all taken from the counter.
+    plan.tile_counter = true;
+    plan.split = plan_tail_split(plan.total_tiles, plan.num_n_blocks, p.num_sms, false);
+    return plan;
+  }
   int equal_blocks = plan.num_n_blocks;
   bool equal_cost = !p.causal && plan.order.short_last_heads == 0;
   if (p.causal && num_m_blocks == 1) {
@@ -73,11 +81,28 @@ template <typename Traits>
 void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   constexpr int kHeadDim = Traits::kHeadDim;
   KernelArgs a;
-  a.tma_q = make_tensor_map(p.q, p.is_bf16, kHeadDim, p.seqlen_q, p.batch * p.heads_q, Traits::kBlockM, kFwdOp);
-  a.tma_k = make_tensor_map(p.k, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN, kFwdOp);
-  a.tma_v = make_tensor_map(p.v, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN, kFwdOp);
+  TORCH_CHECK(p.varlen() == Traits::kVarlen, kFwdOp, ": configuration ", Traits::kName,
+              Traits::kVarlen ? " runs packed variable-length batches only" : " runs batches of one length only");
+  if constexpr (Traits::kVarlen) {
+    const char* op = kFwdVarlenOp;
+    a.tma_q = make_packed_tensor_map(p.q, p.is_bf16, kHeadDim, p.total_q, p.heads_q, int64_t{p.heads_q} * kHeadDim,
+                                     kHeadDim, Traits::kBlockM, op);
+    a.tma_k = make_packed_tensor_map(p.k, p.is_bf16, kHeadDim, p.total_k, p.heads_kv,
+                                     int64_t{p.heads_kv} * kHeadDim, kHeadDim, Traits::kBlockN, op);
+    a.tma_v = make_packed_tensor_map(p.v, p.is_bf16, kHeadDim, p.total_k, p.heads_kv,
+                                     int64_t{p.heads_kv} * kHeadDim, kHeadDim, Traits::kBlockN, op);
+  } else {
+    a.tma_q = make_tensor_map(p.q, p.is_bf16, kHeadDim, p.seqlen_q, p.batch * p.heads_q, Traits::kBlockM, kFwdOp);
+    a.tma_k = make_tensor_map(p.k, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN, kFwdOp);
+    a.tma_v = make_tensor_map(p.v, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN, kFwdOp);
+  }
   a.o = p.o;
   a.lse = p.lse;
+  a.cu_seqlens_q = p.cu_seqlens_q;
+  a.cu_seqlens_k = p.cu_seqlens_k;
+  a.batch = p.batch;
+  a.total_q = p.total_q;
+  a.total_k = p.total_k;
   a.tile_counter = nullptr;
   a.heads_q = p.heads_q;
   a.heads_kv = p.heads_kv;
@@ -90,7 +115,7 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   a.order = plan.order;
   a.split = plan.split;
   if (plan.tile_counter) {
-    TORCH_CHECK(p.tile_counter != nullptr, kFwdOp, ": a causal launch needs the tile counter");
+    TORCH_CHECK(p.tile_counter != nullptr, kFwdOp, ": a causal or packed launch needs the tile counter");
     a.tile_counter = p.tile_counter;
   }
   a.split_partials = p.split_partials;

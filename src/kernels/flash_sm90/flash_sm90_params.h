@@ -37,6 +37,16 @@ struct FwdParams : kernels::AttentionParams {
   int* split_counters = nullptr;
   int split_counter_capacity = 0;
 
+  // A packed variable-length batch (attnprof::flash_attention_sm90_varlen):
+  // q, o [total_q][heads_q][head_dim], k, v [total_k][heads_kv][head_dim],
+  // sequence b's query rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] and its key
+  // rows likewise, lse [heads_q][total_q]; seqlen_q and seqlen_k are the
+  // longest sequence's (or more), batch the sequences. Needs the tile counter.
+  const int* cu_seqlens_q = nullptr;
+  const int* cu_seqlens_k = nullptr;
+  int total_q = 0, total_k = 0;
+  bool varlen() const { return cu_seqlens_q != nullptr; }
+
   int num_sms = 0;  // persistent grid: at most one block per SM
   int64_t l2_bytes = 0;  // sizes the head sections of the causal tile order (tile_order.h)
 };
@@ -79,6 +89,7 @@ void run_bwd_config(const flash::BwdParams& params, CUstream_st* stream);
 // instantiation file registers its own (config_registry.cpp).
 struct FwdConfigEntry {
   int head_dim = 0;
+  bool varlen = false;  // runs packed variable-length launches only (FwdParams::cu_seqlens_q)
   void (*run)(const FwdParams&, CUstream_st*) = nullptr;
   FwdWorkspace (*workspace)(const FwdParams&) = nullptr;
 };

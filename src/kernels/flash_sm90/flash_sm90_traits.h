@@ -34,7 +34,7 @@ struct FwdTraits : Config {
   // rest (240 each with 2 consumers, 160 with 3), which must fit in what the
   // block holds or setmaxnreg.inc waits forever.
   static constexpr int kLaunchRegs = (65536 / kThreads) / 8 * 8;
-  static constexpr int kProducerRegs = 24;
+  using Config::kProducerRegs;
   static constexpr int kConsumerRegs_ =
       (kLaunchRegs * kThreads - 128 * kProducerRegs) / (128 * kConsumerWarpgroups) / 8 * 8;
   static constexpr int kConsumerRegs = kConsumerRegs_ < 240 ? kConsumerRegs_ : 240;
@@ -59,8 +59,11 @@ struct FwdTraits : Config {
   // K/V stage; then one tile slot per Q stage.
   static constexpr int kNumBarriers = 2 * kQStages + 4 * kStages;
   static constexpr int kOffTileSlot = kOffBarriers + 8 * kNumBarriers;
+  // A tile slot: the work item, and for a packed batch the tile the producer
+  // decoded (tile_scheduler_fwd_sm90.cuh).
+  static constexpr int kSlotInts = Config::kVarlen ? 8 : 1;
   // + 1024: the dynamic shared-memory base is rounded up to the swizzle atom.
-  static constexpr int kSmemBytes = kOffTileSlot + 4 * kQStages + 16 + 1024;
+  static constexpr int kSmemBytes = kOffTileSlot + 4 * kSlotInts * kQStages + 16 + 1024;
 
   // Registers per consumer thread: S (and P as fp32), O, and P packed for wgmma.
   static constexpr int kSRegs = kBlockN / 2;
@@ -115,6 +118,12 @@ struct Sm90FwdDefaults {
   // kShortCausal: the configuration runs only causal launches over more than
   // one of its tiles but fewer than kShortCausalRows query rows (see below).
   static constexpr bool kTailSplit = true, kQInRegs = false, kHalfFirstBlock = false, kShortCausal = false;
+  // kVarlen: the configuration runs only packed variable-length launches
+  // (FwdParams::cu_seqlens_q; attnprof::flash_attention_sm90_varlen), every
+  // other one only launches of one length.
+  static constexpr bool kVarlen = false;
+  // Registers a producer thread keeps (setmaxnreg.dec); the consumers share the rest.
+  static constexpr int kProducerRegs = 24;
 };
 
 // 128-row tiles for short causal launches (192 rows waste an eighth of the
@@ -149,10 +158,30 @@ struct Sm90FwdHdim128 : Sm90FwdDefaults {
   static constexpr bool kQInRegs = true;
 };
 
+// A packed variable-length batch (cu_seqlens): the general configurations'
+// tiles, the tiles of every sequence handed out from the counter, sequence by
+// sequence (tile_scheduler_fwd_sm90.cuh). No tail split: tiles differ in cost
+// with their sequence's length.
+// The producer also walks the sequences' offsets: with 24 registers ptxas
+// spilled 32 B (head_dim 128) and 48 B (64) of its state. Head_dim 64 runs
+// 2 consumers (128-row tiles, less of a short sequence's last tile wasted):
+// with 3 (160 registers each) the consumer spilled 4 B.
+struct Sm90FwdHdim64Varlen : Sm90FwdDefaults {
+  static constexpr const char* kName = "sm90_fwd_hdim64_varlen";
+  static constexpr int kHeadDim = 64;
+  static constexpr bool kVarlen = true, kTailSplit = false;
+  static constexpr int kProducerRegs = 32;
+};
+struct Sm90FwdHdim128Varlen : Sm90FwdHdim128 {
+  static constexpr const char* kName = "sm90_fwd_hdim128_varlen";
+  static constexpr bool kVarlen = true, kTailSplit = false;
+  static constexpr int kProducerRegs = 32;
+};
+
 // The configurations the operator is built with; a launch runs the first one
 // of its head dim that takes it (runs_launch). CMake reads this line
 // (cmake/KernelFamily.cmake).
-using Sm90FwdConfigs = kernels::ConfigList<Sm90FwdHdim64ShortCausal, Sm90FwdHdim64, Sm90FwdHdim128>;
+using Sm90FwdConfigs = kernels::ConfigList<Sm90FwdHdim64ShortCausal, Sm90FwdHdim64, Sm90FwdHdim128, Sm90FwdHdim64Varlen, Sm90FwdHdim128Varlen>;
 
 // Alternatives to time against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS) and run by name through
@@ -174,9 +203,11 @@ using Sm90FwdAlternatives = kernels::ConfigList<Sm90FwdHdim128N176>;
 // may be split, tail_split.h).
 constexpr int kShortCausalRows = 2048;
 
-// Whether `Config` runs a launch of its head dim with this mask and seq_q.
+// Whether `Config` runs a launch of its head dim with this mask and seq_q
+// (the longest sequence's, for a packed batch: varlen).
 template <typename Config>
-constexpr bool runs_launch(bool causal, int seqlen_q) {
+constexpr bool runs_launch(bool causal, int seqlen_q, bool varlen) {
+  if (Config::kVarlen != varlen) return false;
   if constexpr (!Config::kShortCausal) return true;
   return causal && seqlen_q > 64 * Config::kConsumerWarpgroups && seqlen_q < kShortCausalRows;
 }

@@ -11,12 +11,22 @@ namespace attnprof::flash_sm90 {
 
 // What the kernel reads: the tensor maps (kernel parameters, so TMA can read
 // them in place: __grid_constant__) and the sizes the launch layer derived.
+// A packed variable-length batch (cu_seqlens_q set; FwdTraits::kVarlen): q
+// and o [total_q][Hq][D], k and v [total_k][Hkv][D], lse [Hq][total_q]; the
+// tensor maps are then [Hq][total_q][D] and [Hkv][total_k][D] (slab = head,
+// row = packed row), seqlen_q and seqlen_k the longest sequence's, and
+// num_n_blocks and total_tiles bounds.
 struct KernelArgs {
   CUtensorMap tma_q;  // [B·Hq][Sq][D], box kBlockM rows × 64 columns
   CUtensorMap tma_k;  // [B·Hkv][Skv][D], box kBlockN rows × 64 columns
   CUtensorMap tma_v;
   void* o;             // [B·Hq][Sq][D]
   float* lse;          // [B·Hq][Sq]
+  const int* cu_seqlens_q;  // [batch + 1], a packed batch only (else null)
+  const int* cu_seqlens_k;
+  int batch;
+  int total_q;
+  int total_k;
   int* tile_counter;   // see FwdParams
   float* split_partials;  // tail split: one slot of kSplitSlotFloats per piece (2 per block)
   int* split_counters;    // tail split: one per (split tile, consumer warp), zeroed, left zeroed

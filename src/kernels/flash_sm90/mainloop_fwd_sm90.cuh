@@ -38,6 +38,35 @@ struct Smem {
   __device__ uint32_t v_empty(uint32_t s) const { return bar + kKV + 8 * (3 * Traits::kStages + s); }
 };
 
+// A packed batch's tile, decoded by the producer, beside its work item in the
+// Q stage's tile slot (ints 1..7; the item is int 0). Written before the Q
+// stage's full barrier completes, read after it (flash_fwd_sm90_kernel.cuh).
+template <typename Traits>
+__device__ __forceinline__ void publish_tile(const Smem<Traits>& sm, uint32_t stage, const Tile& t) {
+  volatile int* slot = sm.tile_slot + stage * Traits::kSlotInts;
+  slot[1] = t.bh;
+  slot[2] = t.m_block;
+  slot[3] = t.n_hi;
+  slot[4] = t.q0;
+  slot[5] = t.len_q;
+  slot[6] = t.len_k;
+}
+template <typename Traits>
+__device__ __forceinline__ Tile published_tile(const Smem<Traits>& sm, uint32_t stage) {
+  const volatile int* slot = sm.tile_slot + stage * Traits::kSlotInts;
+  Tile t;
+  // Shuffled from lane 0, as the item: warp-uniform for the wgmma under the branches they steer.
+  t.bh = warp_uniform<int>(slot[1]);
+  t.m_block = warp_uniform<int>(slot[2]);
+  t.n_lo = 0;
+  t.n_hi = warp_uniform<int>(slot[3]);
+  t.q0 = warp_uniform<int>(slot[4]);
+  t.k0 = 0;  // the producer's only
+  t.len_q = warp_uniform<int>(slot[5]);
+  t.len_k = warp_uniform<int>(slot[6]);
+  return t;
+}
+
 // Position in the K/V ring: stage and the parity of its current phase.
 template <int kStages>
 struct RingPos {
@@ -59,8 +88,12 @@ __device__ __forceinline__ void load_q_tile(const KernelArgs& a, const Smem<Trai
     mbar_arrive_expect_tx(q_full, Traits::kQBytes);
 #pragma unroll
     for (int cb = 0; cb < Traits::kColBlocks; ++cb)
-      tma_load_3d(sm.q_tile(stage) + cb * Traits::kQColBytes, &a.tma_q, q_full, cb * Traits::kColElems,
-                  t.m_block * Traits::kBlockM, t.bh);
+      if constexpr (Traits::kVarlen)  // rows past the sequence are the next one's (computed, never stored) or zeros
+        tma_load_3d(sm.q_tile(stage) + cb * Traits::kQColBytes, &a.tma_q, q_full, cb * Traits::kColElems,
+                    t.q0 + t.m_block * Traits::kBlockM, t.bh);
+      else
+        tma_load_3d(sm.q_tile(stage) + cb * Traits::kQColBytes, &a.tma_q, q_full, cb * Traits::kColElems,
+                    t.m_block * Traits::kBlockM, t.bh);
   } else {
     mbar_arrive(q_full);  // nothing visible: the consumers write zeros
   }
@@ -70,14 +103,19 @@ __device__ __forceinline__ void load_q_tile(const KernelArgs& a, const Smem<Trai
 template <typename Traits>
 __device__ __forceinline__ void load_kv_tiles(const KernelArgs& a, const Smem<Traits>& sm, const Tile& t, int group,
                                               RingPos<Traits::kStages>& pos) {
-  const int kv_slab = (t.bh / a.heads_q) * a.heads_kv + (t.bh % a.heads_q) / group;
+  // A packed batch: the slab is the K/V head, its rows from the sequence's
+  // first (keys past the sequence, the next one's or zeros, are masked).
+  const int kv_slab =
+      Traits::kVarlen ? t.bh / group : (t.bh / a.heads_q) * a.heads_kv + (t.bh % a.heads_q) / group;
+  const int row0 = Traits::kVarlen ? t.k0 : 0;
   // K and V of one key block into the current stage, each once its buffer is free.
   auto load_kv = [&](const CUtensorMap* map, uint32_t dst, uint32_t full, uint32_t empty, int n) {
     mbar_wait(empty, pos.phase ^ 1);
     mbar_arrive_expect_tx(full, Traits::kKVBytes);
 #pragma unroll
     for (int cb = 0; cb < Traits::kColBlocks; ++cb)
-      tma_load_3d(dst + cb * Traits::kKVColBytes, map, full, cb * Traits::kColElems, n * Traits::kBlockN, kv_slab);
+      tma_load_3d(dst + cb * Traits::kKVColBytes, map, full, cb * Traits::kColElems, row0 + n * Traits::kBlockN,
+                  kv_slab);
   };
   for (int n = t.n_hi - 1; n >= t.n_lo; --n) {
     const uint32_t kv_off = pos.stage * Traits::kKVBytes;
@@ -142,18 +180,19 @@ __device__ __forceinline__ void finish_pv(float (&o)[Traits::kORegs], uint32_t (
 // Masks: keys past the end, and under causal masking keys after the query
 // (only blocks that reach past this warpgroup's first row's limit).
 template <typename Traits, int kSN>
-__device__ __forceinline__ void mask_scores(const KernelArgs& a, int n_block, int wg_row0, int row0, int lane,
-                                            float (&s)[kSN / 2]) {
+__device__ __forceinline__ void mask_scores(const KernelArgs& a, const Tile& t, int n_block, int wg_row0, int row0,
+                                            int lane, float (&s)[kSN / 2]) {
   constexpr int kBN = Traits::kBlockN;
   const int n0 = n_block * kBN;
-  const bool tail = n0 + kBN > a.seqlen_k;
-  const bool diagonal = a.causal && n0 + kBN - 1 > wg_row0 + a.causal_offset;
+  const int seqlen_k = seqlen_k_of<Traits>(a, t), causal_offset = causal_offset_of<Traits>(a, t);
+  const bool tail = n0 + kBN > seqlen_k;
+  const bool diagonal = a.causal && n0 + kBN - 1 > wg_row0 + causal_offset;
   if (tail || diagonal) {
     int limit[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      limit[r] = a.seqlen_k - 1 - n0;
-      if (a.causal) limit[r] = min(limit[r], row0 + 8 * r + a.causal_offset - n0);
+      limit[r] = seqlen_k - 1 - n0;
+      if (a.causal) limit[r] = min(limit[r], row0 + 8 * r + causal_offset - n0);
     }
     mask_columns<kSN>(s, lane, limit);
   }

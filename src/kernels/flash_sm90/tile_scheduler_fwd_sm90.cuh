@@ -13,14 +13,95 @@ namespace attnprof::flash_sm90::detail {
 
 // A block's work items, passed from the producer to the consumers through
 // shared memory: a whole tile (its index in tile_order.h's order, below
-// split.first_tile), piece k of this block's range over the split tiles
-// (split.first_tile + 2 · blockIdx.x + k), or kNoMoreWork.
+// split.first_tile; a packed batch's in VarlenCursor's), piece k of this
+// block's range over the split tiles (split.first_tile + 2 · blockIdx.x + k),
+// or kNoMoreWork.
 constexpr int kNoMoreWork = -1;
 
 struct Tile {
-  int bh;          // batch · heads_q + query head
+  int bh;          // batch · heads_q + query head (a packed batch: the query head)
   int m_block;     // query block
   int n_lo, n_hi;  // key blocks n_lo .. n_hi - 1, the last first (n_hi == n_lo: the tile sees no key)
+  // A packed batch's tile (FwdTraits::kVarlen; else unused): its sequence's
+  // first query and key rows in the packed tensors, and its lengths.
+  int q0, k0, len_q, len_k;
+};
+
+// A tile's sequence lengths and causal offset: the launch's, or for a packed
+// batch its own sequence's.
+template <typename Traits>
+__device__ __forceinline__ int seqlen_q_of(const KernelArgs& a, const Tile& t) {
+  if constexpr (Traits::kVarlen) return t.len_q;
+  else return a.seqlen_q;
+}
+template <typename Traits>
+__device__ __forceinline__ int seqlen_k_of(const KernelArgs& a, const Tile& t) {
+  if constexpr (Traits::kVarlen) return t.len_k;
+  else return a.seqlen_k;
+}
+template <typename Traits>
+__device__ __forceinline__ int causal_offset_of(const KernelArgs& a, const Tile& t) {
+  if constexpr (Traits::kVarlen) return t.len_k - t.len_q;
+  else return a.causal_offset;
+}
+
+// Key blocks n_lo .. n_hi - 1 of t under causal masking: none past the
+// diagonal of its last stored row.
+template <typename Traits>
+__device__ __forceinline__ void clip_causal(const KernelArgs& a, Tile& t) {
+  const int last_row = min((t.m_block + 1) * Traits::kBlockM, seqlen_q_of<Traits>(a, t)) - 1;
+  const int last_key = last_row + causal_offset_of<Traits>(a, t);
+  t.n_hi = last_key < 0 ? 0 : min(t.n_hi, last_key / Traits::kBlockN + 1);
+}
+
+// The producer's walk over a packed batch (FwdTraits::kVarlen). Its tiles are
+// numbered sequence by sequence in batch order; within a sequence, its query
+// blocks from the last (the longest under causal masking) down, query heads
+// fastest. Every block takes its items in increasing order (its blockIdx,
+// then from the counter), so the walk only moves forward and a block reads
+// each offset once. A sequence whose offsets lie outside the tensors
+// (edited after the boundary checked them, or never checked during graph
+// capture) has no tiles: nothing of it is read or written.
+template <typename Traits>
+struct VarlenCursor {
+  int b = -1;     // the sequence reached
+  int first = 0;  // its first tile
+  int tiles = 0;  // its tiles: query blocks · heads_q
+  int q0 = 0, k0 = 0, len_q = 0, len_k = 0;
+
+  // To the sequence holding `item`; false past the last one.
+  __device__ __forceinline__ bool seek(const KernelArgs& a, int item) {
+    while (item - first >= tiles) {
+      first += tiles;
+      if (++b >= a.batch) return false;
+      const int q1 = __ldg(a.cu_seqlens_q + b + 1), k1 = __ldg(a.cu_seqlens_k + b + 1);
+      q0 = __ldg(a.cu_seqlens_q + b);
+      k0 = __ldg(a.cu_seqlens_k + b);
+      len_q = q1 - q0;
+      len_k = k1 - k0;
+      const bool inside = 0 <= q0 && q0 <= q1 && q1 <= a.total_q && len_q <= a.seqlen_q && 0 <= k0 && k0 <= k1 &&
+                          k1 <= a.total_k && len_k <= a.seqlen_k;
+      tiles = inside ? (len_q + Traits::kBlockM - 1) / Traits::kBlockM * a.heads_q : 0;
+    }
+    return true;
+  }
+
+  // The tile of `item`, once seek(item) said it is there.
+  __device__ __forceinline__ Tile tile(const KernelArgs& a, int item) const {
+    const int r = item - first;
+    const int rank = r / a.heads_q;  // 0: the sequence's last query block
+    Tile t;
+    t.bh = r - rank * a.heads_q;
+    t.m_block = tiles / a.heads_q - 1 - rank;
+    t.n_lo = 0;
+    t.n_hi = (len_k + Traits::kBlockN - 1) / Traits::kBlockN;
+    t.q0 = q0;
+    t.k0 = k0;
+    t.len_q = len_q;
+    t.len_k = len_k;
+    if (a.causal) clip_causal<Traits>(a, t);
+    return t;
+  }
 };
 
 // The piece a work item at or past split.first_tile stands for.
@@ -45,11 +126,7 @@ __device__ __forceinline__ Tile decode_tile(const KernelArgs& a, int item) {
   const TileCoord c = tile_coord(a.order, tile);
   t.bh = c.bh;
   t.m_block = c.m_block;
-  if (a.causal) {
-    const int last_row = min((t.m_block + 1) * Traits::kBlockM, a.seqlen_q) - 1;
-    const int last_key = last_row + a.causal_offset;
-    t.n_hi = last_key < 0 ? 0 : min(t.n_hi, last_key / Traits::kBlockN + 1);
-  }
+  if (a.causal) clip_causal<Traits>(a, t);
   return t;
 }
 
