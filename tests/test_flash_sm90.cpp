@@ -21,6 +21,7 @@
 #include <cmath>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <functional>
 #include <random>
 #include <set>
@@ -35,6 +36,7 @@
 #include "kernels/flash_sm90/tail_split.h"
 #include "kernels/flash_sm90/tile_order.h"
 #include "kernels/flash_sm90/flash_sm90_params.h"
+#include "kernels/flash_sm90/varlen_tiles.h"
 #include "attnprof/variant.h"
 #include "variants/factories.h"
 #include "variants/torch_problem.h"
@@ -534,6 +536,125 @@ TEST(FlashSm90TileOrder, VisitsEveryTileOnceLongestFirstWithinSections) {
     EXPECT_EQ(section_end, heads);
     EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; })) << "a tile missed or repeated";
     if (!causal) EXPECT_EQ(o.section_heads, 1) << "equal tiles: head by head";
+  }
+}
+
+// A packed batch's walk (varlen_tiles.h), as the kernel's producers take it:
+// blocks each taking increasing items (its blockIdx, then the counter's next)
+// with a cursor of its own. Every (sequence, head, query block) comes exactly
+// once, each sequence's last query block first, with its rows, lengths and
+// key blocks (under causal masking none past its last row's diagonal);
+// sequences of no rows, and ones whose offsets lie outside the tensors, have
+// none; every item past the last tile is no work.
+template <int kRows_, int kKeys_>
+struct VarlenWalk {
+  static constexpr int kRows = kRows_, kKeys = kKeys_;
+  attnprof::flash_sm90::VarlenCursor<kRows, kKeys> walk;
+};
+
+TEST(FlashSm90VarlenTiles, EveryTileOfEverySequenceOnceWhateverBlockTakesIt) {
+  using attnprof::flash_sm90::PackedBatchArgs;
+  using attnprof::flash_sm90::PackedTile;
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  auto walk = [&](auto cursor_type, int trial) {
+    using Cursor = decltype(cursor_type);
+    constexpr int kBM = Cursor::kRows, kBN = Cursor::kKeys;
+    const int batch = 1 + static_cast<int>(rng() % 40);
+    const int heads = 1 + static_cast<int>(rng() % 9);
+    const bool causal = rng() % 2 != 0;
+    std::vector<int> len_q(batch), len_k(batch);
+    for (int b = 0; b < batch; ++b) {
+      const int kind = static_cast<int>(rng() % 6);  // none, one, odd short, long, far longer, any
+      len_q[b] = kind == 0 ? 0 : kind == 1 ? 1 : kind == 2 ? 1 + 2 * static_cast<int>(rng() % 100)
+                 : kind == 3 ? 1 + static_cast<int>(rng() % 2000) : kind == 4 ? 5000 + static_cast<int>(rng() % 4000)
+                             : static_cast<int>(rng() % 700);
+      len_k[b] = rng() % 3 == 0 ? static_cast<int>(rng() % 3000) : len_q[b];
+    }
+    std::vector<int> cu_q(batch + 1, 0), cu_k(batch + 1, 0);
+    for (int b = 0; b < batch; ++b) cu_q[b + 1] = cu_q[b] + len_q[b], cu_k[b + 1] = cu_k[b] + len_k[b];
+    PackedBatchArgs a;
+    a.cu_seqlens_q = cu_q.data();
+    a.cu_seqlens_k = cu_k.data();
+    a.batch = batch;
+    a.heads_q = heads;
+    a.total_q = cu_q[batch];
+    a.total_k = cu_k[batch];
+    a.max_seqlen_q = *std::max_element(len_q.begin(), len_q.end()) + static_cast<int>(rng() % 3);
+    a.max_seqlen_k = *std::max_element(len_k.begin(), len_k.end());
+    a.causal = causal;
+    // Offsets of one sequence moved past the rows after the check (a captured graph replayed): skipped.
+    int corrupt = -1;
+    if (batch > 1 && rng() % 4 == 0) {
+      corrupt = static_cast<int>(rng() % (batch - 1));
+      cu_q[corrupt + 1] = a.total_q + 5;  // sequence `corrupt` ends, and the next starts, past the rows
+    }
+    auto inside = [&](int b) {
+      const int q0 = cu_q[b], q1 = cu_q[b + 1], k0 = cu_k[b], k1 = cu_k[b + 1];
+      return 0 <= q0 && q0 <= q1 && q1 <= a.total_q && q1 - q0 <= a.max_seqlen_q && 0 <= k0 && k0 <= k1 &&
+             k1 <= a.total_k && k1 - k0 <= a.max_seqlen_k;
+    };
+    const int bound = batch * heads * ((a.max_seqlen_q + kBM - 1) / kBM);
+    SCOPED_TRACE("trial " + std::to_string(trial) + " block " + std::to_string(kBM) + " batch " +
+                 std::to_string(batch) + " heads " + std::to_string(heads) + (causal ? " causal" : " full") +
+                 " corrupt " + std::to_string(corrupt) + ", seed " + std::to_string(seed));
+    // Blocks take items as the kernel's do: item b first, then the counter's, in the order asked.
+    const int blocks = 1 + static_cast<int>(rng() % 140);
+    std::vector<Cursor> cursors(blocks);
+    std::vector<bool> done(blocks, false);
+    std::map<std::tuple<int, int, int>, int> seen;  // (sequence by q0/len, head, block) -> times
+    int real = 0;
+    for (int b = 0; b < batch; ++b) real += inside(b) ? (cu_q[b + 1] - cu_q[b] + kBM - 1) / kBM * heads : 0;
+    int next = std::min(blocks, bound);
+    std::vector<int> item(blocks);
+    for (int i = 0; i < blocks; ++i) item[i] = i < bound ? i : -1;
+    for (;;) {
+      std::vector<int> live;
+      for (int i = 0; i < blocks; ++i) if (!done[i]) live.push_back(i);
+      if (live.empty()) break;
+      const int i = live[rng() % live.size()];
+      if (item[i] < 0) { done[i] = true; continue; }
+      if (!cursors[i].walk.seek(a, item[i])) {
+        ASSERT_GE(item[i], real) << "item " << item[i] << " said past the end";
+        done[i] = true;
+        continue;
+      }
+      ASSERT_LT(item[i], real) << "item " << item[i] << " past the tiles";
+      const PackedTile t = cursors[i].walk.tile(a, item[i]);
+      const int b = cursors[i].walk.b;
+      ASSERT_TRUE(inside(b)) << "sequence " << b << " has offsets outside the rows";
+      ASSERT_EQ(t.q0, cu_q[b]);
+      ASSERT_EQ(t.k0, cu_k[b]);
+      ASSERT_EQ(t.len_q, cu_q[b + 1] - cu_q[b]);
+      ASSERT_EQ(t.len_k, cu_k[b + 1] - cu_k[b]);
+      ASSERT_TRUE(t.h >= 0 && t.h < heads && t.m_block >= 0 && t.m_block * kBM < t.len_q) << "item " << item[i];
+      int n_hi = (t.len_k + kBN - 1) / kBN;
+      if (causal) {
+        const int last_key = std::min((t.m_block + 1) * kBM, t.len_q) - 1 + t.len_k - t.len_q;
+        n_hi = last_key < 0 ? 0 : std::min(n_hi, last_key / kBN + 1);
+      }
+      ASSERT_EQ(t.n_hi, n_hi) << "item " << item[i];
+      ++seen[{b, t.h, t.m_block}];
+      // Within a sequence: the last query block first, heads fastest (item order).
+      const int r = item[i] - cursors[i].walk.first;
+      ASSERT_EQ(t.m_block, (t.len_q + kBM - 1) / kBM - 1 - r / heads);
+      ASSERT_EQ(t.h, r % heads);
+      item[i] = next < bound ? next++ : -1;
+    }
+    for (int b = 0; b < batch; ++b) {
+      const int blocks_b = inside(b) ? (cu_q[b + 1] - cu_q[b] + kBM - 1) / kBM : 0;
+      for (int h = 0; h < heads; ++h)
+        for (int m = 0; m < blocks_b; ++m)
+          ASSERT_EQ((seen[{b, h, m}]), 1) << "sequence " << b << " head " << h << " block " << m;
+    }
+    int total = 0;
+    for (const auto& [key, n] : seen) total += n;
+    EXPECT_EQ(total, real) << "a tile outside the sequences";
+  };
+  // Tiles of 128 query rows (2 consumers) and 192 (3), 128 keys.
+  for (int trial = 0; trial < 300; ++trial) {
+    walk(VarlenWalk<128, 128>{}, trial);
+    walk(VarlenWalk<192, 128>{}, trial);
   }
 }
 

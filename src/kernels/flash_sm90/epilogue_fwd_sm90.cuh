@@ -145,7 +145,7 @@ __device__ __forceinline__ void store_tile(const KernelArgs& a, const Tile& t, i
   const int64_t row_stride = Traits::kVarlen ? int64_t{a.heads_q} * kD : kD;
   Element* out = static_cast<Element*>(a.o) + (Traits::kVarlen ? t.q0 * row_stride + t.bh * kD
                                                                  : static_cast<int64_t>(t.bh) * a.seqlen_q * kD);
-  float* lse = a.lse + (Traits::kVarlen ? static_cast<int64_t>(t.bh) * a.total_q + t.q0
+  float* lse = a.lse + (Traits::kVarlen ? static_cast<int64_t>(t.bh) * a.packed.total_q + t.q0
                                         : static_cast<int64_t>(t.bh) * a.seqlen_q);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {

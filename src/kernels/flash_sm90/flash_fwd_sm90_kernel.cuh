@@ -27,7 +27,7 @@
 //
 // A packed variable-length batch (kVarlen configurations, cu_seqlens): the
 // tensor maps span the packed rows of each head, the producer walks the
-// sequences' offsets (VarlenCursor) and publishes each tile with its
+// sequences' offsets (varlen_tiles.h) and publishes each tile with its
 // sequence's first row and lengths beside the work item, and the consumers
 // mask and store with those instead of the launch's lengths.
 //
@@ -64,7 +64,7 @@ __device__ __forceinline__ void producer(const KernelArgs& a, const Smem<Traits>
   const int group = a.heads_q / a.heads_kv;
   RingPos<Traits::kStages> pos;
   RingPos<Traits::kQStages> qpos;
-  [[maybe_unused]] VarlenCursor<Traits> cursor;
+  [[maybe_unused]] VarlenCursor<Traits::kBlockM, Traits::kBlockN> cursor;
   int item = first_work(a);
   for (;;) {
     // The consumers have issued their last read of the Q tile that used this
@@ -75,9 +75,9 @@ __device__ __forceinline__ void producer(const KernelArgs& a, const Smem<Traits>
     // sequences is the producer's) and published with the item.
     [[maybe_unused]] Tile packed;
     if constexpr (Traits::kVarlen) {
-      if (item != kNoMoreWork && !cursor.seek(a, item)) item = kNoMoreWork;
+      if (item != kNoMoreWork && !cursor.seek(a.packed, item)) item = kNoMoreWork;
       if (item != kNoMoreWork) {
-        packed = cursor.tile(a, item);
+        packed = tile_of(cursor.tile(a.packed, item));
         publish_tile<Traits>(sm, qpos.stage, packed);
       }
     }

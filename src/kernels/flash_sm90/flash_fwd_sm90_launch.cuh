@@ -98,11 +98,15 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   }
   a.o = p.o;
   a.lse = p.lse;
-  a.cu_seqlens_q = p.cu_seqlens_q;
-  a.cu_seqlens_k = p.cu_seqlens_k;
-  a.batch = p.batch;
-  a.total_q = p.total_q;
-  a.total_k = p.total_k;
+  a.packed.cu_seqlens_q = p.cu_seqlens_q;
+  a.packed.cu_seqlens_k = p.cu_seqlens_k;
+  a.packed.batch = p.batch;
+  a.packed.heads_q = p.heads_q;
+  a.packed.total_q = p.total_q;
+  a.packed.total_k = p.total_k;
+  a.packed.max_seqlen_q = p.seqlen_q;
+  a.packed.max_seqlen_k = p.seqlen_k;
+  a.packed.causal = p.causal;
   a.tile_counter = nullptr;
   a.heads_q = p.heads_q;
   a.heads_kv = p.heads_kv;

@@ -6,6 +6,7 @@
 
 #include "kernels/flash_sm90/tail_split.h"
 #include "kernels/flash_sm90/tile_order.h"
+#include "kernels/flash_sm90/varlen_tiles.h"
 
 namespace attnprof::flash_sm90 {
 
@@ -14,19 +15,15 @@ namespace attnprof::flash_sm90 {
 // A packed variable-length batch (cu_seqlens_q set; FwdTraits::kVarlen): q
 // and o [total_q][Hq][D], k and v [total_k][Hkv][D], lse [Hq][total_q]; the
 // tensor maps are then [Hq][total_q][D] and [Hkv][total_k][D] (slab = head,
-// row = packed row), seqlen_q and seqlen_k the longest sequence's, and
-// num_n_blocks and total_tiles bounds.
+// row = packed row), seqlen_q and seqlen_k the longest sequence's (as
+// packed.max_seqlen_q and _k), and num_n_blocks and total_tiles bounds.
 struct KernelArgs {
   CUtensorMap tma_q;  // [B·Hq][Sq][D], box kBlockM rows × 64 columns
   CUtensorMap tma_k;  // [B·Hkv][Skv][D], box kBlockN rows × 64 columns
   CUtensorMap tma_v;
   void* o;             // [B·Hq][Sq][D]
   float* lse;          // [B·Hq][Sq]
-  const int* cu_seqlens_q;  // [batch + 1], a packed batch only (else null)
-  const int* cu_seqlens_k;
-  int batch;
-  int total_q;
-  int total_k;
+  PackedBatchArgs packed;  // a packed batch only (else its offsets are null)
   int* tile_counter;   // see FwdParams
   float* split_partials;  // tail split: one slot of kSplitSlotFloats per piece (2 per block)
   int* split_counters;    // tail split: one per (split tile, consumer warp), zeroed, left zeroed

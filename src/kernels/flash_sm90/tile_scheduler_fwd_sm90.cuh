@@ -8,12 +8,13 @@
 #include "kernels/flash_sm90/kernel_args_fwd_sm90.h"
 #include "kernels/flash_sm90/tail_split.h"
 #include "kernels/flash_sm90/tile_order.h"
+#include "kernels/flash_sm90/varlen_tiles.h"
 
 namespace attnprof::flash_sm90::detail {
 
 // A block's work items, passed from the producer to the consumers through
 // shared memory: a whole tile (its index in tile_order.h's order, below
-// split.first_tile; a packed batch's in VarlenCursor's), piece k of this
+// split.first_tile; a packed batch's in varlen_tiles.h's), piece k of this
 // block's range over the split tiles (split.first_tile + 2 · blockIdx.x + k),
 // or kNoMoreWork.
 constexpr int kNoMoreWork = -1;
@@ -54,55 +55,19 @@ __device__ __forceinline__ void clip_causal(const KernelArgs& a, Tile& t) {
   t.n_hi = last_key < 0 ? 0 : min(t.n_hi, last_key / Traits::kBlockN + 1);
 }
 
-// The producer's walk over a packed batch (FwdTraits::kVarlen). Its tiles are
-// numbered sequence by sequence in batch order; within a sequence, its query
-// blocks from the last (the longest under causal masking) down, query heads
-// fastest. Every block takes its items in increasing order (its blockIdx,
-// then from the counter), so the walk only moves forward and a block reads
-// each offset once. A sequence whose offsets lie outside the tensors
-// (edited after the boundary checked them, or never checked during graph
-// capture) has no tiles: nothing of it is read or written.
-template <typename Traits>
-struct VarlenCursor {
-  int b = -1;     // the sequence reached
-  int first = 0;  // its first tile
-  int tiles = 0;  // its tiles: query blocks · heads_q
-  int q0 = 0, k0 = 0, len_q = 0, len_k = 0;
-
-  // To the sequence holding `item`; false past the last one.
-  __device__ __forceinline__ bool seek(const KernelArgs& a, int item) {
-    while (item - first >= tiles) {
-      first += tiles;
-      if (++b >= a.batch) return false;
-      const int q1 = __ldg(a.cu_seqlens_q + b + 1), k1 = __ldg(a.cu_seqlens_k + b + 1);
-      q0 = __ldg(a.cu_seqlens_q + b);
-      k0 = __ldg(a.cu_seqlens_k + b);
-      len_q = q1 - q0;
-      len_k = k1 - k0;
-      const bool inside = 0 <= q0 && q0 <= q1 && q1 <= a.total_q && len_q <= a.seqlen_q && 0 <= k0 && k0 <= k1 &&
-                          k1 <= a.total_k && len_k <= a.seqlen_k;
-      tiles = inside ? (len_q + Traits::kBlockM - 1) / Traits::kBlockM * a.heads_q : 0;
-    }
-    return true;
-  }
-
-  // The tile of `item`, once seek(item) said it is there.
-  __device__ __forceinline__ Tile tile(const KernelArgs& a, int item) const {
-    const int r = item - first;
-    const int rank = r / a.heads_q;  // 0: the sequence's last query block
-    Tile t;
-    t.bh = r - rank * a.heads_q;
-    t.m_block = tiles / a.heads_q - 1 - rank;
-    t.n_lo = 0;
-    t.n_hi = (len_k + Traits::kBlockN - 1) / Traits::kBlockN;
-    t.q0 = q0;
-    t.k0 = k0;
-    t.len_q = len_q;
-    t.len_k = len_k;
-    if (a.causal) clip_causal<Traits>(a, t);
-    return t;
-  }
-};
+// A packed batch's tile (FwdTraits::kVarlen) from varlen_tiles.h's walk.
+__device__ __forceinline__ Tile tile_of(const PackedTile& p) {
+  Tile t;
+  t.bh = p.h;
+  t.m_block = p.m_block;
+  t.n_lo = 0;
+  t.n_hi = p.n_hi;
+  t.q0 = p.q0;
+  t.k0 = p.k0;
+  t.len_q = p.len_q;
+  t.len_k = p.len_k;
+  return t;
+}
 
 // The piece a work item at or past split.first_tile stands for.
 __device__ __forceinline__ TailPiece piece_of(const KernelArgs& a, int item) {
