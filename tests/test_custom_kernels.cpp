@@ -640,6 +640,11 @@ TEST_P(FlashAttentionVarlenOp, EmptySequences) {
                                            0.125, 0);
   EXPECT_TRUE((out.narrow(0, 0, 3) == 0).all().item<bool>());
   EXPECT_TRUE((lse.narrow(1, 0, 3) == -INFINITY).all().item<bool>());
+  // Rows but not a single key in the batch: zeros and -inf everywhere.
+  const auto [out_nokeys, lse_nokeys] = varlen_op().call(q, at::empty({0, 2, 64}, bf16), at::empty({0, 2, 64}, bf16),
+                                                         offsets_of({3, 4}), offsets_of({0, 0}), 4, 0, true, 0.125, 0);
+  EXPECT_TRUE((out_nokeys == 0).all().item<bool>());
+  EXPECT_TRUE((lse_nokeys == -INFINITY).all().item<bool>());
   const Attention ref = grouped_attention(q.narrow(0, 3, 4).transpose(0, 1).unsqueeze(0).to(at::kDouble),
                                           k.narrow(0, 4, 5).transpose(0, 1).unsqueeze(0).to(at::kDouble),
                                           v.narrow(0, 4, 5).transpose(0, 1).unsqueeze(0).to(at::kDouble), false, 0.125);
@@ -683,6 +688,15 @@ TEST_P(FlashAttentionVarlenOp, RejectsBadInputs) {
   if (hopper()) {
     expect_error("a window", call(q, k, k, cq, ck, 6, 7, true, 3), "no sliding window");
     EXPECT_NO_THROW(call(q, k, k, cq, ck, 6, 7, true, 7)()) << "a window of every key hides none";
+  }
+  // A max_seqlen far above the rows: the kernels bound their grids by the rows (no in-bounds sequence is
+  // longer) and give the same bits.
+  {
+    const int64_t huge = std::numeric_limits<int32_t>::max();
+    const at::Tensor v = at::randn({12, 2, 64}, bf16);
+    const auto [o1, l1] = varlen_op().call(q, k, v, cq, ck, 6, 7, true, 0.125, 0);
+    const auto [o2, l2] = varlen_op().call(q, k, v, cq, ck, huge, huge, true, 0.125, 0);
+    EXPECT_TRUE(at::equal(o1, o2) && at::equal(l1, l2)) << "max_seqlen 2^31 - 1 changed the result";
   }
   // Offsets written in place are checked again.
   at::Tensor edited = ck.clone();

@@ -31,6 +31,8 @@
 
 #include "attention_test_inputs.h"
 #include "attnprof/problem.h"
+#include "kernels/flash_attention/flash_fwd_plan.h"
+#include "kernels/flash_sm90/decode_route.h"
 #include "kernels/flash_sm90/flash_bwd_sm90_traits.h"
 #include "kernels/flash_sm90/flash_sm90_traits.h"
 #include "kernels/flash_sm90/tail_split.h"
@@ -242,6 +244,41 @@ TEST(FlashSm90Op, SeqQDiffersFromSeqKv) {
               {1, 4, 2, 300, 1000},
               {2, 4, 4, 200, 333}},
              seed);
+}
+
+// Decode shapes run the split-KV kernel (decode_route.h): the operator's
+// output and lse are attnprof::flash_attention's bit for bit (the same kernel
+// on the same plan), also causal with several queries and under GQA and MQA;
+// a prefill shape runs the Hopper kernel (a by-name run of its configuration
+// gives the same bits).
+TEST(FlashSm90Op, DecodeShapesRunTheSplitKvKernel) {
+  REQUIRE_SM90();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  using PortableFn = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, bool,
+                                                        double, int64_t);
+  const auto portable =
+      c10::Dispatcher::singleton().findSchemaOrThrow("attnprof::flash_attention", "").typed<PortableFn>();
+  struct Case {
+    int64_t b, hq, hkv, sq, sk, d;
+  };
+  for (const Case c : {Case{8, 32, 8, 1, 4096, 128}, Case{1, 32, 8, 4, 20000, 128}, Case{2, 16, 1, 1, 3000, 64},
+                       Case{2, 8, 2, 16, 5000, 64}}) {
+    for (const bool causal : {true, false}) {
+      SCOPED_TRACE(std::to_string(c.b) + "x" + std::to_string(c.hq) + "/" + std::to_string(c.hkv) + "x" +
+                   std::to_string(c.sq) + "x" + std::to_string(c.sk) + "x" + std::to_string(c.d) +
+                   (causal ? " causal" : " full"));
+      const at::Tensor q = at::randn({c.b, c.hq, c.sq, c.d}, bf16), k = at::randn({c.b, c.hkv, c.sk, c.d}, bf16),
+                       v = at::randn({c.b, c.hkv, c.sk, c.d}, bf16);
+      const auto plan = attnprof::flash::plan_fwd({c.b, c.hq, c.hkv, c.sq, c.sk, c.d, causal},
+                                                  at::cuda::getCurrentDeviceProperties()->multiProcessorCount);
+      ASSERT_TRUE(attnprof::flash_sm90::runs_split_kv_decode(plan)) << "not a decode shape for the rule";
+      const auto [o1, l1] = flash_op().call(q, k, v, causal, 0.125);
+      const auto [o2, l2] = portable.call(q, k, v, causal, 0.125, 0);
+      EXPECT_TRUE(at::equal(o1, o2) && at::equal(l1, l2)) << "not the split-KV kernel's bits";
+    }
+  }
 }
 
 // The row max moves at every key block (attention_test_inputs.h): the running
@@ -546,6 +583,35 @@ TEST(FlashSm90TileOrder, VisitsEveryTileOnceLongestFirstWithinSections) {
 // key blocks (under causal masking none past its last row's diagonal);
 // sequences of no rows, and ones whose offsets lie outside the tensors, have
 // none; every item past the last tile is no work.
+// The operator hands a shape to the split-KV decode kernel when the portable
+// planner picks decode and a KV head's query rows fit one 64-row tile: the
+// decode shapes of issue 30 (seq_q 1 to 16 in groups of 4) do, prefill and
+// chunked prefill do not.
+TEST(FlashSm90DecodeRoute, DecodeShapesOnlyUpToOneTileOfRowsPerKvHead) {
+  namespace fl = attnprof::flash;
+  struct Case {
+    fl::FwdShape shape;
+    bool decode;
+  };
+  const Case cases[] = {
+      {{8, 32, 8, 1, 4096, 128, true}, true},     {{8, 32, 8, 1, 32768, 128, true}, true},
+      {{8, 32, 8, 1, 131072, 128, true}, true},   {{1, 32, 8, 4, 131072, 128, true}, true},
+      {{8, 32, 8, 16, 32768, 128, false}, true},  {{2, 16, 1, 4, 3000, 64, true}, true},  // MQA: 64 rows
+      {{2, 16, 1, 5, 3000, 64, true}, false},     // 80 rows per KV head
+      {{8, 32, 8, 17, 32768, 128, true}, false},  // 68 rows
+      {{4, 16, 16, 4096, 4096, 128, true}, false}, {{1, 16, 16, 16384, 16384, 128, false}, false},
+      {{1, 32, 8, 512, 8192, 128, true}, false},  // a chunk of prefill
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::to_string(c.shape.batch) + "x" + std::to_string(c.shape.heads_q) + "/" +
+                 std::to_string(c.shape.heads_kv) + "x" + std::to_string(c.shape.seqlen_q) + "x" +
+                 std::to_string(c.shape.seqlen_k) + "x" + std::to_string(c.shape.head_dim));
+    const fl::FwdPlan plan = fl::plan_fwd(c.shape, 132);
+    EXPECT_EQ(attnprof::flash_sm90::runs_split_kv_decode(plan), c.decode);
+    if (c.decode) EXPECT_EQ(plan.path, fl::FwdPath::kDecode);
+  }
+}
+
 template <int kRows_, int kKeys_>
 struct VarlenWalk {
   static constexpr int kRows = kRows_, kKeys = kKeys_;

@@ -1,6 +1,7 @@
 // custom-flash-sm90: attnprof's Hopper attention forward (warp-specialised,
 // TMA + wgmma; src/kernels/flash_sm90), one persistent kernel per forward,
-// called through the dispatcher as attnprof::flash_attention_sm90.
+// called through the dispatcher as attnprof::flash_attention_sm90 (decode
+// shapes run the portable split-KV kernel there: decode_route.h).
 #include <ATen/ATen.h>
 
 #include <cstdint>
@@ -11,7 +12,10 @@
 
 #include "attnprof/problem.h"
 #include "attnprof/variant.h"
+#include "kernels/flash_attention/api.h"
+#include "kernels/flash_attention/flash_fwd_plan.h"
 #include "kernels/flash_sm90/api.h"
+#include "kernels/flash_sm90/decode_route.h"
 #include "kernels/flash_sm90/flash_sm90_traits.h"
 #include "kernels/operators/signatures.h"
 #include "variants/custom_op_variant.h"
@@ -82,6 +86,12 @@ class CustomFlashSm90 final : public CustomOpVariant {
     CustomOpVariant::prepare(p, q, k, v);
     hopper_bwd_ = flash_backward_is_hopper(q, k, v);
     varlen_ = p.varlen();
+    is_bf16_ = p.dtype == DType::BF16;
+    // The path the operator takes (decode_route.h): decode shapes run the split-KV kernel.
+    plan_ = {};
+#ifdef ATTNPROF_HAVE_CUDA_KERNELS
+    if (q.is_cuda() && !varlen_) plan_ = flash::plan_for(q, k, causal_);
+#endif
   }
 
   bool takes_varlen() const override { return true; }
@@ -100,6 +110,15 @@ class CustomFlashSm90 final : public CustomOpVariant {
   }
 
   std::vector<Fact> facts() const override {
+    if (flash_sm90::runs_split_kv_decode(plan_)) {
+      std::vector<Fact> f = {
+          {"kernel", "decode path (" + std::to_string(plan_.group * plan_.seqlen_q) +
+                         " query rows per KV head, at most " + std::to_string(flash_sm90::kDecodeMaxRowsPerKvHead) +
+                         ": the Hopper kernel's 64-row tiles of one query head would be nearly empty): " +
+                         flash::describe_fwd(head_dim_, is_bf16_, plan_)}};
+      if (pass_ != Pass::fwd) f.push_back({"backward kernels", flash::describe_bwd(head_dim_, hopper_bwd_)});
+      return f;
+    }
     std::vector<Fact> f = {
         {"kernel", "attnprof::flash_sm90::flash_fwd_sm90_kernel (persistent, one block per SM: 1 producer "
                    "warpgroup issuing TMA loads, consumer warpgroups of 64 query rows on wgmma; causal tiles "
@@ -121,6 +140,8 @@ class CustomFlashSm90 final : public CustomOpVariant {
  private:
   bool hopper_bwd_ = false;
   bool varlen_ = false;
+  bool is_bf16_ = true;
+  flash::FwdPlan plan_;
 };
 
 }  // namespace

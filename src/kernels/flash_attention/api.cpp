@@ -328,10 +328,13 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_varlen_cuda(const at::Tensor&
                                                                int64_t window) {
   VarlenCall call = prepare_varlen(kVarlenOp, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
                                    scale, window, &unsupported, [&] {
+                                     // No in-bounds sequence is longer than the packed rows (the grid covers those).
                                      const int64_t batch = cu_seqlens_q.numel() - 1;
-                                     TORCH_CHECK(max_seqlen_q <= kMaxSeq && max_seqlen_k <= kMaxSeq &&
+                                     const int64_t longest_q = std::min(max_seqlen_q, q.size(0));
+                                     const int64_t longest_k = std::min(max_seqlen_k, k.size(0));
+                                     TORCH_CHECK(longest_q <= kMaxSeq && longest_k <= kMaxSeq &&
                                                      q.size(1) * batch <= kMaxGridX &&
-                                                     (max_seqlen_q + 127) / 128 <= kMaxGridY,
+                                                     (longest_q + 127) / 128 <= kMaxGridY,
                                                  kVarlenOp, ": sizes outside the kernels' grid limits: q ", q.sizes(),
                                                  ", batch ", batch, ", max_seqlen_q ", max_seqlen_q, ", max_seqlen_k ",
                                                  max_seqlen_k, " (max_seqlen_q 0 .. ", kMaxGridY * 128,
@@ -340,6 +343,8 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_varlen_cuda(const at::Tensor&
   if (call.done) return {call.out, call.lse};
   c10::cuda::CUDAGuard guard(q.device());
   FwdParams p = packed_params<FwdParams>(call);
+  p.seqlen_q = std::min(p.seqlen_q, p.total_q);  // the kernel skips a sequence longer than the rows
+  p.seqlen_k = std::min(p.seqlen_k, p.total_k);
   // The prefill kernel, one block row per sequence's query block, every key of a sequence in one split.
   p.plan.path = FwdPath::kPrefillPacked;
   p.plan.num_splits = 1;
@@ -378,6 +383,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_backward_cuda(
 FwdPlan plan_for(const at::Tensor& q, const at::Tensor& k, bool causal) {
   const FwdShape shape{q.size(0), q.size(1), k.size(1), q.size(2), k.size(2), q.size(3), causal};
   return plan_fwd(shape, sm_count(q.device().index()));
+}
+
+void run_planned_forward(const char* op, const kernels::FwdCall& call, const at::Tensor& q, const at::Tensor& k,
+                         const FwdPlan& plan) {
+  kernels::check_supported(unsupported(kernels::query_of(q)), op);
+  check_sizes(op, q, k.size(2));
+  FwdParams p;
+  static_cast<kernels::AttentionParams&>(p) = call.params;
+  p.plan = plan;
+  launch_planned(op, p, q);
 }
 
 FlashBwdCall prepare_flash_bwd(const char* op, const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k,

@@ -29,6 +29,12 @@ std::optional<std::string> unsupported(const kernels::KernelQuery& query);
 // the variant's facts).
 FwdPlan plan_for(const at::Tensor& q, const at::Tensor& k, bool causal);
 
+// The portable forward on `call` (kernels::prepare_forward, inputs checked by
+// the calling operator `op`) following `plan` (plan_for's), on q's device,
+// guarded by the caller: the Hopper operator's decode path (flash_sm90/decode_route.h).
+void run_planned_forward(const char* op, const kernels::FwdCall& call, const at::Tensor& q, const at::Tensor& k,
+                         const FwdPlan& plan);
+
 // The backward of both flash families, from the saved forward: gradients,
 // workspaces and the plain params of the launch layers.
 struct FlashBwdCall {

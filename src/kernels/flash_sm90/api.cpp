@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <sstream>
 
+#include "kernels/flash_sm90/decode_route.h"
 #include "kernels/flash_sm90/flash_bwd_sm90_traits.h"
 #include "kernels/flash_sm90/flash_sm90_params.h"
 #include "kernels/flash_sm90/flash_sm90_traits.h"
@@ -18,6 +19,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -200,6 +202,13 @@ std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& q, const at::Tensor
   c10::cuda::CUDAGuard guard(q.device());
   const kernels::FwdCall call = kernels::prepare_forward(q, k, v, causal, scale);
   if (call.done) return {call.out, call.lse};
+  if (!config) {  // the operator's own choice: decode on the split-KV kernel (decode_route.h)
+    const flash::FwdPlan plan = flash::plan_for(q, k, causal);
+    if (runs_split_kv_decode(plan)) {
+      flash::run_planned_forward(kOp, call, q, k, plan);
+      return {call.out, call.lse};
+    }
+  }
   FwdParams p;
   static_cast<kernels::AttentionParams&>(p) = call.params;
   launch(p, q, config);
@@ -221,9 +230,11 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_varlen_cuda(const at::Te
       kVarlenOp, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, window,
       &unsupported, [&] {
         // The kernel numbers the tiles of 64 query rows or more of every
-        // (sequence, head), bounded by batch · heads_q · ⌈max_seqlen_q / 64⌉, in 32-bit ints.
+        // (sequence, head), bounded by batch · heads_q · ⌈longest / 64⌉, in
+        // 32-bit ints (no sequence is longer than the packed rows).
         const int64_t batch = cu_seqlens_q.numel() - 1;
-        TORCH_CHECK(batch * q.size(1) * ((max_seqlen_q + 63) / 64) <= kInt32Max - 1024, kVarlenOp,
+        const int64_t longest = std::min(max_seqlen_q, q.size(0));
+        TORCH_CHECK(batch * q.size(1) * ((longest + 63) / 64) <= kInt32Max - 1024, kVarlenOp,
                     ": sizes too large for 32-bit tile indices: q ", q.sizes(), ", batch ", batch, ", max_seqlen_q ",
                     max_seqlen_q);
       });
@@ -231,7 +242,16 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_varlen_cuda(const at::Te
               max_seqlen_k, " keys); attnprof::flash_attention_varlen takes one");
   if (call.done) return {call.out, call.lse};
   c10::cuda::CUDAGuard guard(q.device());
+  if (call.total_k == 0) {  // no key anywhere (a tensor map needs rows): every row sees none
+    call.out.zero_();
+    call.lse.fill_(-INFINITY);
+    return {call.out, call.lse};
+  }
   FwdParams p = flash::packed_params<FwdParams>(call);
+  // The launch bounds its tiles by max_seqlen_q in 32-bit ints: no in-bounds
+  // sequence is longer than the packed rows, and the kernel skips the others.
+  p.seqlen_q = std::min(p.seqlen_q, p.total_q);
+  p.seqlen_k = std::min(p.seqlen_k, p.total_k);
   launch(p, q, nullptr);
   return {call.out, call.lse};
 }

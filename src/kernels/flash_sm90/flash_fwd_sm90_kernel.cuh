@@ -73,12 +73,12 @@ __device__ __forceinline__ void producer(const KernelArgs& a, const Smem<Traits>
     const uint32_t q_full = sm.q_full(qpos.stage);
     // A packed batch's tile is decoded here only (the walk over its
     // sequences is the producer's) and published with the item.
-    [[maybe_unused]] Tile packed;
+    Tile t;
     if constexpr (Traits::kVarlen) {
       if (item != kNoMoreWork && !cursor.seek(a.packed, item)) item = kNoMoreWork;
       if (item != kNoMoreWork) {
-        packed = tile_of(cursor.tile(a.packed, item));
-        publish_tile<Traits>(sm, qpos.stage, packed);
+        t = tile_of(cursor.tile(a.packed, item));
+        publish_tile<Traits>(sm, qpos.stage, t);
       }
     }
     sm.tile_slot[qpos.stage * Traits::kSlotInts] = item;
@@ -87,7 +87,7 @@ __device__ __forceinline__ void producer(const KernelArgs& a, const Smem<Traits>
       if (a.tile_counter) release_tile_counter(a.tile_counter);
       return;
     }
-    const Tile t = Traits::kVarlen ? packed : decode_tile<Traits>(a, item);
+    if constexpr (!Traits::kVarlen) t = decode_tile<Traits>(a, item);
     load_q_tile<Traits>(a, sm, t, qpos.stage, q_full);
     qpos.advance();
     const int next = next_work(a, item);  // fetched now, needed after the K/V loop: the atomic's latency hides
@@ -133,7 +133,10 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
     const int item = warp_uniform<int>(sm.tile_slot[q_stage * Traits::kSlotInts]);
     if (item == kNoMoreWork) break;
     const uint32_t desc_q = mainloop.desc_q0 + ((q_stage * Traits::kQBytes) >> 4);
-    const Tile t = Traits::kVarlen ? published_tile<Traits>(sm, q_stage) : decode_tile<Traits>(a, item);
+    const Tile t = [&] {
+      if constexpr (Traits::kVarlen) return published_tile<Traits>(sm, q_stage);
+      else return decode_tile<Traits>(a, item);
+    }();
     const int n_count = t.n_hi - t.n_lo;
     const int wg_row0 = t.m_block * Traits::kBlockM + cwg * 64;  // first query row of this warpgroup
     const int row0 = wg_row0 + mainloop.row_in_wg;

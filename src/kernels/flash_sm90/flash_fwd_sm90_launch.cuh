@@ -81,10 +81,10 @@ template <typename Traits>
 void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   constexpr int kHeadDim = Traits::kHeadDim;
   KernelArgs a;
-  TORCH_CHECK(p.varlen() == Traits::kVarlen, kFwdOp, ": configuration ", Traits::kName,
+  const char* op = p.varlen() ? kFwdVarlenOp : kFwdOp;
+  TORCH_CHECK(p.varlen() == Traits::kVarlen, op, ": configuration ", Traits::kName,
               Traits::kVarlen ? " runs packed variable-length batches only" : " runs batches of one length only");
   if constexpr (Traits::kVarlen) {
-    const char* op = kFwdVarlenOp;
     a.tma_q = make_packed_tensor_map(p.q, p.is_bf16, kHeadDim, p.total_q, p.heads_q, int64_t{p.heads_q} * kHeadDim,
                                      kHeadDim, Traits::kBlockM, op);
     a.tma_k = make_packed_tensor_map(p.k, p.is_bf16, kHeadDim, p.total_k, p.heads_kv,
@@ -119,7 +119,7 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   a.order = plan.order;
   a.split = plan.split;
   if (plan.tile_counter) {
-    TORCH_CHECK(p.tile_counter != nullptr, kFwdOp, ": a causal or packed launch needs the tile counter");
+    TORCH_CHECK(p.tile_counter != nullptr, op, ": a causal or packed launch needs the tile counter");
     a.tile_counter = p.tile_counter;
   }
   a.split_partials = p.split_partials;
@@ -129,7 +129,7 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
     TORCH_CHECK(p.split_partials != nullptr && p.split_counters != nullptr &&
                     p.split_partial_bytes >= need.split_partial_bytes &&
                     p.split_counter_capacity >= need.split_counters,
-                kFwdOp, ": the launch needs the workspace fwd_workspace() sized (", need.split_partial_bytes,
+                op, ": the launch needs the workspace fwd_workspace() sized (", need.split_partial_bytes,
                 " bytes, ", need.split_counters, " counters)");
   }
   a.scale = p.scale;
