@@ -259,11 +259,12 @@ def forward_suite(exe, tmp, iters):
 def shapes_suite(exe, tmp, iters):
     ceiling = copy_ceiling_gbs()
     decode = []
-    for skv in (4096, 32768, 131072):
+    # 8 sequences of one query against 4K-128K keys, and one sequence of 4 queries (a speculative step) against 128K.
+    for (b, sq, skv) in ((8, 1, 4096), (8, 1, 32768), (8, 1, 131072), (1, 4, 131072)):
         for p in run_variants(exe, tmp, pick(["custom-flash", "custom-flash-sm90"] + SDPA + ["sdpa-math"], "sdpa-flash"),
-                              8, 32, 8, 1, skv, 128, True, iters=iters):
+                              b, 32, 8, sq, skv, 128, True, iters=iters):
             if p.get("median_us"):
-                kv_bytes = 2 * 8 * 8 * skv * 128 * 2
+                kv_bytes = 2 * b * 8 * skv * 128 * 2
                 p["gbs"] = kv_bytes / (p["median_us"] * 1e-6) / 1e9
                 p["pct_copy"] = 100 * p["gbs"] / ceiling if ceiling else None
             decode.append(p)

@@ -331,7 +331,11 @@ const std::vector<Group>& groups() {
       {"CompareFileWithDirectory", "compare {D}/good.summary.json {D}", 2, {"{D}", "directory"}, {good()}},
       {"CompareEmptyDirectories", "compare {D}/a {D}/b", 4, {"no summaries"},
        {{"a/.keep", [] { return std::string(); }}, {"b/.keep", [] { return std::string(); }}}},
-      {"CompareOneArgument", "compare {D}/good.summary.json", 2, {"B is required"}, {good()}},
+      {"CompareOneArgument", "compare {D}/good.summary.json", 2, {"B is required", "attnprof compare --help"},
+       {good()}},
+      // A profiling option after 'compare' is named, not taken as A ("B is required").
+      {"CompareUnknownOptionFirst", "compare --kv-layout paged", 2, {"unknown option --kv-layout", "compare --help"},
+       {}},
       {"CompareCsvUnderDevFull", compare("good.summary.json", "good.summary.json", "--csv /dev/full/diff.csv"), 4,
        {"/dev/full/diff.csv"}, {good()}},
       // An output naming one of compare's inputs, or two outputs naming one path.

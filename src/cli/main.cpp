@@ -150,7 +150,18 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string msg = e.what();
     msg = msg.substr(0, msg.find('\n'));
-    error(fmt::format("{} (see attnprof --help)", msg));
+    // CLI11 checks the required positionals before the arguments nobody took:
+    // "compare --kv-layout paged" read "paged" as A and said "B is required".
+    // An unknown option is the cause there, so it is named instead.
+    std::string unexpected;
+    if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr)
+      for (const std::string& arg : app.remaining(true))
+        if (arg.size() > 1 && arg[0] == '-') unexpected += (unexpected.empty() ? "" : ", ") + arg;
+    if (!unexpected.empty()) msg = "unknown option " + unexpected;
+    std::string help = "attnprof --help";
+    for (const Subcommand& sub : subcommands)
+      if (sub.app->parsed()) help = "attnprof " + sub.app->get_name() + " --help";
+    error(fmt::format("{} (see {})", msg, help));
     return exit_code::kUsage;
   }
   try {

@@ -40,7 +40,9 @@ TORCH_LIBRARY_FRAGMENT(attnprof, m) {
   // h / (heads_q / heads_kv)); contiguous, bf16 or fp16, head_dim 64 or 128.
   // causal: bottom-right aligned (key j visible to query i iff
   // j <= i + seq_kv - seq_q); a row that sees no key gives zeros and lse -inf.
-  // out: like q; lse: [batch, heads_q, seq_q] float32, natural log.
+  // out: like q; lse: [batch, heads_q, seq_q] float32, natural log. Decode
+  // shapes (decode_route.h: few query rows per KV head) run the portable
+  // split-KV kernel instead, as attnprof::flash_attention would.
   m.def("flash_attention_sm90(Tensor q, Tensor k, Tensor v, bool causal, float scale) -> (Tensor out, Tensor lse)");
   // flash_attention_sm90 on a packed variable-length batch, as
   // attnprof::flash_attention_varlen takes it (flash_attention/api.cpp): q
