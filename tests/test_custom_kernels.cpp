@@ -620,6 +620,36 @@ TEST_P(FlashAttentionVarlenOp, EverySequenceMatchesFloat64OnItsOwn) {
   }
 }
 
+// The keys after a sequence's end in its last key tile belong to the next
+// sequence: masked, and its values never reach this sequence's output, even
+// non-finite ones (0 · inf is NaN). Each sequence gives the bits it gives
+// alone, where those keys lie past the tensor.
+TEST_P(FlashAttentionVarlenOp, ASequenceNeverSeesItsNeighboursValues) {
+  REQUIRE_VARLEN_OP();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  for (const int64_t d : {64, 128}) {
+    for (const double poison : {double(INFINITY), std::numeric_limits<double>::quiet_NaN()}) {
+      SCOPED_TRACE("head_dim " + std::to_string(d) + ", next sequence's keys and values " + std::to_string(poison));
+      const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+      const at::Tensor q = at::randn({77 + 300, 8, d}, bf16);
+      at::Tensor k = at::randn({77 + 300, 2, d}, bf16), v = at::randn({77 + 300, 2, d}, bf16);
+      k.narrow(0, 77, 300).fill_(poison);
+      v.narrow(0, 77, 300).fill_(poison);
+      for (const bool causal : {true, false}) {
+        const auto [out, lse] = varlen_op().call(q, k, v, offsets_of({77, 300}), offsets_of({77, 300}), 300, 300,
+                                                 causal, 0.125, 0);
+        const auto [alone, alone_lse] =
+            varlen_op().call(q.narrow(0, 0, 77).contiguous(), k.narrow(0, 0, 77).contiguous(),
+                             v.narrow(0, 0, 77).contiguous(), offsets_of({77}), offsets_of({77}), 77, 77, causal, 0.125, 0);
+        EXPECT_TRUE(at::isfinite(out.narrow(0, 0, 77)).all().item<bool>()) << (causal ? "causal" : "full");
+        EXPECT_TRUE(at::equal(out.narrow(0, 0, 77), alone) && at::equal(lse.narrow(1, 0, 77), alone_lse))
+            << (causal ? "causal" : "full") << ": not the bits of the sequence alone";
+      }
+    }
+  }
+}
+
 // Empty batches and sequences: no rows, no keys (zeros and -inf), no queries.
 TEST_P(FlashAttentionVarlenOp, EmptySequences) {
   REQUIRE_VARLEN_OP();

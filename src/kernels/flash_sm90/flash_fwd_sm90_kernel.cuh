@@ -172,6 +172,9 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
       RingPos<Traits::kStages> prev;
       typename Mainloop::QFragments qf;
       if constexpr (Traits::kQInRegs) mainloop.load_q_fragments(w, qf);
+      // Keys of the first block (the last visible one) inside the sequence: a
+      // packed batch zeroes the rest of its V before their P·V (issue_gemms).
+      const int tail_rows = Traits::kVarlen ? min(kBN, seqlen_k_of<Traits>(a, t) - (t.n_hi - 1) * kBN) : kBN;
       // One key block, i-th from the last visible one (kFirst, kHalfS, kHalfPV: above).
       auto step = [&](auto first, auto half_s, auto half_pv, int i) {
         constexpr bool kFirst = decltype(first)::value;
@@ -180,7 +183,8 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
         constexpr int kSN = kHalfS ? kBN / 2 : kBN;  // S columns computed
         const int n_block = t.n_hi - 1 - i;
         float s[kSN / 2];
-        mainloop.template issue_gemms<kFirst, decltype(half_pv)::value, kSN>(w, s, qf, p, prev, o);
+        mainloop.template issue_gemms<kFirst, decltype(half_pv)::value, kSN>(w, s, qf, p, prev, o,
+                                                                             i == 1 ? tail_rows : kBN);
         wgmma_wait<kFirst ? 0 : 1>();  // S done; P·V may still run
         pin_registers(s);
         mainloop.release_k(w, i);
@@ -220,7 +224,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
         step(Yes{}, No{}, No{}, 0);
         for (int i = 1; i < n_count; ++i) step(No{}, No{}, No{}, i);
       }
-      mainloop.last_pv(o, p, prev);  // O += P·V of the last key block
+      mainloop.last_pv(o, p, prev, n_count == 1 ? tail_rows : kBN);  // O += P·V of the last key block
     }
 
     finish_row_sums(st);

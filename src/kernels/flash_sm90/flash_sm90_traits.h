@@ -74,6 +74,10 @@ struct FwdTraits : Config {
   // Named barriers 1..kConsumerWarpgroups pass the GEMM-issue token between
   // the consumers (ping-pong); 0 is __syncthreads.
   static constexpr int kSchedulerBarrier = 1;
+  // Then one per consumer: a packed batch's warpgroup has zeroed V rows past
+  // its sequence (mainloop_fwd_sm90.cuh, zero_v_rows).
+  static constexpr int kZeroVBarrier = kSchedulerBarrier + kConsumerWarpgroups;
+  static_assert(kZeroVBarrier + kConsumerWarpgroups <= 16, "16 named barriers");
 
   static_assert(sizeof(Element) == 2, "wgmma with 16-bit inputs: bf16 or fp16");
   static_assert(kHeadDim % kColElems == 0, "head_dim: whole 128-byte column blocks");

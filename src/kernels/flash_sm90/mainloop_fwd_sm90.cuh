@@ -290,13 +290,35 @@ struct FwdConsumerMainloop {
   // before its wgmma (d128 bf16: 130 -> 36 R2UR, 2584 -> 2472 instructions).
   static __device__ __forceinline__ uint32_t uniform(uint32_t x) { return warp_uniform(x); }
 
+  // A packed batch (kVarlen): the V rows of a stage from `rows` on hold the
+  // next sequence's keys (or zeros past the tensor). Their P is 0, but 0 · inf
+  // is NaN, so this warpgroup writes zeros over them before its P·V reads the
+  // stage: a sequence's output never depends on another's values. Each
+  // consumer writes the same zeros (the second write changes nothing the
+  // other may be reading); the fence orders them before wgmma and the
+  // stage's next TMA fill, the barrier before this warpgroup's wgmma. A row's
+  // 128-byte swizzled block is permuted within the row only.
+  __device__ __forceinline__ void zero_v_rows(uint32_t stage, int rows) const {
+    const int tid = threadIdx.x % 128;
+    const uint32_t base = sm.v + stage * Traits::kKVBytes;
+    const int per_block = (Traits::kBlockN - rows) * 8;  // 16-byte chunks per column block
+    for (int c = tid; c < per_block * Traits::kColBlocks; c += 128) {
+      const int cb = c / per_block, in = c - cb * per_block;
+      st_shared_zero16(base + cb * Traits::kKVColBytes + (rows + in / 8) * 128 + (in % 8) * 16);
+    }
+    fence_proxy_async_shared();
+    named_bar_sync(Traits::kZeroVBarrier + cwg, 128);
+  }
+
   // One key block's GEMMs, issued in this warpgroup's turn: S = Q·Kᵀ and,
   // after the first block (kFirst), O += P·V of the previous one, each its
   // own wgmma group (kHalfPV: the first kPSteps / 2 k16 steps of P only).
+  // prev_rows: the previous block's keys inside the sequence (a packed
+  // batch's last key block: the rest of its V is zeroed first).
   template <bool kFirst, bool kHalfPV, int kSN>
   __device__ __forceinline__ void issue_gemms(const ConsumerTile& w, float (&s)[kSN / 2], const QFragments& qf,
                                               const PFragments& p, const RingPos<Traits::kStages>& prev,
-                                              float (&o)[Traits::kORegs]) const {
+                                              float (&o)[Traits::kORegs], int prev_rows) const {
     constexpr int kPVSteps = kHalfPV ? Traits::kPSteps / 2 : Traits::kPSteps;
     // The GEMMs' base descriptors before the waits: their shuffles and
     // moves to uniform registers then finish while this warpgroup waits.
@@ -309,6 +331,8 @@ struct FwdConsumerMainloop {
     const uint32_t dv = kFirst ? 0u : uniform(desc_v + D::stage_off(prev.stage));
     mbar_wait(sm.k_full(pos.stage), pos.phase);
     if constexpr (!kFirst) mbar_wait(sm.v_full(prev.stage), prev.phase);
+    if constexpr (Traits::kVarlen && !kFirst)
+      if (prev_rows < Traits::kBlockN) zero_v_rows(prev.stage, prev_rows);
     take_turn();  // my turn to use the tensor cores
     wgmma_fence();
     qk_gemm<Traits, kSN>(s, qf, dq, dk);
@@ -329,10 +353,13 @@ struct FwdConsumerMainloop {
     }
   }
 
-  // O += P·V of the tile's last key block, then its V stage goes back.
+  // O += P·V of the tile's last key block, then its V stage goes back
+  // (prev_rows: as issue_gemms').
   __device__ __forceinline__ void last_pv(float (&o)[Traits::kORegs], PFragments& p,
-                                          const RingPos<Traits::kStages>& prev) const {
+                                          const RingPos<Traits::kStages>& prev, int prev_rows) const {
     mbar_wait(sm.v_full(prev.stage), prev.phase);
+    if constexpr (Traits::kVarlen)
+      if (prev_rows < Traits::kBlockN) zero_v_rows(prev.stage, prev_rows);
     const uint32_t dv = uniform(desc_v + D::stage_off(prev.stage));
     wgmma_fence();
     pv_gemm<Traits, Traits::kPSteps>(o, p, dv);
