@@ -375,10 +375,13 @@ def softmax_cases(dev):
     ]
 
 
-def hopper_only(cases, dev=None):
+def hopper_only(cases, dev=None, name=None):
     """On a GPU other than compute capability 9.0 a valid call raises too
-    (given `dev`, the cases stay as they are on a 9.0 one)."""
-    if dev is not None and str(dev).startswith("cuda") and torch.cuda.get_device_capability(dev) == (9, 0):
+    (given `dev` and the operator's `name`, the cases stay as they are on a 9.0
+    one whose build has the operator's CUDA kernel)."""
+    if (dev is not None and name is not None and str(dev).startswith("cuda")
+            and torch.cuda.get_device_capability(dev) == (9, 0)
+            and torch._C._dispatch_has_kernel_for_dispatch_key(f"attnprof::{name}", "CUDA")):
         return cases
     return [(w, t, "either" if e == "ok" else e) for w, t, e in cases]
 
@@ -424,7 +427,8 @@ KNOWN = {
     "flash_attention_backward": flash_backward_cases,
     "flash_attention_paged": paged_cases,
     "flash_attention_varlen": varlen_cases,
-    "flash_attention_sm90_varlen": lambda dev: hopper_only(varlen_cases(dev, "flash_attention_sm90_varlen"), dev),
+    "flash_attention_sm90_varlen": lambda dev: hopper_only(varlen_cases(dev, "flash_attention_sm90_varlen"), dev,
+                                                           "flash_attention_sm90_varlen"),
     "flash_attention_backward_sm90": lambda dev: hopper_only(flash_backward_cases(dev, "flash_attention_backward_sm90")),
     "scaled_masked_softmax_backward": softmax_backward_cases,
 }

@@ -334,8 +334,8 @@ const std::vector<Group>& groups() {
       {"CompareOneArgument", "compare {D}/good.summary.json", 2, {"B is required", "attnprof compare --help"},
        {good()}},
       // A profiling option after 'compare' is named, not taken as A ("B is required").
-      {"CompareUnknownOptionFirst", "compare --kv-layout paged", 2, {"unknown option --kv-layout", "compare --help"},
-       {}},
+      {"CompareUnknownOptionFirst", "compare --kv-layout paged", 2,
+       {"'attnprof compare' takes no --kv-layout", "compare --help"}, {}},
       {"CompareCsvUnderDevFull", compare("good.summary.json", "good.summary.json", "--csv /dev/full/diff.csv"), 4,
        {"/dev/full/diff.csv"}, {good()}},
       // An output naming one of compare's inputs, or two outputs naming one path.

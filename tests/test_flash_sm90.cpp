@@ -27,6 +27,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "attention_test_inputs.h"
@@ -578,15 +579,9 @@ TEST(FlashSm90TileOrder, VisitsEveryTileOnceLongestFirstWithinSections) {
   }
 }
 
-// A packed batch's walk (varlen_tiles.h), as the kernel's producers take it:
-// blocks each taking increasing items (its blockIdx, then the counter's next)
-// with a cursor of its own. Every (sequence, head, query block) comes exactly
-// once, each sequence's last query block first, with its rows, lengths and
-// key blocks (under causal masking none past its last row's diagonal);
-// sequences of no rows, and ones whose offsets lie outside the tensors, have
-// none; every item past the last tile is no work.
 // The operator hands a shape to the split-KV decode kernel when the portable
-// planner picks decode and a KV head's query rows fit one 64-row tile: the
+// planner picks decode and a KV head's query rows fit 64 (one consumer
+// warpgroup's rows of a Hopper tile): the
 // decode shapes of issue 30 (seq_q 1 to 16 in groups of 4) do, prefill and
 // chunked prefill do not.
 TEST(FlashSm90DecodeRoute, DecodeShapesOnlyUpToOneTileOfRowsPerKvHead) {
@@ -614,12 +609,20 @@ TEST(FlashSm90DecodeRoute, DecodeShapesOnlyUpToOneTileOfRowsPerKvHead) {
   }
 }
 
+// A cursor of varlen_tiles.h with the tile shape it walks.
 template <int kRows_, int kKeys_>
 struct VarlenWalk {
   static constexpr int kRows = kRows_, kKeys = kKeys_;
   attnprof::flash_sm90::VarlenCursor<kRows, kKeys> walk;
 };
 
+// A packed batch's walk (varlen_tiles.h), as the kernel's producers take it:
+// blocks each taking increasing items (its blockIdx, then the counter's next)
+// with a cursor of its own. Every (sequence, head, query block) comes exactly
+// once, each sequence's last query block first, with its rows, lengths and
+// key blocks (under causal masking none past its last row's diagonal);
+// sequences of no rows, and ones whose offsets lie outside the tensors, have
+// none; every item past the last tile is no work.
 TEST(FlashSm90VarlenTiles, EveryTileOfEverySequenceOnceWhateverBlockTakesIt) {
   using attnprof::flash_sm90::PackedBatchArgs;
   using attnprof::flash_sm90::PackedTile;
@@ -952,6 +955,13 @@ std::vector<std::string> built_configs(bool backward) {
       .call(backward);
 }
 
+// Whether a configuration runs packed variable-length batches only (the
+// forward's kVarlen; the backward's have none).
+template <typename C, typename = void>
+struct PackedBatchConfig : std::false_type {};
+template <typename C>
+struct PackedBatchConfig<C, std::void_t<decltype(C::kVarlen)>> : std::bool_constant<C::kVarlen> {};
+
 // Every configuration of the operators' lists is built and runs by name; of
 // the alternatives, exactly those ATTNPROF_KERNEL_CONFIGS asked for (no GPU
 // needed: the registry fills as the library loads).
@@ -962,7 +972,10 @@ TEST(FlashSm90Configs, TheBuildRegistersEveryListedConfigurationByName) {
   namespace fs = attnprof::flash_sm90;
   auto expect = [](const std::vector<std::string>& built, auto configs, auto alternatives) {
     std::set<std::string> listed, allowed;
-    attnprof::kernels::for_each_config(configs, [&](auto c) { listed.insert(decltype(c)::kName); });
+    // The packed-batch configurations run through flash_attention_sm90_varlen only: not by name.
+    attnprof::kernels::for_each_config(configs, [&](auto c) {
+      if constexpr (!PackedBatchConfig<decltype(c)>::value) listed.insert(decltype(c)::kName);
+    });
     allowed = listed;
     attnprof::kernels::for_each_config(alternatives, [&](auto c) { allowed.insert(decltype(c)::kName); });
     const std::set<std::string> got(built.begin(), built.end());
@@ -986,17 +999,6 @@ TEST(FlashSm90Configs, EachBuiltConfigurationByNameMatchesFloat64Reference) {
     SCOPED_TRACE(name);
     const auto* entry = attnprof::flash_sm90::find_fwd_config(name, /*is_bf16=*/true);
     ASSERT_NE(entry, nullptr);
-    if (entry->varlen) {  // a packed batch's (tests/test_custom_kernels.cpp runs it): refused on a dense one
-      const at::Tensor q = at::randn({1, 4, 32, entry->head_dim}, at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16));
-      try {
-        by_name.call(q, q, q, true, 0.125, name);
-        ADD_FAILURE() << name << ": no error on a batch of one length";
-      } catch (const c10::Error& e) {
-        EXPECT_NE(std::string(e.what()).find("runs packed variable-length batches only"), std::string::npos)
-            << e.what();
-      }
-      continue;
-    }
     run_shapes(name.c_str(), {{1, 1, 1, 17, 17}, {2, 8, 2, 1000, 1000}, {1, 4, 2, 300, 1000}, {2, 4, 1, 1, 1000},
                               {1, 8, 2, 4096, 4096}},
                seed,
@@ -1018,7 +1020,8 @@ TEST(FlashSm90Configs, EachBuiltConfigurationByNameMatchesFloat64Reference) {
   }
   const at::Tensor q = at::randn({1, 4, 32, 64}, bf16);
   for (auto [name, why] : {std::pair<const char*, const char*>{"no_such", "no configuration 'no_such' in this build"},
-                           {"sm90_fwd_hdim128", "is for head_dim 128"}}) {
+                           {"sm90_fwd_hdim128", "is for head_dim 128"},
+                           {"sm90_fwd_hdim64_varlen", "runs packed variable-length batches only"}}) {
     try {
       by_name.call(q, q, q, true, 0.125, name);
       ADD_FAILURE() << name << ": no error";

@@ -153,14 +153,14 @@ int run(int argc, char** argv) {
     // CLI11 checks the required positionals before the arguments nobody took:
     // "compare --kv-layout paged" read "paged" as A and said "B is required".
     // An unknown option is the cause there, so it is named instead.
-    std::string unexpected;
+    std::string unexpected, command = "attnprof";
+    for (const Subcommand& sub : subcommands)
+      if (sub.app->parsed()) command = "attnprof " + sub.app->get_name();
     if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr)
       for (const std::string& arg : app.remaining(true))
         if (arg.size() > 1 && arg[0] == '-') unexpected += (unexpected.empty() ? "" : ", ") + arg;
-    if (!unexpected.empty()) msg = "unknown option " + unexpected;
-    std::string help = "attnprof --help";
-    for (const Subcommand& sub : subcommands)
-      if (sub.app->parsed()) help = "attnprof " + sub.app->get_name() + " --help";
+    if (!unexpected.empty()) msg = fmt::format("'{}' takes no {}", command, unexpected);
+    const std::string help = command + " --help";
     error(fmt::format("{} (see {})", msg, help));
     return exit_code::kUsage;
   }

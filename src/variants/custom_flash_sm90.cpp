@@ -19,7 +19,6 @@
 #include "kernels/flash_sm90/flash_sm90_traits.h"
 #include "kernels/operators/signatures.h"
 #include "variants/custom_op_variant.h"
-#include "variants/torch_problem.h"
 #include "variants/flash_backward_facts.h"
 #include "variants/factories.h"
 
@@ -70,7 +69,8 @@ class CustomFlashSm90 final : public CustomOpVariant {
   std::string name() const override { return "custom-flash-sm90"; }
   std::string description() const override {
     return "attnprof's Hopper attention kernel: TMA loads on mbarriers, a producer warpgroup and two "
-           "or three consumer warpgroups (wgmma, ping-pong), online softmax overlapped with the GEMMs (1 kernel)";
+           "or three consumer warpgroups (wgmma, ping-pong), online softmax overlapped with the GEMMs (1 kernel; "
+           "decode shapes run custom-flash's split-KV kernel, 1 or 2)";
   }
 
   Support supports(const Problem& p) const override {
@@ -114,7 +114,8 @@ class CustomFlashSm90 final : public CustomOpVariant {
       std::vector<Fact> f = {
           {"kernel", "decode path (" + std::to_string(plan_.group * plan_.seqlen_q) +
                          " query rows per KV head, at most " + std::to_string(flash_sm90::kDecodeMaxRowsPerKvHead) +
-                         ": the Hopper kernel's 64-row tiles of one query head would be nearly empty): " +
+                         ": the Hopper kernel's tiles, 64 rows of one query head per consumer warpgroup, would be "
+                         "nearly empty): " +
                          flash::describe_fwd(head_dim_, is_bf16_, plan_)}};
       if (pass_ != Pass::fwd) f.push_back({"backward kernels", flash::describe_bwd(head_dim_, hopper_bwd_)});
       return f;

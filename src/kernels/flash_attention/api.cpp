@@ -327,24 +327,22 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_varlen_cuda(const at::Tensor&
                                                                int64_t max_seqlen_k, bool causal, double scale,
                                                                int64_t window) {
   VarlenCall call = prepare_varlen(kVarlenOp, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
-                                   scale, window, &unsupported, [&] {
-                                     // No in-bounds sequence is longer than the packed rows (the grid covers those).
+                                   scale, window, &unsupported, [&](int64_t longest_q, int64_t longest_k) {
+                                     // Grid (batch · heads_q, ⌈longest_q / 128⌉).
                                      const int64_t batch = cu_seqlens_q.numel() - 1;
-                                     const int64_t longest_q = std::min(max_seqlen_q, q.size(0));
-                                     const int64_t longest_k = std::min(max_seqlen_k, k.size(0));
                                      TORCH_CHECK(longest_q <= kMaxSeq && longest_k <= kMaxSeq &&
                                                      q.size(1) * batch <= kMaxGridX &&
                                                      (longest_q + 127) / 128 <= kMaxGridY,
-                                                 kVarlenOp, ": sizes outside the kernels' grid limits: q ", q.sizes(),
-                                                 ", batch ", batch, ", max_seqlen_q ", max_seqlen_q, ", max_seqlen_k ",
-                                                 max_seqlen_k, " (max_seqlen_q 0 .. ", kMaxGridY * 128,
-                                                 ", max_seqlen_k 0 .. ", kMaxSeq, ")");
+                                                 kVarlenOp, ": sizes outside the kernels' grid limits: batch ", batch,
+                                                 " x heads_q ", q.size(1), " (at most ", kMaxGridX,
+                                                 "), the longest query sequence ", longest_q, " (at most ",
+                                                 kMaxGridY * 128, "), the longest key sequence ", longest_k,
+                                                 " (at most ", kMaxSeq, "); max_seqlen above the packed rows counts "
+                                                 "as the rows");
                                    });
   if (call.done) return {call.out, call.lse};
   c10::cuda::CUDAGuard guard(q.device());
   FwdParams p = packed_params<FwdParams>(call);
-  p.seqlen_q = std::min(p.seqlen_q, p.total_q);  // the kernel skips a sequence longer than the rows
-  p.seqlen_k = std::min(p.seqlen_k, p.total_k);
   // The prefill kernel, one block row per sequence's query block, every key of a sequence in one split.
   p.plan.path = FwdPath::kPrefillPacked;
   p.plan.num_splits = 1;
@@ -488,7 +486,7 @@ VarlenCall prepare_varlen(const char* op, const at::Tensor& q, const at::Tensor&
                           const at::Tensor& cu_seqlens_q, const at::Tensor& cu_seqlens_k, int64_t max_seqlen_q,
                           int64_t max_seqlen_k, bool causal, double scale, int64_t window,
                           const std::function<std::optional<std::string>(const kernels::KernelQuery&)>& supports,
-                          const std::function<void()>& more_checks) {
+                          const std::function<void(int64_t, int64_t)>& more_checks) {
   for (const auto& [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}, {&cu_seqlens_q, "cu_seqlens_q"},
                                 {&cu_seqlens_k, "cu_seqlens_k"}}) {
     kernels::check_cuda_tensor(*t, op, name);
@@ -520,7 +518,9 @@ VarlenCall prepare_varlen(const char* op, const at::Tensor& q, const at::Tensor&
                   max_seqlen_k <= kInt32Max && batch * heads_q <= kInt32Max,
               op, ": sizes outside the kernels' 32-bit indices: q ", q.sizes(), ", k ", k.sizes(), ", batch ", batch,
               " (total rows and max_seqlen < 2^31)");
-  if (more_checks) more_checks();
+  // No sequence inside the tensors is longer than their rows (the kernels skip one that is).
+  const int64_t longest_q = std::min(max_seqlen_q, total_q), longest_k = std::min(max_seqlen_k, total_k);
+  if (more_checks) more_checks(longest_q, longest_k);
   VarlenCall call;
   call.window = kernels::checked_window(op, causal, window, max_seqlen_k);
   for (const auto& [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}}) kernels::check_aligned(*t, op, name);
@@ -545,8 +545,8 @@ VarlenCall prepare_varlen(const char* op, const at::Tensor& q, const at::Tensor&
   p.heads_q = static_cast<int>(heads_q);
   p.heads_kv = static_cast<int>(heads_kv);
   p.group = p.heads_q / p.heads_kv;
-  p.seqlen_q = static_cast<int>(max_seqlen_q);
-  p.seqlen_k = static_cast<int>(max_seqlen_k);
+  p.seqlen_q = static_cast<int>(longest_q);
+  p.seqlen_k = static_cast<int>(longest_k);
   p.head_dim = static_cast<int>(head_dim);
   p.scale = static_cast<float>(scale);
   p.scale_log2 = static_cast<float>(scale * 1.4426950408889634);  // log2(e)

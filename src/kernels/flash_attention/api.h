@@ -62,7 +62,9 @@ FlashBwdCall prepare_flash_bwd(const char* op, const at::Tensor& grad_out, const
 struct VarlenCall {
   at::Tensor out;  // like q: [total_q, heads_q, head_dim]
   at::Tensor lse;  // [heads_q, total_q] float32
-  kernels::AttentionParams params;  // filled when !done; seqlen_q/_k are max_seqlen_q/_k
+  // Filled when !done; seqlen_q/_k: the longest a sequence may be, max_seqlen_q/_k
+  // capped at the packed rows (no sequence inside the tensors is longer).
+  kernels::AttentionParams params;
   const int* cu_seqlens_q = nullptr;
   const int* cu_seqlens_k = nullptr;
   int total_q = 0, total_k = 0;
@@ -75,13 +77,15 @@ struct VarlenCall {
 // non-decreasing, ending at the packed rows, no sequence longer than its
 // max_seqlen: the offsets are copied to the host once per version of the
 // tensor, not during graph capture), asks `supports` (the family's
-// unsupported()), runs `more_checks` (the family's index limits), then
-// allocates the outputs. The caller guards q's device for the launch.
+// unsupported()), runs `more_checks` (the family's index limits and
+// refusals, given the longest a query and a key sequence may be: the
+// max_seqlens capped at the packed rows), then allocates the outputs. The
+// caller guards q's device for the launch.
 VarlenCall prepare_varlen(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                           const at::Tensor& cu_seqlens_q, const at::Tensor& cu_seqlens_k, int64_t max_seqlen_q,
                           int64_t max_seqlen_k, bool causal, double scale, int64_t window,
                           const std::function<std::optional<std::string>(const kernels::KernelQuery&)>& supports,
-                          const std::function<void()>& more_checks = {});
+                          const std::function<void(int64_t longest_q, int64_t longest_k)>& more_checks = {});
 
 // Either family's forward params (flash::FwdParams, flash_sm90::FwdParams)
 // for a prepared packed call: the shared ones, the offsets and the totals.

@@ -67,7 +67,8 @@ TORCH_LIBRARY_FRAGMENT(attnprof, m) {
   m.def("flash_attention_sm90_config(Tensor q, Tensor k, Tensor v, bool causal, float scale, str config) -> (Tensor out, Tensor lse)");
   m.def("flash_attention_backward_sm90_config(Tensor grad_out, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, bool causal, float scale, str config) -> (Tensor grad_q, Tensor grad_k, Tensor grad_v)");
   // The names the two above take in this build: the forward's, or with
-  // backward=True the backward's (empty without the sm_90a kernels).
+  // backward=True the backward's (empty without the sm_90a kernels; the
+  // packed-batch configurations, run by flash_attention_sm90_varlen, are not among them).
   m.def("flash_attention_sm90_configs(bool backward=False) -> str[]", [](bool backward) {
     return backward ? attnprof::flash_sm90::bwd_config_names() : attnprof::flash_sm90::fwd_config_names();
   });
@@ -230,18 +231,19 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_varlen_cuda(const at::Te
                                                                     int64_t window) {
   flash::VarlenCall call = flash::prepare_varlen(
       kVarlenOp, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, window,
-      &unsupported, [&] {
+      &unsupported, [&](int64_t longest_q, int64_t) {
+        // Before the offsets are copied to the host: a window that hides a key is refused.
+        TORCH_CHECK(kernels::checked_window(kVarlenOp, causal, window, max_seqlen_k) == 0, kVarlenOp,
+                    ": the Hopper kernel has no sliding window (window ", window, " of up to ", max_seqlen_k,
+                    " keys); attnprof::flash_attention_varlen takes one");
         // The kernel numbers the tiles of 64 query rows or more of every
-        // (sequence, head), bounded by batch · heads_q · ⌈longest / 64⌉, in
-        // 32-bit ints (no sequence is longer than the packed rows).
+        // (sequence, head), bounded by batch · heads_q · ⌈longest_q / 64⌉, in 32-bit ints.
         const int64_t batch = cu_seqlens_q.numel() - 1;
-        const int64_t longest = std::min(max_seqlen_q, q.size(0));
-        TORCH_CHECK(batch * q.size(1) * ((longest + 63) / 64) <= kInt32Max - 1024, kVarlenOp,
-                    ": sizes too large for 32-bit tile indices: q ", q.sizes(), ", batch ", batch, ", max_seqlen_q ",
-                    max_seqlen_q);
+        const int64_t bound = batch * q.size(1) * ((longest_q + 63) / 64);
+        TORCH_CHECK(bound <= kInt32Max - 1024, kVarlenOp, ": sizes too large for 32-bit tile indices: batch ", batch,
+                    " x heads_q ", q.size(1), " x ⌈", longest_q, " query rows / 64⌉ = ", bound, " tiles (at most ",
+                    kInt32Max - 1024, ")");
       });
-  TORCH_CHECK(call.window == 0, kVarlenOp, ": the Hopper kernel has no sliding window (window ", window, " of up to ",
-              max_seqlen_k, " keys); attnprof::flash_attention_varlen takes one");
   if (call.done) return {call.out, call.lse};
   c10::cuda::CUDAGuard guard(q.device());
   if (call.total_k == 0) {  // no key anywhere (a tensor map needs rows): every row sees none
@@ -250,10 +252,6 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_varlen_cuda(const at::Te
     return {call.out, call.lse};
   }
   FwdParams p = flash::packed_params<FwdParams>(call);
-  // The launch bounds its tiles by max_seqlen_q in 32-bit ints: no in-bounds
-  // sequence is longer than the packed rows, and the kernel skips the others.
-  p.seqlen_q = std::min(p.seqlen_q, p.total_q);
-  p.seqlen_k = std::min(p.seqlen_k, p.total_k);
   launch(p, q, nullptr);
   return {call.out, call.lse};
 }

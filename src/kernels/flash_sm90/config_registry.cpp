@@ -27,10 +27,13 @@ struct Registry {
     const auto it = entries.find({name, is_bf16});
     return it == entries.end() ? nullptr : &it->second;  // entries are never removed
   }
-  std::vector<std::string> names() {
+  // The names of the entries `keep` takes, each once, sorted.
+  template <typename Keep>
+  std::vector<std::string> names(Keep keep) {
     const std::lock_guard<std::mutex> lock(mutex);
     std::set<std::string> unique;
-    for (const auto& [key, entry] : entries) unique.insert(key.first);
+    for (const auto& [key, entry] : entries)
+      if (keep(entry)) unique.insert(key.first);
     return {unique.begin(), unique.end()};
   }
 };
@@ -60,7 +63,12 @@ const FwdConfigEntry* find_fwd_config(const std::string& name, bool is_bf16) {
 const BwdConfigEntry* find_bwd_config(const std::string& name, bool is_bf16) {
   return bwd_registry().find(name, is_bf16);
 }
-std::vector<std::string> fwd_config_names() { return fwd_registry().names(); }
-std::vector<std::string> bwd_config_names() { return bwd_registry().names(); }
+// The packed-batch configurations run only through attnprof::flash_attention_sm90_varlen.
+std::vector<std::string> fwd_config_names() {
+  return fwd_registry().names([](const FwdConfigEntry& e) { return !e.varlen; });
+}
+std::vector<std::string> bwd_config_names() {
+  return bwd_registry().names([](const BwdConfigEntry&) { return true; });
+}
 
 }  // namespace attnprof::flash_sm90

@@ -102,7 +102,8 @@ bool register_config(const char* name, bool is_bf16, const BwdConfigEntry& entry
 // nullptr when `name` is not built for that dtype.
 const FwdConfigEntry* find_fwd_config(const std::string& name, bool is_bf16);
 const BwdConfigEntry* find_bwd_config(const std::string& name, bool is_bf16);
-// Every registered name, forward ones first, each once, sorted within its kind.
+// Every registered name of a kind, each once, sorted; the forward's leave out
+// the packed-batch (varlen) configurations, which no by-name operator runs.
 std::vector<std::string> fwd_config_names();
 std::vector<std::string> bwd_config_names();
 

@@ -39,7 +39,7 @@ struct Smem {
 };
 
 // A packed batch's tile, decoded by the producer, beside its work item in the
-// Q stage's tile slot (ints 1..7; the item is int 0). Written before the Q
+// Q stage's tile slot (ints 1..6; the item is int 0; k0 stays with the producer). Written before the Q
 // stage's full barrier completes, read after it (flash_fwd_sm90_kernel.cuh).
 template <typename Traits>
 __device__ __forceinline__ void publish_tile(const Smem<Traits>& sm, uint32_t stage, const Tile& t) {
