@@ -625,7 +625,7 @@ struct VarlenWalk {
 // none; every item past the last tile is no work.
 TEST(FlashSm90VarlenTiles, EveryTileOfEverySequenceOnceWhateverBlockTakesIt) {
   using attnprof::flash_sm90::PackedBatchArgs;
-  using attnprof::flash_sm90::PackedTile;
+  using attnprof::flash_sm90::Tile;
   const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);
   auto walk = [&](auto cursor_type, int trial) {
@@ -691,25 +691,25 @@ TEST(FlashSm90VarlenTiles, EveryTileOfEverySequenceOnceWhateverBlockTakesIt) {
         continue;
       }
       ASSERT_LT(item[i], real) << "item " << item[i] << " past the tiles";
-      const PackedTile t = cursors[i].walk.tile(a, item[i]);
+      const Tile t = cursors[i].walk.tile(a, item[i]);
       const int b = cursors[i].walk.b;
       ASSERT_TRUE(inside(b)) << "sequence " << b << " has offsets outside the rows";
       ASSERT_EQ(t.q0, cu_q[b]);
       ASSERT_EQ(t.k0, cu_k[b]);
       ASSERT_EQ(t.len_q, cu_q[b + 1] - cu_q[b]);
       ASSERT_EQ(t.len_k, cu_k[b + 1] - cu_k[b]);
-      ASSERT_TRUE(t.h >= 0 && t.h < heads && t.m_block >= 0 && t.m_block * kBM < t.len_q) << "item " << item[i];
+      ASSERT_TRUE(t.bh >= 0 && t.bh < heads && t.m_block >= 0 && t.m_block * kBM < t.len_q) << "item " << item[i];
       int n_hi = (t.len_k + kBN - 1) / kBN;
       if (causal) {
         const int last_key = std::min((t.m_block + 1) * kBM, t.len_q) - 1 + t.len_k - t.len_q;
         n_hi = last_key < 0 ? 0 : std::min(n_hi, last_key / kBN + 1);
       }
       ASSERT_EQ(t.n_hi, n_hi) << "item " << item[i];
-      ++seen[{b, t.h, t.m_block}];
+      ++seen[{b, t.bh, t.m_block}];
       // Within a sequence: the last query block first, heads fastest (item order).
       const int r = item[i] - cursors[i].walk.first;
       ASSERT_EQ(t.m_block, (t.len_q + kBM - 1) / kBM - 1 - r / heads);
-      ASSERT_EQ(t.h, r % heads);
+      ASSERT_EQ(t.bh, r % heads);
       item[i] = next < bound ? next++ : -1;
     }
     for (int b = 0; b < batch; ++b) {

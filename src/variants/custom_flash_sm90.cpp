@@ -110,24 +110,24 @@ class CustomFlashSm90 final : public CustomOpVariant {
   }
 
   std::vector<Fact> facts() const override {
+    std::vector<Fact> f;
     if (flash_sm90::runs_split_kv_decode(plan_)) {
-      std::vector<Fact> f = {
-          {"kernel", "decode path (" + std::to_string(plan_.group * plan_.seqlen_q) +
-                         " query rows per KV head, at most " + std::to_string(flash_sm90::kDecodeMaxRowsPerKvHead) +
-                         ": the Hopper kernel's tiles, 64 rows of one query head per consumer warpgroup, would be "
-                         "nearly empty): " +
-                         flash::describe_fwd(head_dim_, is_bf16_, plan_)}};
-      if (pass_ != Pass::fwd) f.push_back({"backward kernels", flash::describe_bwd(head_dim_, hopper_bwd_)});
-      return f;
+      f.push_back({"kernel", "decode path (" + std::to_string(plan_.group * plan_.seqlen_q) +
+                                 " query rows per KV head, at most " +
+                                 std::to_string(flash_sm90::kDecodeMaxRowsPerKvHead) +
+                                 ": the Hopper kernel's tiles, 64 rows of one query head per consumer warpgroup, "
+                                 "would be nearly empty): " +
+                                 flash::describe_fwd(head_dim_, is_bf16_, plan_)});
+    } else {
+      f.push_back({"kernel", "attnprof::flash_sm90::flash_fwd_sm90_kernel (persistent, one block per SM: 1 producer "
+                             "warpgroup issuing TMA loads, consumer warpgroups of 64 query rows on wgmma; causal tiles "
+                             "longest first within L2-sized sections of heads, from a per-stream counter the kernel "
+                             "resets; tiles of one cost (no mask, or one query block per head) in whole rounds, the "
+                             "last partial round cut along the keys into a range per SM and merged by log-sum-exp in "
+                             "the kernel; programmatic dependent launch: its blocks set up in the previous kernel's "
+                             "tail)"});
+      f.push_back({"tiles", describe_configs()});
     }
-    std::vector<Fact> f = {
-        {"kernel", "attnprof::flash_sm90::flash_fwd_sm90_kernel (persistent, one block per SM: 1 producer "
-                   "warpgroup issuing TMA loads, consumer warpgroups of 64 query rows on wgmma; causal tiles "
-                   "longest first within L2-sized sections of heads, from a per-stream counter the kernel resets; "
-                   "tiles of one cost (no mask, or one query block per head) in whole rounds, the last partial "
-                   "round cut along the keys into a range per SM and merged by log-sum-exp in the kernel; "
-                   "programmatic dependent launch: its blocks set up in the previous kernel's tail)"},
-        {"tiles", describe_configs()}};
     if (varlen_)
       f.push_back({"variable-length call",
                    "attnprof::flash_attention_sm90_varlen on the packed batch (cu_seqlens): TMA reads each "

@@ -327,7 +327,7 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_varlen_cuda(const at::Tensor&
                                                                int64_t max_seqlen_k, bool causal, double scale,
                                                                int64_t window) {
   VarlenCall call = prepare_varlen(kVarlenOp, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
-                                   scale, window, &unsupported, [&](int64_t longest_q, int64_t longest_k) {
+                                   scale, window, &unsupported, [&](int64_t longest_q, int64_t longest_k, int) {
                                      // Grid (batch · heads_q, ⌈longest_q / 128⌉).
                                      const int64_t batch = cu_seqlens_q.numel() - 1;
                                      TORCH_CHECK(longest_q <= kMaxSeq && longest_k <= kMaxSeq &&
@@ -486,7 +486,7 @@ VarlenCall prepare_varlen(const char* op, const at::Tensor& q, const at::Tensor&
                           const at::Tensor& cu_seqlens_q, const at::Tensor& cu_seqlens_k, int64_t max_seqlen_q,
                           int64_t max_seqlen_k, bool causal, double scale, int64_t window,
                           const std::function<std::optional<std::string>(const kernels::KernelQuery&)>& supports,
-                          const std::function<void(int64_t, int64_t)>& more_checks) {
+                          const std::function<void(int64_t, int64_t, int)>& more_checks) {
   for (const auto& [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}, {&cu_seqlens_q, "cu_seqlens_q"},
                                 {&cu_seqlens_k, "cu_seqlens_k"}}) {
     kernels::check_cuda_tensor(*t, op, name);
@@ -520,9 +520,9 @@ VarlenCall prepare_varlen(const char* op, const at::Tensor& q, const at::Tensor&
               " (total rows and max_seqlen < 2^31)");
   // No sequence inside the tensors is longer than their rows (the kernels skip one that is).
   const int64_t longest_q = std::min(max_seqlen_q, total_q), longest_k = std::min(max_seqlen_k, total_k);
-  if (more_checks) more_checks(longest_q, longest_k);
   VarlenCall call;
   call.window = kernels::checked_window(op, causal, window, max_seqlen_k);
+  if (more_checks) more_checks(longest_q, longest_k, call.window);
   for (const auto& [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}}) kernels::check_aligned(*t, op, name);
   // On q's device before the offsets are checked: the capture test reads its stream.
   c10::cuda::CUDAGuard guard(q.device());

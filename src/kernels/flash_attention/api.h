@@ -78,14 +78,14 @@ struct VarlenCall {
 // max_seqlen: the offsets are copied to the host once per version of the
 // tensor, not during graph capture), asks `supports` (the family's
 // unsupported()), runs `more_checks` (the family's index limits and
-// refusals, given the longest a query and a key sequence may be: the
-// max_seqlens capped at the packed rows), then allocates the outputs. The
-// caller guards q's device for the launch.
+// refusals, given the longest a query and a key sequence may be, the
+// max_seqlens capped at the packed rows, and the kernel's window), then
+// allocates the outputs. The caller guards q's device for the launch.
 VarlenCall prepare_varlen(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                           const at::Tensor& cu_seqlens_q, const at::Tensor& cu_seqlens_k, int64_t max_seqlen_q,
                           int64_t max_seqlen_k, bool causal, double scale, int64_t window,
                           const std::function<std::optional<std::string>(const kernels::KernelQuery&)>& supports,
-                          const std::function<void(int64_t longest_q, int64_t longest_k)>& more_checks = {});
+                          const std::function<void(int64_t longest_q, int64_t longest_k, int window)>& more_checks = {});
 
 // Either family's forward params (flash::FwdParams, flash_sm90::FwdParams)
 // for a prepared packed call: the shared ones, the offsets and the totals.

@@ -231,9 +231,9 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_varlen_cuda(const at::Te
                                                                     int64_t window) {
   flash::VarlenCall call = flash::prepare_varlen(
       kVarlenOp, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, window,
-      &unsupported, [&](int64_t longest_q, int64_t) {
+      &unsupported, [&](int64_t longest_q, int64_t, int kernel_window) {
         // Before the offsets are copied to the host: a window that hides a key is refused.
-        TORCH_CHECK(kernels::checked_window(kVarlenOp, causal, window, max_seqlen_k) == 0, kVarlenOp,
+        TORCH_CHECK(kernel_window == 0, kVarlenOp,
                     ": the Hopper kernel has no sliding window (window ", window, " of up to ", max_seqlen_k,
                     " keys); attnprof::flash_attention_varlen takes one");
         // The kernel numbers the tiles of 64 query rows or more of every

@@ -77,7 +77,7 @@ __device__ __forceinline__ void producer(const KernelArgs& a, const Smem<Traits>
     if constexpr (Traits::kVarlen) {
       if (item != kNoMoreWork && !cursor.seek(a.packed, item)) item = kNoMoreWork;
       if (item != kNoMoreWork) {
-        t = tile_of(cursor.tile(a.packed, item));
+        t = cursor.tile(a.packed, item);
         publish_tile<Traits>(sm, qpos.stage, t);
       }
     }

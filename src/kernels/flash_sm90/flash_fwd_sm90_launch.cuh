@@ -49,7 +49,7 @@ FwdPlan plan_fwd(const FwdParams& p) {
   // counter, longest first.
   if constexpr (Traits::kVarlen) {
     // A packed batch: total_tiles bounds the tiles of every sequence (the
-    // kernel walks them, VarlenCursor), all taken from the counter.
+    // kernel walks them, varlen_tiles.h), all taken from the counter.
     plan.tile_counter = true;
     plan.split = plan_tail_split(plan.total_tiles, plan.num_n_blocks, p.num_sms, false);
     return plan;
@@ -92,9 +92,9 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
     a.tma_v = make_packed_tensor_map(p.v, p.is_bf16, kHeadDim, p.total_k, p.heads_kv,
                                      int64_t{p.heads_kv} * kHeadDim, kHeadDim, Traits::kBlockN, op);
   } else {
-    a.tma_q = make_tensor_map(p.q, p.is_bf16, kHeadDim, p.seqlen_q, p.batch * p.heads_q, Traits::kBlockM, kFwdOp);
-    a.tma_k = make_tensor_map(p.k, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN, kFwdOp);
-    a.tma_v = make_tensor_map(p.v, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN, kFwdOp);
+    a.tma_q = make_tensor_map(p.q, p.is_bf16, kHeadDim, p.seqlen_q, p.batch * p.heads_q, Traits::kBlockM, op);
+    a.tma_k = make_tensor_map(p.k, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN, op);
+    a.tma_v = make_tensor_map(p.v, p.is_bf16, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, Traits::kBlockN, op);
   }
   a.o = p.o;
   a.lse = p.lse;

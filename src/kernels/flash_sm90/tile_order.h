@@ -44,6 +44,29 @@ struct TileCoord {
   int m_block;  // query block
 };
 
+// One work item of the kernel as it runs it: query block m_block of query
+// head bh against key blocks n_lo .. n_hi - 1, the last first (n_hi == n_lo:
+// the tile sees no key).
+struct Tile {
+  int bh;  // batch · heads_q + query head (a packed batch: the query head)
+  int m_block;
+  int n_lo, n_hi;
+  // A packed batch's tile (varlen_tiles.h; else unused): its sequence's first
+  // query and key rows in the packed tensors, and its lengths.
+  int q0, k0, len_q, len_k;
+};
+
+// Key blocks up to n_hi of query block m_block (kBlockM rows, seqlen_q in
+// all) under a causal mask with key j visible to query i iff j <= i +
+// causal_offset: none past the diagonal of the block's last row, none at all
+// when that row sees no key.
+template <int kBlockM, int kBlockN>
+ATTNPROF_HOST_DEVICE inline int causal_n_hi(int n_hi, int m_block, int seqlen_q, int causal_offset) {
+  const int last_row = std::min((m_block + 1) * kBlockM, seqlen_q) - 1;
+  const int last_key = last_row + causal_offset;
+  return last_key < 0 ? 0 : std::min(n_hi, last_key / kBlockN + 1);
+}
+
 // Tile index (0 .. batch_heads · num_m_blocks - 1) → (head, query block).
 ATTNPROF_HOST_DEVICE inline TileCoord tile_coord(const TileOrder& o, int tile) {
   if (o.short_last_heads > 0) {  // one head per section, num_m_blocks >= 2

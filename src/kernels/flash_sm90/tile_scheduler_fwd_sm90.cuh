@@ -19,15 +19,6 @@ namespace attnprof::flash_sm90::detail {
 // or kNoMoreWork.
 constexpr int kNoMoreWork = -1;
 
-struct Tile {
-  int bh;          // batch · heads_q + query head (a packed batch: the query head)
-  int m_block;     // query block
-  int n_lo, n_hi;  // key blocks n_lo .. n_hi - 1, the last first (n_hi == n_lo: the tile sees no key)
-  // A packed batch's tile (FwdTraits::kVarlen; else unused): its sequence's
-  // first query and key rows in the packed tensors, and its lengths.
-  int q0, k0, len_q, len_k;
-};
-
 // A tile's sequence lengths and causal offset: the launch's, or for a packed
 // batch its own sequence's.
 template <typename Traits>
@@ -44,29 +35,6 @@ template <typename Traits>
 __device__ __forceinline__ int causal_offset_of(const KernelArgs& a, const Tile& t) {
   if constexpr (Traits::kVarlen) return t.len_k - t.len_q;
   else return a.causal_offset;
-}
-
-// Key blocks n_lo .. n_hi - 1 of t under causal masking: none past the
-// diagonal of its last stored row.
-template <typename Traits>
-__device__ __forceinline__ void clip_causal(const KernelArgs& a, Tile& t) {
-  const int last_row = min((t.m_block + 1) * Traits::kBlockM, seqlen_q_of<Traits>(a, t)) - 1;
-  const int last_key = last_row + causal_offset_of<Traits>(a, t);
-  t.n_hi = last_key < 0 ? 0 : min(t.n_hi, last_key / Traits::kBlockN + 1);
-}
-
-// A packed batch's tile (FwdTraits::kVarlen) from varlen_tiles.h's walk.
-__device__ __forceinline__ Tile tile_of(const PackedTile& p) {
-  Tile t;
-  t.bh = p.h;
-  t.m_block = p.m_block;
-  t.n_lo = 0;
-  t.n_hi = p.n_hi;
-  t.q0 = p.q0;
-  t.k0 = p.k0;
-  t.len_q = p.len_q;
-  t.len_k = p.len_k;
-  return t;
 }
 
 // The piece a work item at or past split.first_tile stands for.
@@ -91,7 +59,8 @@ __device__ __forceinline__ Tile decode_tile(const KernelArgs& a, int item) {
   const TileCoord c = tile_coord(a.order, tile);
   t.bh = c.bh;
   t.m_block = c.m_block;
-  if (a.causal) clip_causal<Traits>(a, t);
+  if (a.causal)
+    t.n_hi = causal_n_hi<Traits::kBlockM, Traits::kBlockN>(t.n_hi, t.m_block, a.seqlen_q, a.causal_offset);
   return t;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "kernels/common/host_device.h"
+#include "kernels/flash_sm90/tile_order.h"
 
 namespace attnprof::flash_sm90 {
 
@@ -22,13 +23,6 @@ struct PackedBatchArgs {
   int total_q = 0, total_k = 0;            // packed rows of q and of k, v
   int max_seqlen_q = 0, max_seqlen_k = 0;  // no sequence of the launch is longer
   bool causal = false;
-};
-
-// One tile: query head h's query block m_block of a sequence whose rows
-// start at packed row q0 (queries) and k0 (keys); key blocks 0 .. n_hi - 1.
-struct PackedTile {
-  int h, m_block, n_hi;
-  int q0, k0, len_q, len_k;
 };
 
 ATTNPROF_HOST_DEVICE inline int load_offset(const int* p) {
@@ -69,25 +63,21 @@ struct VarlenCursor {
     return true;
   }
 
-  // The tile of `item`, once seek(item) said it is there. Under causal
-  // masking (bottom-right, per sequence) no key block past the diagonal of
-  // its last row; none at all when that row sees no key.
-  ATTNPROF_HOST_DEVICE PackedTile tile(const PackedBatchArgs& a, int item) const {
+  // The tile of `item` (bh: the query head), once seek(item) said it is
+  // there; under causal masking bottom-right per sequence.
+  ATTNPROF_HOST_DEVICE Tile tile(const PackedBatchArgs& a, int item) const {
     const int r = item - first;
     const int rank = r / a.heads_q;  // 0: the sequence's last query block
-    PackedTile t;
-    t.h = r - rank * a.heads_q;
+    Tile t;
+    t.bh = r - rank * a.heads_q;
     t.m_block = tiles / a.heads_q - 1 - rank;
+    t.n_lo = 0;
     t.n_hi = (len_k + kBlockN - 1) / kBlockN;
     t.q0 = q0;
     t.k0 = k0;
     t.len_q = len_q;
     t.len_k = len_k;
-    if (a.causal) {
-      const int last_row = (t.m_block + 1) * kBlockM < len_q ? (t.m_block + 1) * kBlockM - 1 : len_q - 1;
-      const int last_key = last_row + len_k - len_q;
-      t.n_hi = last_key < 0 ? 0 : (t.n_hi < last_key / kBlockN + 1 ? t.n_hi : last_key / kBlockN + 1);
-    }
+    if (a.causal) t.n_hi = causal_n_hi<kBlockM, kBlockN>(t.n_hi, t.m_block, len_q, len_k - len_q);
     return t;
   }
 };
