@@ -74,6 +74,7 @@ std::vector<RunRecord> story() {
   l.launch_api = "cudaLaunchKernel";
   l.est_occupancy_pct = 12.5;
   flash.launches = {l};
+  naive.accuracy = Accuracy{0.0021, 1024, 8192, std::nullopt};
   RunRecord skipped;
   skipped.variant = "sdpa-cudnn";
   skipped.problem = naive.problem;
@@ -124,7 +125,7 @@ TEST(AtAGlance, CounterColumnsFromTheDominantKernel) {
   const Table t = at_a_glance_table(runs, kNaiveBaseline);
   std::vector<std::string> labels;
   for (const Column& c : t.columns) labels.push_back(c.label);
-  ASSERT_EQ(labels.size(), 18u);
+  ASSERT_EQ(labels.size(), 19u);
   EXPECT_EQ(std::vector<std::string>(labels.end() - 5, labels.end()),
             (std::vector<std::string>{"DRAM %", "tensor pipe %", "occupancy", "verdict", "note"}));
   // naive's longest kernel is the softmax (175 us): 536870912 B / 175 us / 4000 GB/s.
@@ -149,7 +150,7 @@ TEST(AtAGlance, CounterColumnsFromTheDominantKernel) {
   EXPECT_EQ(row_of(at_a_glance_table(runs, {100.0, "naive"}), "custom-flash-sm90")["% of peak"],
             fmt::format("{:.1f}%", *runs[3].tflops));
   // Without any counter pass, no counter columns.
-  EXPECT_EQ(at_a_glance_table(story(), kNaiveBaseline).columns.size(), 14u);
+  EXPECT_EQ(at_a_glance_table(story(), kNaiveBaseline).columns.size(), 15u);
   const nlohmann::json j = to_json(t);
   EXPECT_DOUBLE_EQ(j[0]["tensor_pipe_pct"].get<double>(), 0.0);
   EXPECT_TRUE(j[4]["dram_pct"].is_null());
@@ -167,6 +168,8 @@ TEST(AtAGlance, RowsFiguresAndSpeedup) {
   EXPECT_EQ(naive["GPU time event median (us)"], "n/a");  // no timing
   EXPECT_EQ(naive["% of peak"], "10.0%");
   EXPECT_EQ(naive["peak memory"], "1.50 GiB");
+  EXPECT_EQ(naive["error vs fp64"], "0.0021");
+  EXPECT_EQ(flash["error vs fp64"], "n/a");
   EXPECT_EQ(naive["math path"], "tensor cores (bf16)");
   EXPECT_EQ(math["math path"], "CUDA cores (fp32)");
   EXPECT_EQ(naive["fused kernel"], "n/a");  // nvjet is 50%, not dominant
@@ -277,6 +280,9 @@ TEST(AtAGlance, WritesFourFilesThatParseBack) {
   EXPECT_DOUBLE_EQ(j[0]["pct_of_peak"].get<double>(), 10.0);
   EXPECT_DOUBLE_EQ(j[0]["peak_memory_bytes"].get<double>(), 1.5 * (1 << 30));
   EXPECT_TRUE(j[0]["gpu_time_event_median_us"].is_null());
+  // The error against float64 where the run measured it, null where not.
+  EXPECT_DOUBLE_EQ(j[0]["rel_error_vs_fp64"].get<double>(), 0.0021);
+  EXPECT_TRUE(j[2]["rel_error_vs_fp64"].is_null());
   EXPECT_EQ(j[1]["note"], "FP32 upcast; causal mask materialised");
 
   // CSV: header plus one record per variant; the note with "; " needs no quotes,
@@ -288,7 +294,7 @@ TEST(AtAGlance, WritesFourFilesThatParseBack) {
   ASSERT_EQ(lines.size(), 5u);
   EXPECT_EQ(lines[0].substr(0, 67), "variant,status,kernels_per_fwd,gpu_time_profiled_us,gpu_time_event_");
   EXPECT_EQ(lines[1].substr(0, 23), "naive,ok,4,1000,,100,1,") << lines[1];
-  EXPECT_EQ(lines[4], "sdpa-cudnn,skipped,,,,,,,,,,,,skipped: cuDNN attention needs sm80+");
+  EXPECT_EQ(lines[4], "sdpa-cudnn,skipped,,,,,,,,,,,,,skipped: cuDNN attention needs sm80+");
 
   const std::string md = io::read_file(stem + ".md");
   EXPECT_EQ(md.rfind("**attnprof at a glance: 8x16x1024x64 bf16 causal on cuda:0 (NVIDIA H200; peak 989.4 TFLOP/s", 0), 0u)

@@ -161,6 +161,27 @@ TEST(SummaryReader, RoundTripKeepsEveryField) {
   EXPECT_EQ(b.summary_file, r.summary_file);
 }
 
+TEST(SummaryReader, AccuracyRoundTripsAndIsAbsentInOlderFiles) {
+  RunRecord r = sample();
+  r.accuracy = Accuracy{0.0125, 96, 1024, 0.03};
+  const RunRecord b = read_summary(summary_json(r));
+  ASSERT_TRUE(b.accuracy);
+  EXPECT_DOUBLE_EQ(b.accuracy->rel_error, 0.0125);
+  EXPECT_EQ(b.accuracy->rows, 96);
+  EXPECT_EQ(b.accuracy->total_rows, 1024);
+  EXPECT_DOUBLE_EQ(*b.accuracy->input_quantisation_error, 0.03);
+  json j = summary_json(r);
+  j["headline"].erase("accuracy");
+  EXPECT_FALSE(read_summary(j).accuracy) << "files from before the error column";
+  json more = summary_json(r);
+  more["headline"]["accuracy"]["rows_compared"] = 2000;
+  EXPECT_NE(error_of(more).find("field 'headline.accuracy.rows_compared': 2000 is more than rows_total 1024"),
+            std::string::npos) << error_of(more);
+  json negative = summary_json(r);
+  negative["headline"]["accuracy"]["rel_error_vs_fp64"] = -1;
+  EXPECT_NE(error_of(negative).find("headline.accuracy.rel_error_vs_fp64"), std::string::npos);
+}
+
 TEST(SummaryReader, CpuRunNullsReadAsAbsent) {
   RunRecord r = sample();
   r.problem.device = "cpu";

@@ -57,6 +57,13 @@ TEST(Session, OkRunCarriesScopesFiguresAndTheTrace) {
     ASSERT_TRUE(r.timing);
     EXPECT_EQ(r.timing->reps, 2);
     EXPECT_TRUE(r.output_finite);
+    // bf16 against float64 on every query row: a few 1e-3, never zero.
+    ASSERT_TRUE(r.accuracy);
+    EXPECT_EQ(r.accuracy->rows, 5);
+    EXPECT_EQ(r.accuracy->total_rows, 5);
+    EXPECT_GT(r.accuracy->rel_error, 1e-4);
+    EXPECT_LT(r.accuracy->rel_error, 2e-2);
+    EXPECT_FALSE(r.accuracy->input_quantisation_error);
     EXPECT_FALSE(r.rows.empty());
     const auto trace = nlohmann::json::parse(m.trace_json);
     EXPECT_EQ(trace["attnprof"]["problem"]["heads_kv"], 2);

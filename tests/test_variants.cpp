@@ -541,3 +541,63 @@ TEST(PagedKv, EveryVariantEitherReadsPagesOrGathersThem) {
   }
   EXPECT_GT(gathered, 0);
 }
+
+// The mask of chosen query rows is the whole mask's rows: every alignment, a
+// window, and more keys than queries.
+TEST(Reference, MaskOfRowsIsTheMasksRows) {
+  for (const Mask m : {Mask::causal_bottom_right, Mask::causal_top_left, Mask::none})
+    for (const int64_t window : {int64_t{0}, int64_t{3}})
+      for (const auto [sq, skv] : {std::pair<int64_t, int64_t>{9, 9}, {4, 13}}) {
+        Problem p;
+        p.seq_q = sq, p.seq_kv = skv, p.mask = m;
+        p.window = m == Mask::causal_bottom_right ? window : 0;
+        const at::Tensor rows = at::tensor(std::vector<int64_t>{sq - 1, 0, 2}, at::kLong);
+        const at::Tensor whole = hidden_keys_mask(p, at::TensorOptions());
+        const at::Tensor part = hidden_keys_of_rows(p, rows);
+        ASSERT_EQ(whole.defined(), part.defined()) << mask_name(m);
+        if (whole.defined()) EXPECT_TRUE(whole.index_select(0, rows).equal(part)) << mask_name(m) << " w" << window;
+      }
+}
+
+// sampled_output_error reads evenly spaced rows within its budget, the last
+// row always, and every row when they fit; variable-length batches too.
+TEST(Reference, SampledErrorComparesRowsWithinItsBudget) {
+  at::manual_seed(11);
+  Problem p;
+  p.batch = 2, p.heads_q = 4, p.heads_kv = 2, p.seq_q = p.seq_kv = 64, p.head_dim = 16;
+  p.dtype = DType::FP32, p.device = "cpu";
+  const Inputs in = random_inputs(p);
+  const at::Tensor ref = reference_attention(p, in);
+  const int64_t per_row = p.batch * p.heads_q * p.seq_kv;
+
+  const OutputError all = sampled_output_error(p, in, ref.to(at::kFloat), int64_t{1} << 40);
+  EXPECT_EQ(all.rows, 128);
+  EXPECT_EQ(all.total_rows, 128);
+  EXPECT_NEAR(all.rel_error, relative_frobenius_error(ref.to(at::kFloat), ref), 1e-12);
+  EXPECT_GT(all.rel_error, 0.0);  // float32 rounding of the reference
+
+  // Four rows of 64: 63, 42, 21, 0. A wrong row 1 is not among them; a wrong last row always is.
+  at::Tensor wrong_row1 = ref.clone(), wrong_last = ref.clone();
+  wrong_row1.select(2, 1).add_(1.0);
+  wrong_last.select(2, 63).add_(1.0);
+  const OutputError four = sampled_output_error(p, in, wrong_row1, 4 * per_row);
+  EXPECT_EQ(four.rows, 8);
+  EXPECT_EQ(four.rel_error, 0.0);
+  EXPECT_GT(sampled_output_error(p, in, wrong_row1, int64_t{1} << 40).rel_error, 0.01);
+  const OutputError one = sampled_output_error(p, in, wrong_last, 1);  // a budget below one row: the last row
+  EXPECT_EQ(one.rows, 2);
+  EXPECT_GT(one.rel_error, 0.1);
+
+  // A variable-length batch, compared from its packed rows, sequence by sequence.
+  Problem v = p;
+  v.seqlens = {5, 64}, v.mask = Mask::causal_bottom_right;
+  const Inputs vin = random_inputs(v);
+  const at::Tensor packed = real_rows(v, reference_attention(v, vin));
+  const OutputError ve = sampled_output_error(v, vin, packed, int64_t{1} << 40);
+  EXPECT_EQ(ve.rows, 69);
+  EXPECT_EQ(ve.total_rows, 69);
+  EXPECT_EQ(ve.rel_error, 0.0);
+  at::Tensor off = packed.clone();
+  off.select(0, 4).add_(1.0);  // the first sequence's last query
+  EXPECT_GT(sampled_output_error(v, vin, off, 1).rel_error, 0.1);
+}

@@ -109,6 +109,19 @@ struct EventTiming {
   std::string clock;  // "cuda_event" or "steady_clock"
 };
 
+// The forward's output against a float64 reference on the run's inputs,
+// computed once after the timing, outside every measured scope, on a sample
+// of query rows when the reference of every row would be large.
+struct Accuracy {
+  double rel_error = 0.0;  // relative Frobenius error over the compared rows, every head
+  int64_t rows = 0;        // query rows compared (summed over the batch)
+  int64_t total_rows = 0;  // the problem's query rows
+  // fp8: what quantising the inputs alone moves the float64 output by (the
+  // reference of the dequantised inputs, which rel_error is against, versus
+  // that of the bf16 draws).
+  std::optional<double> input_quantisation_error;
+};
+
 struct RunRecord {
   std::string variant;
   std::string description;
@@ -129,6 +142,7 @@ struct RunRecord {
   // profiled step device time / unprofiled median (CPU runs: CPU times).
   std::optional<double> profiler_overhead;
   bool output_finite = true;  // NaN/Inf check on the output (and gradients)
+  std::optional<Accuracy> accuracy;  // absent where not measured (a NaN output, an older summary)
   // Where this run's wall time went, in order (ms): set-up, warm-up, profiling, ...
   std::vector<std::pair<std::string, double>> phases_ms;
   // The GPU's limits behind the occupancy figures (CUDA runs).

@@ -66,16 +66,20 @@ void RetainedForward::backward() const {
   (void)torch::autograd::grad({out_}, {in_->q, in_->k, in_->v}, {in_->grad_out}, /*retain_graph=*/true);
 }
 
-bool pass_outputs_finite(Variant& variant, const Problem& p, const Inputs& in) {
+PassOutputs check_pass_outputs(Variant& variant, const Problem& p, const Inputs& in) {
+  PassOutputs r;
   if (p.pass == Pass::fwd) {
     c10::NoGradGuard no_grad;
-    return at::isfinite(forward_of(variant, p, in)).all().item<bool>();
+    r.out = forward_of(variant, p, in);
+    r.finite = at::isfinite(r.out).all().item<bool>();
+    return r;
   }
   const at::Tensor out = recorded_forward(variant, p, in);
   const auto grads = torch::autograd::grad({out}, {in.q, in.k, in.v}, {in.grad_out});
-  bool finite = at::isfinite(out.detach()).all().item<bool>();
-  for (const at::Tensor& g : grads) finite = finite && g.defined() && at::isfinite(g).all().item<bool>();
-  return finite;
+  r.out = out.detach();
+  r.finite = at::isfinite(r.out).all().item<bool>();
+  for (const at::Tensor& g : grads) r.finite = r.finite && g.defined() && at::isfinite(g).all().item<bool>();
+  return r;
 }
 
 }  // namespace attnprof

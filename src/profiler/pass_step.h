@@ -45,7 +45,12 @@ class RetainedForward {
   at::Tensor out_;
 };
 
-// Whether one step's output (and, for a backward, every gradient) is finite.
-bool pass_outputs_finite(Variant& variant, const Problem& p, const Inputs& in);
+// One step's outputs, checked: whether the output (and, for a backward,
+// every gradient) is finite, and the forward's output itself.
+struct PassOutputs {
+  bool finite = true;
+  at::Tensor out;
+};
+PassOutputs check_pass_outputs(Variant& variant, const Problem& p, const Inputs& in);
 
 }  // namespace attnprof

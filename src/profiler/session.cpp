@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <random>
 
@@ -212,6 +213,26 @@ bool count_hardware(RunRecord& r, Variant& variant, const Problem& p, const Inpu
   }
 }
 
+// The float64 reference's size: 16 Mi score elements on a GPU (128 MiB of
+// float64 per temporary), 2 Mi on the CPU (about a GFLOP at head_dim 128).
+int64_t reference_budget(const Problem& p) { return p.on_cuda() ? int64_t{1} << 24 : int64_t{1} << 21; }
+
+std::optional<Accuracy> measure_accuracy(const Problem& p, const Inputs& in, const at::Tensor& out,
+                                         std::vector<std::string>& warnings) {
+  try {
+    const OutputError e = sampled_output_error(p, in, out, reference_budget(p));
+    if (!std::isfinite(e.rel_error)) return std::nullopt;
+    Accuracy a{e.rel_error, e.rows, e.total_rows, std::nullopt};
+    if (in.fp8.defined()) a.input_quantisation_error = sampled_quantisation_error(p, in, reference_budget(p)).rel_error;
+    return a;
+  } catch (const c10::Error& e) {
+    // The reference did not fit next to the run's own tensors: the run stands without it.
+    release_cached_memory(p.device);
+    warnings.push_back("error vs fp64 not measured: " + first_line(e.what_without_backtrace()));
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 Measurement run_variant(const std::string& name, const Problem& p, const MeasureOptions& opt) {
@@ -285,10 +306,15 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
     progress.plan_timing(timing_iters, first_touch);
     r.timing = time_pass(*variant, p, in, timing_iters, progress);
     progress.begin(RunPhase::checking, 1);
-    // Outside every timed region: a fast variant that returns NaN is not fast.
-    r.output_finite = pass_outputs_finite(*variant, p, in);
+    // Outside every timed region: a fast variant that returns NaN, or far
+    // from the float64 answer, is not fast.
+    {
+      const PassOutputs outputs = check_pass_outputs(*variant, p, in);
+      r.output_finite = outputs.finite;
+      if (outputs.finite) r.accuracy = measure_accuracy(p, in, outputs.out, r.warnings);
+    }
     progress.unit_done(RunPhase::checking, 1, 1, 1, -1.0);
-    clock.lap("unprofiled timing and NaN check", r.phases_ms);
+    clock.lap("unprofiled timing, NaN and error checks", r.phases_ms);
     const VariantEntry* entry = find_variant(name);
     if (opt.counters && p.on_cuda() && !(entry && entry->has(VariantTag::multi_gpu))) {
       counters_interrupted = count_hardware(r, *variant, p, in, progress);

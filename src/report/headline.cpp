@@ -46,6 +46,15 @@ std::string headline_text(const RunRecord& r) {
     if (r.profiler_overhead) out += label("profiled / unprofiled") + fmt::format("{:.3f}\n", *r.profiler_overhead);
   }
   if (!r.output_finite) out += label("WARNING") + "the output contains NaN or Inf\n";
+  if (const auto& a = r.accuracy) {
+    out += label("error vs fp64") +
+           fmt::format("{:.3g} (relative Frobenius, {})", a->rel_error,
+                       a->rows == a->total_rows ? fmt::format("all {} query rows", a->total_rows)
+                                                : fmt::format("{} of {} query rows", a->rows, a->total_rows));
+    if (a->input_quantisation_error)
+      out += fmt::format("; quantising the inputs moves the fp64 output by {:.3g}", *a->input_quantisation_error);
+    out += "\n";
+  }
   if (r.tflops) {
     std::string basis;
     if (p.pass != Pass::fwd) basis += "backward = 2.5x forward FLOPs";

@@ -54,6 +54,10 @@ class Writer {
     within(o, [&] { fn(*v); });
   }
   template <class T, class F>
+  void later_optional_object(const char* key, const std::optional<T>& v, F&& fn) {
+    optional_object(key, v, fn);
+  }
+  template <class T, class F>
   void array(const char* key, const std::vector<T>& v, F&& fn) {
     json a = json::array();
     for (const T& x : v) {

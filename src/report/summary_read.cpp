@@ -118,6 +118,15 @@ class Reader {
     out.emplace();
     descend(v, join(key), [&] { fn(*out); });
   }
+  // An object added within a schema version: absent (an older file) is null.
+  template <class T, class F>
+  void later_optional_object(const char* key, std::optional<T>& out, F&& fn) {
+    if (!cur_->contains(key)) {
+      out.reset();
+      return;
+    }
+    optional_object(key, out, fn);
+  }
   template <class T, class F>
   void array(const char* key, std::vector<T>& out, F&& fn) {
     const json& a = array_field(key);
@@ -357,6 +366,8 @@ RunRecord read_summary(const json& j, const std::string& source) {
   } else if (p.varlen_padded) {
     rd.fail("problem.varlen_padded", "true without seqlens: only a variable-length batch has a padded layout");
   }
+  if (const auto& a = r.accuracy; a && a->rows > a->total_rows)
+    rd.fail("headline.accuracy.rows_compared", fmt::format("{} is more than rows_total {}", a->rows, a->total_rows));
   return r;
 }
 

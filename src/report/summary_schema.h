@@ -11,6 +11,7 @@
 //   v.integer_or_zero(key, ref, lo, hi)     (0 when absent)
 //   v.enumeration(key, ref, name_fn, parse_fn, "the valid names")
 //   v.object(key, fn)    v.optional_object(key, optional_ref, fn(elem))
+//   v.later_optional_object(key, optional_ref, fn(elem))  (null or absent)
 //   v.array(key, vector_ref, fn(elem))       v.string_list(key, ref)
 //   v.string_map(key, vector_of_pairs_ref)   v.int_triple(key, int[3] ref, lo, hi)
 //   v.int_list(key, vector<int64_t> ref, lo, hi, max_size)  (empty when absent)
@@ -275,6 +276,12 @@ void summary_fields(V& v, R& r) {
               });
     v.optional_number("profiler_overhead", r.profiler_overhead, 0.0, 1e18);
     v.boolean("output_finite", r.output_finite);
+    v.later_optional_object("accuracy", r.accuracy, [&](auto& a) {  // absent in files from before it
+      v.number("rel_error_vs_fp64", a.rel_error, 0.0, 1e300);
+      v.integer("rows_compared", a.rows, int64_t{1}, kMaxCount);
+      v.integer("rows_total", a.total_rows, int64_t{1}, kMaxCount);
+      v.optional_number("input_quantisation_error", a.input_quantisation_error, 0.0, 1e300);
+    });
   });
   v.optional_object("timing", r.timing, [&](auto& t) { timing_fields(v, t); });
   v.array("launches", r.launches, [&](auto& k) { launch_fields(v, k); });

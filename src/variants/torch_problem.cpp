@@ -2,6 +2,8 @@
 
 #include <c10/core/GradMode.h>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -161,22 +163,57 @@ std::vector<int64_t> hidden_keys_mask_sizes(const Problem& p) {
   return {p.seq_q, p.seq_kv};
 }
 
-at::Tensor hidden_keys_mask(const Problem& p, const at::TensorOptions& options) {
-  if (p.varlen()) return varlen_hidden_keys(p, options);
+at::Tensor hidden_keys_of_rows(const Problem& p, const at::Tensor& rows) {
   const Mask m = p.effective_mask();
   if (m == Mask::none) return {};
-  // triu(d) keeps j >= i + d: hidden are the keys past i + offset; tril(d)
-  // keeps j <= i + d: a window hides the keys up to i + offset - window.
+  // Row i's last visible key is i + offset; a window hides the keys up to i + offset - window.
   const int64_t offset = m == Mask::causal_bottom_right ? p.seq_kv - p.seq_q : 0;
-  const at::Tensor ones = at::ones({p.seq_q, p.seq_kv}, options.dtype(at::kBool));
-  if (!p.windowed()) return ones.triu(offset + 1);
-  return ones.triu(offset + 1).logical_or_(ones.tril(offset - p.window));
+  const at::Tensor last = (rows.to(at::kLong) + offset).view({-1, 1});
+  const at::Tensor j = at::arange(p.seq_kv, last.options()).view({1, -1});
+  at::Tensor hidden = j.gt(last);
+  if (p.windowed()) hidden.logical_or_(j.le(last - p.window));
+  return hidden;
+}
+
+at::Tensor hidden_keys_mask(const Problem& p, const at::TensorOptions& options) {
+  if (p.varlen()) return varlen_hidden_keys(p, options);
+  if (p.effective_mask() == Mask::none) return {};
+  return hidden_keys_of_rows(p, at::arange(p.seq_q, options.dtype(at::kLong)));
 }
 
 at::Tensor expand_kv_heads(const at::Tensor& kv, int64_t heads_q) {
   const int64_t group = heads_q / kv.size(1);
   return group == 1 ? kv : kv.repeat_interleave(group, /*dim=*/1);
 }
+
+namespace {
+// An input as the reference reads it: float64, fp8 inputs dequantised by
+// their per-(batch, head) descale factors.
+at::Tensor as_double(const at::Tensor& x, const at::Tensor& descale) {
+  const at::Tensor d = x.detach().to(at::kDouble);
+  return descale.defined() ? d * descale.to(at::kDouble).view({d.size(0), d.size(1), 1, 1}) : d;
+}
+
+// Query rows `rows` (int64 [R]) of a dense problem in float64: [B, Hq, R, D].
+at::Tensor reference_of_rows(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             const at::Tensor& rows) {
+  const at::Tensor kx = expand_kv_heads(k, p.heads_q), vx = expand_kv_heads(v, p.heads_q);
+  at::Tensor scores = at::matmul(q.index_select(2, rows), kx.transpose(-2, -1)) * p.softmax_scale();
+  const at::Tensor mask = hidden_keys_of_rows(p, rows);
+  if (!mask.defined()) return at::matmul(at::softmax(scores, -1), vx);
+  scores.masked_fill_(mask, -std::numeric_limits<double>::infinity());
+  // A row that sees no key is all -inf: softmax gives NaN there; attention over
+  // nothing is defined as zeros (what the fused kernels return).
+  return at::matmul(at::softmax(scores, -1).nan_to_num(0.0), vx);
+}
+
+struct DoubleInputs {
+  at::Tensor q, k, v;
+};
+DoubleInputs reference_inputs(const Inputs& in) {
+  return {as_double(in.q, in.fp8.q_descale), as_double(in.k, in.fp8.k_descale), as_double(in.v, in.fp8.v_descale)};
+}
+}  // namespace
 
 at::Tensor reference_attention(const Problem& p, const Inputs& in) {
   if (p.varlen()) {
@@ -189,17 +226,77 @@ at::Tensor reference_attention(const Problem& p, const Inputs& in) {
     }
     return out;
   }
-  const at::Tensor q = in.q.detach().to(at::kDouble);
-  const at::Tensor k = expand_kv_heads(in.k.detach().to(at::kDouble), p.heads_q);
-  const at::Tensor v = expand_kv_heads(in.v.detach().to(at::kDouble), p.heads_q);
-  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * p.softmax_scale();
-  const at::Tensor mask = hidden_keys_mask(p, q.options());
-  if (!mask.defined()) return at::matmul(at::softmax(scores, -1), v);
-  scores.masked_fill_(mask, -std::numeric_limits<double>::infinity());
-  // A row that sees no key is all -inf: softmax gives NaN there; attention over
-  // nothing is defined as zeros (what the fused kernels return).
-  const at::Tensor probs = at::softmax(scores, -1).nan_to_num(0.0);
-  return at::matmul(probs, v);
+  const DoubleInputs x = reference_inputs(in);
+  return reference_of_rows(p, x.q, x.k, x.v, at::arange(p.seq_q, x.q.options().dtype(at::kLong)));
+}
+
+namespace {
+struct SquaredNorms {
+  double diff = 0.0, ref = 0.0;
+  int64_t rows = 0;
+};
+
+// Up to `budget` score elements of a dense problem's reference on `in`:
+// evenly spaced query rows, the last (which sees every key) first. `got(rows)`
+// gives the rows compared with it, [B, Hq, R, D].
+template <class Got>
+void add_sampled_rows(const Problem& p, const Inputs& in, Got&& got, int64_t budget, SquaredNorms& acc) {
+  const int64_t per_row = std::max<int64_t>(1, p.batch * p.heads_q * p.seq_kv);
+  const int64_t n = std::clamp<int64_t>(budget / per_row, 1, p.seq_q);
+  const DoubleInputs x = reference_inputs(in);
+  const auto longs = x.q.options().dtype(at::kLong);
+  const at::Tensor rows = n == p.seq_q ? at::arange(p.seq_q, longs)
+                                       : at::linspace(double(p.seq_q - 1), 0.0, n, x.q.options()).round().to(at::kLong);
+  const at::Tensor ref = reference_of_rows(p, x.q, x.k, x.v, rows);
+  const at::Tensor g = got(rows).to(ref.device()).to(at::kDouble);
+  acc.diff += (g - ref).square().sum().item<double>();
+  acc.ref += ref.square().sum().item<double>();
+  acc.rows += n * p.batch;
+}
+
+OutputError error_of(const Problem& p, const SquaredNorms& acc) {
+  OutputError e;
+  e.rows = acc.rows;
+  e.total_rows = p.total_q();
+  e.rel_error = acc.ref > 0.0 ? std::sqrt(acc.diff / acc.ref) : std::sqrt(acc.diff);
+  return e;
+}
+}  // namespace
+
+OutputError sampled_output_error(const Problem& p, const Inputs& in, const at::Tensor& out, int64_t budget) {
+  SquaredNorms acc;
+  if (!p.varlen()) {
+    const at::Tensor o = out.detach();
+    add_sampled_rows(p, in, [&](const at::Tensor& rows) { return o.index_select(2, rows.to(o.device())); }, budget, acc);
+    return error_of(p, acc);
+  }
+  // Sequence by sequence, each with its share of the budget, from the packed rows.
+  const at::Tensor packed = real_rows(p, out.detach());
+  int64_t first = 0;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    Sequence seq = sequence_of(p, in, b);
+    if (in.fp8.defined()) {
+      seq.inputs.fp8.q_descale = in.fp8.q_descale.narrow(0, b, 1);
+      seq.inputs.fp8.k_descale = in.fp8.k_descale.narrow(0, b, 1);
+      seq.inputs.fp8.v_descale = in.fp8.v_descale.narrow(0, b, 1);
+    }
+    const at::Tensor o = packed.narrow(0, first, seq.problem.seq_q).permute({1, 0, 2}).unsqueeze(0);  // [1, Hq, n, D]
+    add_sampled_rows(seq.problem, seq.inputs, [&](const at::Tensor& rows) { return o.index_select(2, rows.to(o.device())); },
+                     std::max<int64_t>(1, budget / p.batch), acc);
+    first += seq.problem.seq_q;
+  }
+  return error_of(p, acc);
+}
+
+OutputError sampled_quantisation_error(const Problem& p, const Inputs& in, int64_t budget) {
+  TORCH_CHECK(in.fp8.defined() && !p.varlen(), "sampled_quantisation_error: dense fp8 inputs only");
+  Inputs original;
+  original.q = in.fp8.q_original, original.k = in.fp8.k_original, original.v = in.fp8.v_original;
+  const DoubleInputs deq = reference_inputs(in);
+  SquaredNorms acc;
+  add_sampled_rows(p, original, [&](const at::Tensor& rows) { return reference_of_rows(p, deq.q, deq.k, deq.v, rows); },
+                   budget, acc);
+  return error_of(p, acc);
 }
 
 double relative_frobenius_error(const at::Tensor& out, const at::Tensor& ref) {

@@ -37,11 +37,22 @@ struct PackedBatch {
   int64_t max_q = 0, max_kv = 0;
 };
 
+// fp8 inputs (DType::FP8): q, k, v are e4m3, x ≈ x_e4m3 * descale, one
+// float32 factor per (batch, head): q_descale [B, Hq], k_descale and
+// v_descale [B, Hkv] (FlashAttention-3's descale arguments, per head).
+// `original` holds the bf16 draws they were quantised from.
+struct Fp8Scales {
+  at::Tensor q_descale, k_descale, v_descale;
+  at::Tensor q_original, k_original, v_original;
+  bool defined() const { return q_descale.defined(); }
+};
+
 struct Inputs {
   at::Tensor q, k, v;
   at::Tensor grad_out;  // the fixed gradient of a backward pass (undefined for the forward)
   PagedKv paged;        // k and v again, paged, for a paged problem (else undefined)
   PackedBatch packed;   // q, k and v again, packed, for a variable-length batch (else undefined)
+  Fp8Scales fp8;        // the descale factors of fp8 inputs (else undefined)
 };
 // Standard-normal q [B, Hq, Sq, D], k and v [B, Hkv, Skv, D] (from the current
 // generator, so at::manual_seed decides them); for a backward pass q, k, v
@@ -91,6 +102,9 @@ at::Tensor forward_of(Variant& variant, const Problem& p, const Inputs& in);
 // too (with or without a causal mask); a padded query row sees every real key
 // of its sequence, so no row is all hidden and the padding stays finite.
 at::Tensor hidden_keys_mask(const Problem& p, const at::TensorOptions& options);
+// The same rule for query rows `rows` (int64 [R]) of a dense problem:
+// [R, Skv], true where hidden; undefined without a causal mask.
+at::Tensor hidden_keys_of_rows(const Problem& p, const at::Tensor& rows);
 // Its sizes: [Sq, Skv], or [B, 1, Sq, Skv] for a variable-length batch.
 std::vector<int64_t> hidden_keys_mask_sizes(const Problem& p);
 
@@ -101,8 +115,26 @@ at::Tensor expand_kv_heads(const at::Tensor& kv, int64_t heads_q);
 // Float64 reference on the same device: softmax(q kᵀ * scale + mask) v, with
 // k and v expanded to the query heads. Rows that see no key give zeros. A
 // variable-length batch: each sequence on its own rows, unpadded (the padding
-// rows of the [B, Hq, Sq, D] result are zeros).
+// rows of the [B, Hq, Sq, D] result are zeros). fp8 inputs: of their
+// dequantised values.
 at::Tensor reference_attention(const Problem& p, const Inputs& in);
+
+// How far a variant's output is from the float64 reference, on a sample of
+// query rows so a large problem costs no more than `budget` score elements
+// of reference (evenly spaced rows, the last one, which sees every key,
+// always among them; every row when they fit). fp8 inputs are compared with
+// the reference of their dequantised values.
+struct OutputError {
+  double rel_error = 0.0;  // ‖out − ref‖_F / ‖ref‖_F over the sampled rows, every head
+  int64_t rows = 0;        // query rows compared (summed over the batch)
+  int64_t total_rows = 0;  // the problem's query rows (total_q)
+};
+// `out` is what forward_of returned for `in`.
+OutputError sampled_output_error(const Problem& p, const Inputs& in, const at::Tensor& out, int64_t budget);
+// What quantising dense fp8 inputs alone does: the float64 reference of the
+// dequantised inputs against that of the bf16 draws (Fp8Scales::original),
+// on the same sample of rows.
+OutputError sampled_quantisation_error(const Problem& p, const Inputs& in, int64_t budget);
 
 // ‖out − ref‖_F / ‖ref‖_F, computed in float64.
 double relative_frobenius_error(const at::Tensor& out, const at::Tensor& ref);
