@@ -11,12 +11,13 @@ const char* dtype_name(DType d) {
     case DType::BF16: return "bf16";
     case DType::FP16: return "fp16";
     case DType::FP32: return "fp32";
+    case DType::FP8: return "fp8";
   }
   return "?";
 }
 
 const std::vector<std::string>& dtype_names() {
-  static const std::vector<std::string> names = {"bf16", "fp16", "fp32"};
+  static const std::vector<std::string> names = {"bf16", "fp16", "fp32", "fp8"};
   return names;
 }
 
@@ -24,10 +25,13 @@ std::optional<DType> parse_dtype(const std::string& s) {
   if (s == "bf16" || s == "bfloat16") return DType::BF16;
   if (s == "fp16" || s == "float16" || s == "half") return DType::FP16;
   if (s == "fp32" || s == "float32" || s == "float") return DType::FP32;
+  if (s == "fp8" || s == "e4m3" || s == "float8_e4m3fn") return DType::FP8;
   return std::nullopt;
 }
 
-int dtype_bytes(DType d) { return d == DType::FP32 ? 4 : 2; }
+int dtype_bytes(DType d) { return d == DType::FP32 ? 4 : d == DType::FP8 ? 1 : 2; }
+
+DType output_dtype(DType d) { return d == DType::FP8 ? DType::BF16 : d; }
 
 const char* mask_name(Mask m) {
   switch (m) {

@@ -32,10 +32,10 @@ TEST(Cli, HelpListsFlagsAndExitsZero) {
 }
 
 TEST(Cli, BadDtypeIsUsageErrorNamingChoices) {
-  const Result r = run_cli("--dtype fp8");
+  const Result r = run_cli("--dtype fp12");
   EXPECT_EQ(r.rc, 2);
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find("'fp8'"), std::string::npos);
+  EXPECT_NE(r.err.find("'fp12'"), std::string::npos);
   EXPECT_NE(r.err.find("bf16, fp16, fp32"), std::string::npos);
 }
 

@@ -123,8 +123,12 @@ const std::vector<Group>& groups() {
       {"VariantListOfNothing", profile("--variant ,"), 2, {"--variant ','", "names no variant"}},
       {"VariantValueMissingBeforeFlag", "--variant --seq 4 --out {D}/out", 2, {"--variant", "'--seq'"}},
       {"VariantValueMissingAtEnd", profile("--variant"), 2, {"--variant"}},
-      {"UnknownDtype", profile("--dtype fp8"), 2, {"--dtype 'fp8'", "bf16, fp16, fp32"}},
+      {"UnknownDtype", profile("--dtype fp12"), 2, {"--dtype 'fp12'", "bf16, fp16, fp32, fp8"}},
       {"EmptyDtype", profile("--dtype ''"), 2, {"--dtype ''"}},
+      {"Fp8E5m2", profile("--dtype e5m2"), 2, {"--dtype e5m2", "e4m3 inputs (--dtype fp8)"}},
+      {"Fp8Backward", profile("--dtype fp8 --pass bwd"), 2, {"--dtype fp8", "backward pass", "--pass fwd"}},
+      {"Fp8Varlen", "--device cpu --dtype fp8 --seqlens 3,5 --out {D}/out", 2, {"--dtype fp8", "variable-length batch"}},
+      {"Fp8Paged", profile("--dtype fp8 --kv-layout paged"), 2, {"--dtype fp8", "paged KV cache"}},
       {"UnknownDevice", profile("--device tpu"), 2, {"--device 'tpu'", "cuda:N"}},
       {"CudaOrdinalNotANumber", profile("--device cuda:abc"), 2, {"'cuda:abc'"}},
       {"CudaOrdinalNegative", profile("--device cuda:-1"), 2, {"'cuda:-1'"}},
@@ -190,7 +194,7 @@ const std::vector<Group>& groups() {
       {"FlagValueMissing", profile("--row-limit"), 2, {"--row-limit"}},
       {"SweepSeqZero", "sweep --device cpu --seq 0 --out {D}/out", 2, {"--seq", "got 0"}},
       {"SweepUnknownVariant", "sweep --device cpu --variant nave --out {D}/out", 2, {"'nave'", "did you mean 'naive'"}},
-      {"SweepUnknownDtype", "sweep --device cpu --dtype fp8 --out {D}/out", 2, {"'fp8'"}},
+      {"SweepUnknownDtype", "sweep --device cpu --dtype fp12 --out {D}/out", 2, {"'fp12'"}},
        }},
       {"Subcommands",  // options before a subcommand, comma lists, sweep size
        {

@@ -53,7 +53,7 @@ TEST(Streams, ClosedOrFullStderrNeverAborts) {
   const std::string d = make_temp_dir("stderr");
   for (const std::string redirect : {"2>&-", "2>/dev/full"}) {
     SCOPED_TRACE(redirect);
-    EXPECT_EQ(shell_rc(kExe + kTiny + "--dtype fp8 >/dev/null " + redirect), 2);
+    EXPECT_EQ(shell_rc(kExe + kTiny + "--dtype fp12 >/dev/null " + redirect), 2);
     EXPECT_EQ(shell_rc(kExe + " sweep --device cpu --seq 0 >/dev/null " + redirect), 2);
     EXPECT_EQ(shell_rc(kExe + " compare " + d + "/missing " + d + "/missing >/dev/null " + redirect), 4);
     EXPECT_EQ(shell_rc(kExe + kTiny + "--variant naive,inplace --out " + d + "/multi >/dev/null " + redirect), 0);

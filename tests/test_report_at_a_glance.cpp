@@ -88,6 +88,10 @@ std::vector<RunRecord> story() {
 TEST(AtAGlance, PeakLookupByDeviceNameAndDtype) {
   EXPECT_DOUBLE_EQ(lookup_peak_tflops("NVIDIA H200", DType::BF16)->tflops, 989.4);
   EXPECT_DOUBLE_EQ(lookup_peak_tflops("NVIDIA H200", DType::FP32)->tflops, 66.9);
+  EXPECT_DOUBLE_EQ(lookup_peak_tflops("NVIDIA H200", DType::FP8)->tflops, 1978.9);
+  EXPECT_EQ(lookup_peak_tflops("NVIDIA H200", DType::FP8)->basis, "fp8 (e4m3) tensor cores, dense");
+  EXPECT_DOUBLE_EQ(lookup_peak_tflops("NVIDIA H100 PCIe", DType::FP8)->tflops, 1513);
+  EXPECT_FALSE(lookup_peak_tflops("NVIDIA A100-SXM4-80GB", DType::FP8)) << "no fp8 tensor cores";
   EXPECT_EQ(lookup_peak_tflops("NVIDIA H200", DType::FP32)->basis, "fp32 CUDA cores");
   EXPECT_DOUBLE_EQ(lookup_peak_tflops("NVIDIA H100 PCIe", DType::FP16)->tflops, 756.5);
   EXPECT_DOUBLE_EQ(lookup_peak_tflops("NVIDIA H100 80GB HBM3", DType::BF16)->tflops, 989.4);

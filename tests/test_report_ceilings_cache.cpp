@@ -8,6 +8,7 @@
 
 #include "attnprof/io/files.h"
 #include "attnprof/report/ceilings_cache.h"
+#include "attnprof/report/counters.h"
 #include "test_util.h"
 
 using namespace attnprof;
@@ -23,6 +24,7 @@ DeviceCeilings sample() {
   c.driver = "580.95.05";
   c.sm_clock_mhz = 1000, c.mem_clock_mhz = 2000;
   c.gemm_bf16_tflops = 123.25, c.gemm_fp16_tflops = 124.5, c.gemm_fp32_tflops = 12.75, c.copy_gbps = 1234.5;
+  c.gemm_fp8_tflops = 246.5;
   c.spec_bf16_tflops = 989.4, c.spec_dram_gbps = 4800;
   c.measured_at = "2026-12-02T10:00:00Z";
   c.gemm_n = 8192, c.copy_bytes = 1073741824;
@@ -85,6 +87,7 @@ TEST(CeilingsCache, RoundTripKeepsEveryMeasuredField) {
   EXPECT_DOUBLE_EQ(b->gemm_fp16_tflops, 124.5);
   EXPECT_DOUBLE_EQ(b->gemm_fp32_tflops, 12.75);
   EXPECT_DOUBLE_EQ(b->copy_gbps, 1234.5);
+  EXPECT_DOUBLE_EQ(*b->gemm_fp8_tflops, 246.5);
   EXPECT_DOUBLE_EQ(*b->spec_bf16_tflops, 989.4);
   EXPECT_DOUBLE_EQ(*b->spec_dram_gbps, 4800);
   EXPECT_EQ(b->measured_at, c.measured_at);
@@ -96,6 +99,15 @@ TEST(CeilingsCache, RoundTripKeepsEveryMeasuredField) {
   EXPECT_EQ(j["tool"], "attnprof");
   EXPECT_EQ(j["version"], kCeilingsCacheVersion);
   EXPECT_FALSE(j["ceilings"].contains("source"));
+  // A GPU without fp8 tensor cores: null, and absent reads the same.
+  DeviceCeilings no_fp8 = c;
+  no_fp8.gemm_fp8_tflops.reset();
+  EXPECT_FALSE(parse(ceilings_cache_text(no_fp8))->gemm_fp8_tflops);
+  json k = j;
+  k["ceilings"].erase("gemm_fp8_tflops");
+  EXPECT_FALSE(parse(k.dump())->gemm_fp8_tflops);
+  EXPECT_DOUBLE_EQ(*gemm_ceiling_tflops(c, "fp8"), 246.5);
+  EXPECT_FALSE(gemm_ceiling_tflops(no_fp8, "fp8"));
 }
 
 TEST(CeilingsCache, OtherDeviceDriverOrImplausibleFiguresAreRefused) {
@@ -119,7 +131,10 @@ TEST(CeilingsCache, OtherDeviceDriverOrImplausibleFiguresAreRefused) {
            {"/ceilings/gemm_n", 1.5},
            {"/ceilings/device", 3},
            {"/ceilings", json::array()},
-           {"/version", 2},
+           {"/version", 1},  // before the fp8 GEMM: measured again
+           {"/version", 3},
+           {"/ceilings/gemm_fp8_tflops", "fast"},
+           {"/ceilings/gemm_fp8_tflops", -1.0},
            {"/tool", "other"},
            {"/kind", "summary"}}) {
     json k = j;

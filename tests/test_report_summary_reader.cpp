@@ -161,6 +161,22 @@ TEST(SummaryReader, RoundTripKeepsEveryField) {
   EXPECT_EQ(b.summary_file, r.summary_file);
 }
 
+TEST(SummaryReader, Fp8RoundTripsAsADenseForward) {
+  RunRecord r = sample();
+  r.problem.dtype = DType::FP8, r.problem.pass = Pass::fwd;
+  const RunRecord b = read_summary(summary_json(r));
+  EXPECT_EQ(b.problem.dtype, DType::FP8);
+  EXPECT_EQ(b.problem.file_stem(), r.problem.file_stem());
+  EXPECT_NE(r.problem.file_stem().find("_fp8_"), std::string::npos) << r.problem.file_stem();
+  json backward = summary_json(r);
+  backward["problem"]["pass"] = "bwd";
+  EXPECT_NE(error_of(backward).find("field 'problem.pass': fp8 runs dense forward problems only"), std::string::npos)
+      << error_of(backward);
+  json paged = summary_json(r);
+  paged["problem"]["page_size"] = 16;
+  EXPECT_NE(error_of(paged).find("field 'problem.page_size'"), std::string::npos) << error_of(paged);
+}
+
 TEST(SummaryReader, AccuracyRoundTripsAndIsAbsentInOlderFiles) {
   RunRecord r = sample();
   r.accuracy = Accuracy{0.0125, 96, 1024, 0.03};
@@ -213,7 +229,7 @@ TEST(SummaryReader, WrongTypesNameTheField) {
       {"/problem/mask", "sliding", "'problem.mask'"},
       {"/problem/pass", "fwd+fwd", "'problem.pass'"},
       {"/problem/head_dim", json(uint64_t(1) << 63), "'problem.head_dim'"},
-      {"/problem/dtype", "fp8", "'problem.dtype'"},
+      {"/problem/dtype", "fp12", "'problem.dtype'"},
       {"/problem/device", "tpu", "'problem.device'"},
       {"/ops/1/count", "ten", "'ops[1].count'"},
       {"/ops/0/device", "gpu", "'ops[0].device'"},

@@ -30,7 +30,7 @@ TEST(SweepPlan, AFallbackProblemKeepsThePointsFieldsUnchecked) {
 
   SweepPoint sp = points.front();
   sp.kv_heads = 0;  // as heads
-  sp.dtype = "fp8", sp.pass = "sideways";
+  sp.dtype = "fp12", sp.pass = "sideways";
   const Problem q = fallback_problem(sp, /*causal=*/false);
   EXPECT_EQ(q.heads_kv, 4);
   EXPECT_EQ(q.dtype, DType::BF16);

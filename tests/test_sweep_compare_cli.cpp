@@ -125,7 +125,7 @@ TEST(SweepCli, PredictedTooLargeIsSkippedWithReason) {
 }
 
 TEST(SweepCli, BadAxesAreUsageErrors) {
-  for (const char* args : {"sweep --seq 0", "sweep --seq 16,abc", "sweep --dtype bf16,fp8", "sweep --variant nave",
+  for (const char* args : {"sweep --seq 0", "sweep --seq 16,abc", "sweep --dtype bf16,fp12", "sweep --variant nave",
                            "sweep --head-dim -4", "sweep --device tpu"}) {
     const Result r = run_cli(args);
     EXPECT_EQ(r.rc, 2) << args << ": " << r.err;

@@ -11,12 +11,17 @@
 
 namespace attnprof {
 
-enum class DType { BF16, FP16, FP32 };
+// FP8: q, k and v in float8 e4m3 with per-(batch, head) descale factors,
+// quantised outside the measured scope from bf16 draws; the output is bf16
+// (a forward-only dtype, which the CLI enforces).
+enum class DType { BF16, FP16, FP32, FP8 };
 
-const char* dtype_name(DType d);  // "bf16", "fp16", "fp32"
+const char* dtype_name(DType d);  // "bf16", "fp16", "fp32", "fp8"
 std::optional<DType> parse_dtype(const std::string& s);
 const std::vector<std::string>& dtype_names();
-int dtype_bytes(DType d);
+int dtype_bytes(DType d);  // of one input element (fp8: 1)
+// The dtype of the output: the inputs' own, bf16 for fp8 inputs.
+DType output_dtype(DType d);
 
 // Which keys a query sees. The causal masks differ only when seq_q != seq_kv:
 // top-left lets query i see keys j <= i (PyTorch's is_causal); bottom-right

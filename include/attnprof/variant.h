@@ -17,6 +17,7 @@
 namespace attnprof {
 
 struct PackedBatch;  // variants/torch_problem.h
+struct Fp8Scales;    // variants/torch_problem.h
 
 // Whether a variant can run a problem here, and if not, a reason a person can act on.
 struct Support {
@@ -25,6 +26,12 @@ struct Support {
   static Support yes() { return {true, {}}; }
   static Support no(std::string why) { return {false, std::move(why)}; }
 };
+
+// How a variant runs fp8 inputs (DType::FP8): not at all, on e4m3 operands
+// (an fp8 kernel, held to 2x the plain FP8 implementation's error), or
+// dequantised to bf16 first (the reference path, held to 2x a plain bf16
+// implementation of the dequantised inputs).
+enum class Fp8Path { none, e4m3, dequantised };
 
 // A fact a variant learned while preparing (e.g. which SDPA backend it got),
 // reported in the summary and the headline.
@@ -69,6 +76,13 @@ class Variant {
   virtual at::Tensor forward_varlen(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                     const PackedBatch& packed);
   virtual bool reads_packed() const { return false; }
+  // The forward of fp8 inputs (DType::FP8): q, k, v e4m3 [batch, heads, seq,
+  // head_dim] and their per-(batch, head) descale factors; returns bf16. Only
+  // a variant with an fp8 path overrides it; the others refuse fp8 problems
+  // in supports() (variants/fp8.h says why, in PyTorch's words where PyTorch
+  // refuses), and this default throws.
+  virtual at::Tensor forward_fp8(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const Fp8Scales& s);
+  virtual Fp8Path fp8_path() const { return Fp8Path::none; }
   virtual std::vector<Fact> facts() const { return {}; }
   // How the variant holds memory, so a run can be skipped before it allocates
   // what the device does not have. Fused kernels: O(S) per head.

@@ -192,7 +192,8 @@ void add_shape_options(CLI::App& app, CliOptions& o) {
         throw CLI::ValidationError(invalid_choice("--shape", name, names));
       },
       preset_help);
-  app.add_option("--dtype", o.dtype, "bf16, fp16 or fp32")->capture_default_str();
+  app.add_option("--dtype", o.dtype,
+                 "bf16, fp16, fp32 or fp8 (q, k, v in e4m3 with per-head scales, bf16 output; dense forward)")->capture_default_str();
   app.add_option("--batch", o.batch, "Batch size")
       ->capture_default_str()
       ->check(decimal_integer(kInt64Min, kInt64Max))
@@ -429,6 +430,10 @@ std::vector<int64_t> parse_seqlens(const std::string& spec, uint64_t seed) {
 Problem build_problem(const CliOptions& o) {
   Problem p;
   const auto dtype = parse_dtype(o.dtype);
+  if (!dtype && (o.dtype == "e5m2" || o.dtype == "fp8e5m2" || o.dtype == "float8_e5m2"))
+    throw UsageError(fmt::format("--dtype {}: attnprof's fp8 attention takes e4m3 inputs (--dtype fp8); e5m2 is "
+                                 "not supported",
+                                 o.dtype));
   if (!dtype) throw UsageError(invalid_choice("--dtype", o.dtype, dtype_names()));
   const auto pass = parse_pass(o.pass);
   if (!pass) throw UsageError(invalid_choice("--pass", o.pass, pass_names()));
@@ -535,6 +540,14 @@ Problem build_problem(const CliOptions& o) {
                                    "--pass fwd, not {}{}",
                                    asked, o.pass,
                                    o.kv_layout_given || explicit_page_size ? "" : ", or add --kv-layout contiguous"));
+  }
+  if (*dtype == DType::FP8) {
+    // fp8 inputs are quantised per (batch, head) from dense bf16 draws; the rest is not built.
+    const char* what = *pass != Pass::fwd ? "a backward pass (fp8 attention is a forward: use --pass fwd)"
+                       : !seqlens.empty() ? "a variable-length batch (drop --seqlens, or use --dtype bf16)"
+                       : page_size > 0    ? "a paged KV cache (use --kv-layout contiguous, or --dtype bf16)"
+                                          : nullptr;
+    if (what) throw UsageError(fmt::format("--dtype {} runs dense forward problems; it does not take {}", o.dtype, what));
   }
   // Each flag within its limit can still multiply past int64: q holds
   // B*Hq*Sq*D elements, k and v B*Hkv*Skv*D, and no tensor (nor address

@@ -177,6 +177,21 @@ report::DeviceCeilings measure_ceilings(const Problem& p) {
       const double tflops = 2.0 * double(n) * double(n) * double(n) / s / 1e12;
       (d == DType::BF16 ? c.gemm_bf16_tflops : d == DType::FP16 ? c.gemm_fp16_tflops : c.gemm_fp32_tflops) = tflops;
     }
+    // fp8 (SM 8.9 and later): e4m3 x e4m3 -> bf16 through cuBLASLt, the
+    // second operand column-major as its fp8 GEMM takes it.
+    // Where cuBLASLt refuses, the fp8 ceiling stays absent (fp8's "% of peak" then divides by the datasheet's).
+    if (prop->major > 8 || (prop->major == 8 && prop->minor >= 9)) try {
+      const auto f32 = opts.dtype(at::kFloat);
+      const at::Tensor a = at::randn({n, n}, f32).to(at::kFloat8_e4m3fn);
+      const at::Tensor b = at::randn({n, n}, f32).to(at::kFloat8_e4m3fn).t();
+      const at::Tensor one = at::ones({}, f32);
+      at::Tensor out = at::empty({n, n}, opts.dtype(at::kBFloat16));
+      const double s = seconds_per_call(
+          p, [&] { at::_scaled_mm_out(out, a, b, one, one, std::nullopt, std::nullopt, at::kBFloat16, true); }, [] {});
+      c.gemm_fp8_tflops = 2.0 * double(n) * double(n) * double(n) / s / 1e12;
+    } catch (const c10::Error&) {
+      c.gemm_fp8_tflops.reset();
+    }
     // The copy: 1 GiB, or a quarter of the free memory, each way; far past any L2.
     const int64_t elems = std::max<int64_t>(1 << 20, std::min<int64_t>(int64_t(1) << 28, int64_t(free_bytes / 16)));
     const at::Tensor src = at::randn({elems}, opts.dtype(at::kFloat));

@@ -259,6 +259,11 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
     r.reason = support.reason;
     return out;
   }
+  if (p.dtype == DType::FP8 && variant->fp8_path() == Fp8Path::none) {  // supports() says why; this holds the line
+    r.status = Status::skipped;
+    r.reason = name + " has no fp8 path";
+    return out;
+  }
   if (const std::string why = predicted_not_to_fit(*variant, p); !why.empty()) {
     r.status = Status::skipped;
     r.reason = why;

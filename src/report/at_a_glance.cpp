@@ -22,30 +22,31 @@ struct KnownGpu {
   const char* name;
   double bf16, fp16, fp32;  // dense TFLOP/s; 0 = no tensor-core path for that dtype
   double dram_gbps;         // memory bandwidth; 0 = not one figure for every model of that name
+  double fp8;               // dense e4m3 TFLOP/s, fp32 accumulate; 0 = no fp8 tensor cores
 };
 
-// NVIDIA datasheets, dense (the "with sparsity" figures halved), 16-bit with
-// fp32 accumulate; memory bandwidth in GB/s. More specific names first:
+// NVIDIA datasheets, dense (the "with sparsity" figures halved), 16-bit and
+// fp8 with fp32 accumulate; memory bandwidth in GB/s. More specific names first:
 // "H100 PCIe" before "H100", "A100" and "A10G" before "A10", "L40S" and "L40" before "L4".
 constexpr std::array<KnownGpu, 18> kKnownGpus{{
-    {"B200", "B200", 2250, 2250, 75, 8000},
-    {"H200 NVL", "H200 NVL", 835, 835, 60, 4800},
-    {"H200", "H200 SXM", 989.4, 989.4, 66.9, 4800},
-    {"H100 PCIe", "H100 PCIe", 756.5, 756.5, 51.2, 2000},
-    {"H100 NVL", "H100 NVL", 835, 835, 60, 3900},
-    {"H100", "H100 SXM", 989.4, 989.4, 66.9, 3350},
-    {"H800", "H800 SXM", 989.4, 989.4, 66.9, 3350},
-    {"A100", "A100", 312, 312, 19.5, 0},
-    {"A10G", "A10G", 70, 70, 31.2, 600},
-    {"A30", "A30", 165, 165, 10.3, 933},
-    {"A10", "A10", 125, 125, 31.2, 600},
-    {"L40S", "L40S", 362, 362, 91.6, 864},
-    {"L40", "L40", 181, 181, 90.5, 864},
-    {"L4", "L4", 121, 121, 30.3, 300},
-    {"RTX 6000 Ada", "RTX 6000 Ada", 364, 364, 91.1, 960},
-    {"RTX 4090", "RTX 4090", 165.2, 165.2, 82.6, 1008},
-    {"V100", "V100", 0, 125, 15.7, 900},
-    {"T4", "T4", 0, 65, 8.1, 320},
+    {"B200", "B200", 2250, 2250, 75, 8000, 4500},
+    {"H200 NVL", "H200 NVL", 835, 835, 60, 4800, 1670},
+    {"H200", "H200 SXM", 989.4, 989.4, 66.9, 4800, 1978.9},
+    {"H100 PCIe", "H100 PCIe", 756.5, 756.5, 51.2, 2000, 1513},
+    {"H100 NVL", "H100 NVL", 835, 835, 60, 3900, 1670},
+    {"H100", "H100 SXM", 989.4, 989.4, 66.9, 3350, 1978.9},
+    {"H800", "H800 SXM", 989.4, 989.4, 66.9, 3350, 1978.9},
+    {"A100", "A100", 312, 312, 19.5, 0, 0},
+    {"A10G", "A10G", 70, 70, 31.2, 600, 0},
+    {"A30", "A30", 165, 165, 10.3, 933, 0},
+    {"A10", "A10", 125, 125, 31.2, 600, 0},
+    {"L40S", "L40S", 362, 362, 91.6, 864, 733},
+    {"L40", "L40", 181, 181, 90.5, 864, 362},
+    {"L4", "L4", 121, 121, 30.3, 300, 242.5},
+    {"RTX 6000 Ada", "RTX 6000 Ada", 364, 364, 91.1, 960, 728.5},
+    {"RTX 4090", "RTX 4090", 165.2, 165.2, 82.6, 1008, 330.3},
+    {"V100", "V100", 0, 125, 15.7, 900, 0},
+    {"T4", "T4", 0, 65, 8.1, 320, 0},
 }};
 
 bool contains_nocase(const std::string& hay, const std::string& needle) {
@@ -104,7 +105,7 @@ std::string math_path(const RunRecord& r) {
   // nvjet's `h` and cuDNN's `f16` say only "16-bit"; the inputs say which.
   std::string precision(precision_name(best_fp.precision));
   if (best_fp.precision == Precision::sixteen_bit && r.problem.dtype != DType::FP32)
-    precision = dtype_name(r.problem.dtype);
+    precision = dtype_name(output_dtype(r.problem.dtype));  // fp8 inputs dequantised: bf16
   if (best_fp.precision == Precision::unknown) precision = "unknown precision";
   return fmt::format("{} ({})", best_fp.math_unit == MathUnit::tensor_cores ? "tensor cores" : "CUDA cores", precision);
 }
@@ -147,10 +148,11 @@ bool any_counters(const std::vector<RunRecord>& records) {
 std::optional<DevicePeak> lookup_peak_tflops(const std::string& device_name, DType dtype) {
   for (const KnownGpu& g : kKnownGpus) {
     if (!contains_nocase(device_name, g.match)) continue;
-    const double v = dtype == DType::BF16 ? g.bf16 : dtype == DType::FP16 ? g.fp16 : g.fp32;
+    const double v = dtype == DType::BF16 ? g.bf16 : dtype == DType::FP16 ? g.fp16 : dtype == DType::FP8 ? g.fp8 : g.fp32;
     if (v <= 0) return std::nullopt;
-    const std::string basis = dtype == DType::FP32 ? "fp32 CUDA cores"
-                                                   : fmt::format("{} tensor cores, dense", dtype_name(dtype));
+    const std::string basis = dtype == DType::FP32  ? "fp32 CUDA cores"
+                              : dtype == DType::FP8 ? "fp8 (e4m3) tensor cores, dense"
+                                                    : fmt::format("{} tensor cores, dense", dtype_name(dtype));
     return DevicePeak{g.name, v, basis};
   }
   return std::nullopt;

@@ -177,9 +177,10 @@ std::string counters_text(const RunRecord& r) {
     auto spec = [](std::optional<double> v) { return v ? fmt::format(" (spec {:g})", *v) : std::string(); };
     const auto fp32 = lookup_peak_tflops(d.device, DType::FP32);
     out += label("ceilings (measured)") +
-           fmt::format("bf16 GEMM {:.0f} TFLOP/s{}, fp16 {:.0f}, fp32 {:.1f}{}, DRAM copy {:.0f} GB/s{}\n",
+           fmt::format("bf16 GEMM {:.0f} TFLOP/s{}, fp16 {:.0f}, fp32 {:.1f}{}{}, DRAM copy {:.0f} GB/s{}\n",
                        d.gemm_bf16_tflops, spec(d.spec_bf16_tflops), d.gemm_fp16_tflops, d.gemm_fp32_tflops,
-                       spec(fp32 ? std::optional<double>(fp32->tflops) : std::nullopt), d.copy_gbps,
+                       spec(fp32 ? std::optional<double>(fp32->tflops) : std::nullopt),
+                       d.gemm_fp8_tflops ? fmt::format(", fp8 {:.0f}", *d.gemm_fp8_tflops) : "", d.copy_gbps,
                        spec(d.spec_dram_gbps));
     out += label("") + fmt::format("{} {} at SM {:.0f} MHz, memory {:.0f} MHz ({}, driver {}){}\n",
                                    d.source == "cached" ? "cached, measured" : "measured", d.measured_at,

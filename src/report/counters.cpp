@@ -172,7 +172,7 @@ Verdict verdict(std::optional<double> dram_pct, std::optional<double> tensor_pct
 
 std::optional<double> gemm_ceiling_tflops(const DeviceCeilings& c, const std::string& dtype) {
   const double v = dtype == "bf16" ? c.gemm_bf16_tflops : dtype == "fp16" ? c.gemm_fp16_tflops
-                   : dtype == "fp32" ? c.gemm_fp32_tflops : 0.0;
+                   : dtype == "fp32" ? c.gemm_fp32_tflops : dtype == "fp8" ? c.gemm_fp8_tflops.value_or(0.0) : 0.0;
   return v > 0.0 ? std::optional<double>(v) : std::nullopt;
 }
 

@@ -186,6 +186,15 @@ std::optional<MemoryPrediction> predict_memory(const Problem& p, MemoryFamily fa
                                   times(mask_bytes(p, kBoolBytes), 2)});
     terms.working = checked_sum({terms.working, times(mask_bytes(p, kBoolBytes), 2)});
   }
+  if (p.dtype == DType::FP8) {
+    // The bf16 draws stay beside their e4m3 values; the dequantising path
+    // makes bf16 copies of q, k and v (erring high for an fp8 kernel, which
+    // makes none); the output is bf16, one byte per element above the inputs'.
+    const Bytes bf16_inputs = checked_sum({q_bytes(p, 2), times(kv_bytes(p, 2), 2)});
+    terms.resident = checked_sum({terms.resident, bf16_inputs});
+    terms.working = checked_sum({terms.working, bf16_inputs});
+    terms.output = checked_sum({terms.output, q_bytes(p, 1)});
+  }
   const auto peak = checked_sum({terms.resident, terms.working, terms.output, Bytes{uint64_t(kFixedOverheadBytes)}});
   if (!peak) return std::nullopt;
   return MemoryPrediction{*terms.resident, *terms.working, *terms.output, static_cast<uint64_t>(kFixedOverheadBytes),

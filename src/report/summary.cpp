@@ -53,6 +53,9 @@ class Writer {
     json& o = (*cur_)[key] = json::object();
     within(o, [&] { fn(*v); });
   }
+  void later_optional_number(const char* key, const std::optional<double>& v, double lo, double hi) {
+    optional_number(key, v, lo, hi);
+  }
   template <class T, class F>
   void later_optional_object(const char* key, const std::optional<T>& v, F&& fn) {
     optional_object(key, v, fn);

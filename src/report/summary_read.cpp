@@ -70,6 +70,14 @@ class Reader {
     if (!v.is_number()) fail_at(key, fmt::format("expected a number or null, got {}", type_name(v)));
     out = number_value(v, key, lo, hi);
   }
+  // A number added within a schema version: absent (an older file) is null.
+  void later_optional_number(const char* key, std::optional<double>& out, double lo, double hi) {
+    if (!cur_->contains(key)) {
+      out.reset();
+      return;
+    }
+    optional_number(key, out, lo, hi);
+  }
   // Microseconds shown in the summary back to the nanoseconds OpStats holds.
   void ns_as_us(const char* key, int64_t& out) { out = std::llround(number_value(field(key), key, 0.0, 1e15) * 1000.0); }
   void string(const char* key, std::string& out) { out = printable(string_value(field(key), join(key))); }
@@ -366,6 +374,10 @@ RunRecord read_summary(const json& j, const std::string& source) {
   } else if (p.varlen_padded) {
     rd.fail("problem.varlen_padded", "true without seqlens: only a variable-length batch has a padded layout");
   }
+  // fp8 problems attnprof never runs (the CLI refuses them): no such summary is genuine.
+  if (const Problem& p = r.problem; p.dtype == DType::FP8 && (p.pass != Pass::fwd || p.varlen() || p.paged()))
+    rd.fail(p.pass != Pass::fwd ? "problem.pass" : p.varlen() ? "problem.seqlens" : "problem.page_size",
+            "fp8 runs dense forward problems only");
   if (const auto& a = r.accuracy; a && a->rows > a->total_rows)
     rd.fail("headline.accuracy.rows_compared", fmt::format("{} is more than rows_total {}", a->rows, a->total_rows));
   return r;

@@ -6,6 +6,7 @@
 // A visitor V provides, for a field `key` of the current object:
 //   v.integer(key, int_ref, lo, hi)          v.number(key, double_ref, lo, hi)
 //   v.optional_number(key, optional_ref, lo, hi)  (null when absent)
+//   v.later_optional_number(key, optional_ref, lo, hi)  (null or absent)
 //   v.ns_as_us(key, int64_ns_ref)            microseconds in JSON, ns inside
 //   v.string(key, ref)   v.boolean(key, ref)   v.flag(key, ref) (a boolean, false when absent)
 //   v.integer_or_zero(key, ref, lo, hi)     (0 when absent)
@@ -40,7 +41,7 @@ void problem_fields(V& v, P& p) {
   v.integer("seq_q", p.seq_q, 1, kMaxDim);
   v.integer("seq_kv", p.seq_kv, 1, kMaxDim);
   v.integer("head_dim", p.head_dim, 1, kMaxDim);
-  v.enumeration("dtype", p.dtype, dtype_name, parse_dtype, "bf16, fp16 or fp32");
+  v.enumeration("dtype", p.dtype, dtype_name, parse_dtype, "bf16, fp16, fp32 or fp8");
   v.enumeration("mask", p.mask, mask_name, parse_mask, "full, causal or causal-top-left");
   v.enumeration("pass", p.pass, pass_name, parse_pass, "fwd, bwd or fwd+bwd");
   v.integer_or_zero("window", p.window, 0, kMaxDim);  // 0: none (and in files from before the window)
@@ -122,6 +123,7 @@ void ceilings_fields(V& v, C& c) {
   v.number("gemm_bf16_tflops", c.gemm_bf16_tflops, 0.0, 1e6);
   v.number("gemm_fp16_tflops", c.gemm_fp16_tflops, 0.0, 1e6);
   v.number("gemm_fp32_tflops", c.gemm_fp32_tflops, 0.0, 1e6);
+  v.later_optional_number("gemm_fp8_tflops", c.gemm_fp8_tflops, 0.0, 1e6);  // absent before it was measured
   v.number("copy_gbps", c.copy_gbps, 0.0, 1e8);
   v.optional_number("spec_bf16_tflops", c.spec_bf16_tflops, 0.0, 1e6);
   v.optional_number("spec_dram_gbps", c.spec_dram_gbps, 0.0, 1e8);

@@ -12,6 +12,9 @@ std::string no_group_reason(const std::string& variant) {
 
 Support inner_supports(const std::string& variant, const std::string& inner_variant, const Problem& full,
                        const Problem& part) {
+  if (full.dtype == DType::FP8)
+    return Support::no(variant + " has no fp8 path: its ranks exchange and merge bf16 or fp16 K/V shards and "
+                                 "partial outputs");
   if (inner_variant == "sdpa-flash" && full.heads_kv != full.heads_q)
     return Support::no(variant + ": aten::_scaled_dot_product_flash_attention takes as many key/value heads as "
                                  "query heads (no grouped-query attention)");

@@ -43,6 +43,7 @@ class CustomOpVariant : public Variant {
     if (p.pass != Pass::fwd && !handle->hasKernelForDispatchKey(c10::DispatchKey::Autograd) &&
         !handle->hasKernelForDispatchKey(c10::DispatchKey::AutogradCUDA))
       return Support::no(name() + ": " + op + " has no backward (no autograd kernel registered)");
+    if (p.dtype == DType::FP8 && fp8_path() == Fp8Path::none) return fp8_support(op, p);
     if (p.effective_mask() == Mask::causal_top_left)
       return Support::no(name() + " masks causally from the bottom right (key j visible to query i iff j <= i + "
                                   "seq_kv - seq_q), not top-left");
@@ -69,6 +70,11 @@ class CustomOpVariant : public Variant {
     return why ? Support::no(name() + " " + *why) : Support::yes();
   }
 
+  // Why a variant without an fp8 path (fp8_path()) cannot run fp8 inputs (by
+  // default: its operator takes 16-bit inputs).
+  virtual Support fp8_support(const std::string& op, const Problem&) const {
+    return Support::no(name() + " has no fp8 path: " + op + " takes bf16 or fp16 inputs, not e4m3");
+  }
   // Whether the variant's operator takes a sliding window (Problem::window).
   virtual bool takes_window() const { return false; }
   // Whether it has an operator for a packed variable-length batch (Problem::seqlens).

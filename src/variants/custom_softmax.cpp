@@ -12,6 +12,7 @@
 #include "kernels/operators/signatures.h"
 #include "variants/custom_op_variant.h"
 #include "variants/factories.h"
+#include "variants/fp8.h"
 #include "variants/torch_problem.h"
 
 namespace attnprof {
@@ -33,6 +34,13 @@ class CustomSoftmax final : public CustomOpVariant {
 
   Support supports(const Problem& p) const override {
     return operator_support("attnprof::scaled_masked_softmax", p);
+  }
+
+  // The scores come from PyTorch's at::matmul before our kernel sees them.
+  Support fp8_support(const std::string&, const Problem& p) const override {
+    return fp8_refusal(name(), p, [](const at::Tensor& q, const at::Tensor& k, const at::Tensor&) {
+      (void)at::matmul(q, k.transpose(-2, -1));
+    });
   }
 
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {

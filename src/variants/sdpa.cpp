@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "variants/factories.h"
+#include "variants/fp8.h"
 #include "variants/torch_problem.h"
 
 namespace attnprof {
@@ -131,6 +132,12 @@ bool cudnn_takes_ragged(const at::Tensor& q) {
   return (d->major == 9 || d->major == 10) && d->minor == 0;
 }
 
+// An fp8 problem as the bf16 one its dequantised inputs make.
+Problem dequantised(Problem p) {
+  p.dtype = DType::BF16;
+  return p;
+}
+
 bool hides_nothing(const Problem& p) {
   const Mask m = p.effective_mask();
   return !p.windowed() && (m == Mask::none || (m == Mask::causal_bottom_right && p.seq_q <= 1));
@@ -146,6 +153,29 @@ class Sdpa : public Variant {
   std::string description() const override { return description_; }
 
   Support supports(const Problem& p) const override {
+    // sdpa-auto runs fp8 inputs dequantised to bf16: it can where it can run the bf16 problem.
+    if (p.dtype == DType::FP8 && fp8_path() == Fp8Path::dequantised) return supports(dequantised(p));
+    const Support s = backend_support(p);
+    if (!s.ok || p.dtype != DType::FP8) return s;
+    // The backend's choice took e4m3 (or, for math, asked nothing): the call itself answers.
+    return fp8_refusal(name_, p, [this](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+      ScopedSdpBackend pin(backend_);
+      (void)at::scaled_dot_product_attention(q, k, v);
+    });
+  }
+
+  // The reference path of an fp8 run: SDPA's own choice on the inputs
+  // dequantised to bf16 inside the measured scope (what a user without an fp8
+  // attention kernel pays), beside the fp8 kernels in one table.
+  Fp8Path fp8_path() const override { return backend_ ? Fp8Path::none : Fp8Path::dequantised; }
+  at::Tensor forward_fp8(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const Fp8Scales& s) override {
+    TORCH_CHECK(fp8_path() == Fp8Path::dequantised, name_, " has no fp8 path");
+    return forward(dequantize(q, s.q_descale, at::kBFloat16), dequantize(k, s.k_descale, at::kBFloat16),
+                   dequantize(v, s.v_descale, at::kBFloat16));
+  }
+
+  // Whether the pinned backend (any, for sdpa-auto) takes the problem's inputs.
+  Support backend_support(const Problem& p) const {
     if (backend_ == at::SDPBackend::math) return Support::yes();
     WarningCollector warnings;
     try {
@@ -175,6 +205,14 @@ class Sdpa : public Variant {
   }
 
   void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
+    fp8_ = p.dtype == DType::FP8;
+    if (fp8_) {
+      // The route of the bf16 inputs forward_fp8 hands on.
+      const auto bf16 = [](const at::Tensor& t) { return at::empty(t.sizes(), t.options().dtype(at::kBFloat16)); };
+      prepare(dequantised(p), bf16(q), bf16(k), bf16(v));
+      fp8_ = true;
+      return;
+    }
     enable_gqa_ = p.heads_kv != p.heads_q;
     scale_ = p.softmax_scale();
     window_ = p.effective_window();
@@ -259,6 +297,10 @@ class Sdpa : public Variant {
 
   std::vector<Fact> facts() const override {
     std::vector<Fact> f;
+    if (fp8_)
+      f.push_back({"fp8 inputs", "dequantised to bf16 inside the measured scope (for each of q, k and v: e4m3 to "
+                                 "float32, times its per-head descale, to bf16), then SDPA's choice: the path a "
+                                 "user without an fp8 attention kernel takes"});
     if (!backend_) f.push_back({"sdpa_backend", chosen_});
     if (route_ == MaskRoute::flash_op)
       f.push_back({"causal mask", "lower-right, via aten::_scaled_dot_product_flash_attention(is_causal=True), as "
@@ -380,6 +422,7 @@ class Sdpa : public Variant {
   int64_t window_ = 0;  // the problem's window where it hides keys, else 0
   bool causal_ = true;
   bool varlen_ = false;
+  bool fp8_ = false;  // fp8 inputs, dequantised by forward_fp8
   MaskRoute route_ = MaskRoute::none;
   at::Tensor allowed_;  // the materialised mask (true = attend), when the route needs it
   std::string chosen_;
@@ -405,7 +448,8 @@ std::unique_ptr<Variant> make_sdpa_cudnn() {
 }
 std::unique_ptr<Variant> make_sdpa_auto() {
   return std::make_unique<Sdpa>("sdpa-auto", std::nullopt, "",
-                                "SDPA with every backend allowed: PyTorch's own choice (reported)");
+                                "SDPA with every backend allowed: PyTorch's own choice (reported); fp8 inputs "
+                                "dequantised to bf16 first");
 }
 
 }  // namespace attnprof

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attnprof/variant.h"
+#include "variants/fp8.h"
 
 namespace attnprof {
 
@@ -16,6 +17,7 @@ at::ScalarType scalar_type(DType d) {
     case DType::BF16: return at::kBFloat16;
     case DType::FP16: return at::kHalf;
     case DType::FP32: return at::kFloat;
+    case DType::FP8: return at::kFloat8_e4m3fn;
   }
   return at::kFloat;
 }
@@ -27,6 +29,16 @@ at::TensorOptions tensor_options(const Problem& p) {
 }
 
 Inputs random_inputs(const Problem& p) {
+  if (p.dtype == DType::FP8) {
+    // Drawn in bf16, then quantised here, outside every measured scope.
+    TORCH_CHECK(p.pass == Pass::fwd && !p.paged() && !p.varlen(),
+                "fp8 inputs are drawn for a dense forward only (the CLI refuses the rest)");
+    const auto opt = tensor_options(p).dtype(at::kBFloat16);
+    const at::Tensor q = at::randn({p.batch, p.heads_q, p.seq_q, p.head_dim}, opt);
+    const at::Tensor k = at::randn({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, opt);
+    const at::Tensor v = at::randn({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, opt);
+    return fp8_inputs(q, k, v);
+  }
   const auto opt = tensor_options(p);
   Inputs in{at::randn({p.batch, p.heads_q, p.seq_q, p.head_dim}, opt),
             at::randn({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, opt),
@@ -315,7 +327,13 @@ at::Tensor Variant::forward_varlen(const at::Tensor& q, const at::Tensor& k, con
   return forward(q, k, v);
 }
 
+at::Tensor Variant::forward_fp8(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const Fp8Scales& s) {
+  (void)q, (void)k, (void)v, (void)s;
+  TORCH_CHECK(false, name(), " has no fp8 path (its supports() refuses fp8 problems)");
+}
+
 at::Tensor forward_of(Variant& variant, const Problem& p, const Inputs& in) {
+  if (p.dtype == DType::FP8) return variant.forward_fp8(in.q, in.k, in.v, in.fp8);
   if (p.varlen()) return variant.forward_varlen(in.q, in.k, in.v, in.packed);
   if (!p.paged()) return variant.forward(in.q, in.k, in.v);
   const PagedKv& kv = in.paged;

@@ -55,7 +55,8 @@ struct Inputs {
   Fp8Scales fp8;        // the descale factors of fp8 inputs (else undefined)
 };
 // Standard-normal q [B, Hq, Sq, D], k and v [B, Hkv, Skv, D] (from the current
-// generator, so at::manual_seed decides them); for a backward pass q, k, v
+// generator, so at::manual_seed decides them; fp8: drawn in bf16, then
+// quantised by fp8_inputs, variants/fp8.h; a dense forward only); for a backward pass q, k, v
 // require grad and grad_out [B, Hq, Sq, D] is drawn too; for a paged problem
 // k and v are also written into a paged cache (paged_copy); for a
 // variable-length batch the rows past each sequence's lengths are zeros (what
@@ -90,7 +91,8 @@ Sequence sequence_of(const Problem& p, const Inputs& in, int64_t b);
 at::Tensor real_rows(const Problem& p, const at::Tensor& out);
 
 // The problem's forward on its inputs: Variant::forward, forward_paged on the
-// paged cache of a paged problem, forward_varlen on a variable-length batch.
+// paged cache of a paged problem, forward_varlen on a variable-length batch,
+// forward_fp8 on fp8 inputs.
 // What every measured step runs.
 at::Tensor forward_of(Variant& variant, const Problem& p, const Inputs& in);
 

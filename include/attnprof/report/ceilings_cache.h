@@ -14,7 +14,7 @@
 
 namespace attnprof::report {
 
-inline constexpr int kCeilingsCacheVersion = 1;
+inline constexpr int kCeilingsCacheVersion = 2;  // 2: the fp8 GEMM
 // A cache file is a few hundred bytes; anything past this is not one.
 inline constexpr size_t kMaxCeilingsCacheBytes = 64 * 1024;
 

@@ -73,6 +73,9 @@ struct DeviceCeilings {
   double gemm_bf16_tflops = 0;  // dense 8192^3 bf16 GEMM, fp32 accumulate
   double gemm_fp16_tflops = 0;
   double gemm_fp32_tflops = 0;  // FP32 CUDA cores (TF32 off)
+  // e4m3 x e4m3 -> bf16 through at::_scaled_mm (cuBLASLt, fast accumulate, as
+  // wgmma accumulates); absent where the GPU has no fp8 tensor cores.
+  std::optional<double> gemm_fp8_tflops;
   double copy_gbps = 0;         // device-to-device copy, bytes read + written per second / 1e9
   std::optional<double> spec_bf16_tflops;  // datasheet, for comparison
   std::optional<double> spec_dram_gbps;

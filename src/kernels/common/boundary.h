@@ -54,6 +54,8 @@ inline std::string dtype_phrase(at::ScalarType t) {
     case at::kHalf: return "fp16";
     case at::kFloat: return "fp32";
     case at::kDouble: return "fp64";
+    case at::kFloat8_e4m3fn: return "fp8 (e4m3)";
+    case at::kFloat8_e5m2: return "e5m2";
     default: return c10::toString(t);
   }
 }
