@@ -206,11 +206,12 @@ at::Tensor as_double(const at::Tensor& x, const at::Tensor& descale) {
   return descale.defined() ? d * descale.to(at::kDouble).view({d.size(0), d.size(1), 1, 1}) : d;
 }
 
-// Query rows `rows` (int64 [R]) of a dense problem in float64: [B, Hq, R, D].
-at::Tensor reference_of_rows(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+// Query rows `rows` (int64 [R]) of a dense problem in float64: [B, Hq, R, D],
+// from those rows of q (q_rows [B, Hq, R, D]) and all of k and v.
+at::Tensor reference_of_rows(const Problem& p, const at::Tensor& q_rows, const at::Tensor& k, const at::Tensor& v,
                              const at::Tensor& rows) {
   const at::Tensor kx = expand_kv_heads(k, p.heads_q), vx = expand_kv_heads(v, p.heads_q);
-  at::Tensor scores = at::matmul(q.index_select(2, rows), kx.transpose(-2, -1)) * p.softmax_scale();
+  at::Tensor scores = at::matmul(q_rows, kx.transpose(-2, -1)) * p.softmax_scale();
   const at::Tensor mask = hidden_keys_of_rows(p, rows);
   if (!mask.defined()) return at::matmul(at::softmax(scores, -1), vx);
   scores.masked_fill_(mask, -std::numeric_limits<double>::infinity());
@@ -220,10 +221,12 @@ at::Tensor reference_of_rows(const Problem& p, const at::Tensor& q, const at::Te
 }
 
 struct DoubleInputs {
-  at::Tensor q, k, v;
+  at::Tensor q, k, v;  // q: the chosen rows only
 };
-DoubleInputs reference_inputs(const Inputs& in) {
-  return {as_double(in.q, in.fp8.q_descale), as_double(in.k, in.fp8.k_descale), as_double(in.v, in.fp8.v_descale)};
+// `rows` of q (all of them when undefined), k and v in float64.
+DoubleInputs reference_inputs(const Inputs& in, const at::Tensor& rows = {}) {
+  const at::Tensor q = rows.defined() ? in.q.detach().index_select(2, rows.to(in.q.device())) : in.q;
+  return {as_double(q, in.fp8.q_descale), as_double(in.k, in.fp8.k_descale), as_double(in.v, in.fp8.v_descale)};
 }
 }  // namespace
 
@@ -239,7 +242,7 @@ at::Tensor reference_attention(const Problem& p, const Inputs& in) {
     return out;
   }
   const DoubleInputs x = reference_inputs(in);
-  return reference_of_rows(p, x.q, x.k, x.v, at::arange(p.seq_q, x.q.options().dtype(at::kLong)));
+  return reference_of_rows(p, x.q, x.k, x.v, at::arange(p.seq_q, x.q.options().dtype(at::kLong)));  // every row
 }
 
 namespace {
@@ -255,10 +258,10 @@ template <class Got>
 void add_sampled_rows(const Problem& p, const Inputs& in, Got&& got, int64_t budget, SquaredNorms& acc) {
   const int64_t per_row = std::max<int64_t>(1, p.batch * p.heads_q * p.seq_kv);
   const int64_t n = std::clamp<int64_t>(budget / per_row, 1, p.seq_q);
-  const DoubleInputs x = reference_inputs(in);
-  const auto longs = x.q.options().dtype(at::kLong);
-  const at::Tensor rows = n == p.seq_q ? at::arange(p.seq_q, longs)
-                                       : at::linspace(double(p.seq_q - 1), 0.0, n, x.q.options()).round().to(at::kLong);
+  const auto doubles = at::TensorOptions().dtype(at::kDouble).device(in.q.device());
+  const at::Tensor rows = n == p.seq_q ? at::arange(p.seq_q, doubles.dtype(at::kLong))
+                                       : at::linspace(double(p.seq_q - 1), 0.0, n, doubles).round().to(at::kLong);
+  const DoubleInputs x = reference_inputs(in, rows);
   const at::Tensor ref = reference_of_rows(p, x.q, x.k, x.v, rows);
   const at::Tensor g = got(rows).to(ref.device()).to(at::kDouble);
   acc.diff += (g - ref).square().sum().item<double>();
@@ -304,10 +307,11 @@ OutputError sampled_quantisation_error(const Problem& p, const Inputs& in, int64
   TORCH_CHECK(in.fp8.defined() && !p.varlen(), "sampled_quantisation_error: dense fp8 inputs only");
   Inputs original;
   original.q = in.fp8.q_original, original.k = in.fp8.k_original, original.v = in.fp8.v_original;
-  const DoubleInputs deq = reference_inputs(in);
   SquaredNorms acc;
-  add_sampled_rows(p, original, [&](const at::Tensor& rows) { return reference_of_rows(p, deq.q, deq.k, deq.v, rows); },
-                   budget, acc);
+  add_sampled_rows(p, original, [&](const at::Tensor& rows) {
+    const DoubleInputs deq = reference_inputs(in, rows);
+    return reference_of_rows(p, deq.q, deq.k, deq.v, rows);
+  }, budget, acc);
   return error_of(p, acc);
 }
 
