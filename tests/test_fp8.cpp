@@ -219,3 +219,16 @@ TEST(Fp8Session, ARunRecordsItsErrorAndWhatQuantisingCost) {
   EXPECT_EQ(naive.status, Status::skipped);
   EXPECT_NE(naive.reason.find("naive has no fp8 path"), std::string::npos) << naive.reason;
 }
+
+// Our operators' refusals need no GPU: a CUDA problem asks them here too.
+TEST(Fp8Variants, OurOperatorsSayWhyTheyTakeNoFp8) {
+  const Problem p = fp8_problem(1, 2, 2, 64, 64, 128, true, "cuda:0");
+  for (const auto& [variant, says] : {std::pair<std::string, std::string>{"custom-flash", "takes bf16 or fp16 inputs, not e4m3"},
+                                      {"custom-flash-sm90", "its e4m3 kernel is designed, not built"}}) {
+    const Support s = make_variant(variant)->supports(p);
+    ASSERT_FALSE(s.ok) << variant;
+    if (s.reason.find("CUDA kernels") != std::string::npos || s.reason.find("sm_90a") != std::string::npos)
+      continue;  // a build without (these) kernels says that first
+    EXPECT_NE(s.reason.find(says), std::string::npos) << variant << ": " << s.reason;
+  }
+}
