@@ -32,6 +32,12 @@ Suites:
             sdpa-cudnn again (--varlen-layout padded) on the padded one, useful
             TFLOP/s (real tokens only) and each padded variant's wasted share
             (issue 31).
+  fp8       --dtype fp8 at 4x16x4096x128, 1x16x16384x128, 4x16x8192x128 and
+            8x16x1024x64, causal and full: custom-flash-sm90 in fp8 (skipped
+            with its reason until its e4m3 kernel is built) and sdpa-auto's
+            dequantising path, beside custom-flash-sm90 and sdpa-cudnn in bf16
+            (the ratio's baseline); each with its error against float64 (the
+            summary's headline.accuracy) (issue 32).
 
   python3 scripts/bench_kernels.py [--attnprof build/attnprof] [--suite forward,shapes,backward]
                                    [--iters 100] [--markdown out.md] [--json out.json]
@@ -86,14 +92,23 @@ def mask_label(causal, window=0, page=0, seqlens=None, padded=False):
     return f"{label} varlen {seqlens}{' padded' if padded else ''}" if seqlens else label
 
 
+def variant_and_dtype(spec):
+    """'custom-flash-sm90' -> ('custom-flash-sm90', 'bf16'); 'sdpa-auto fp8' -> ('sdpa-auto', 'fp8'):
+    a point's variant label names its dtype when it is not bf16."""
+    name, _, dtype = spec.partition(" ")
+    return name, dtype or "bf16"
+
+
 def run_point(exe, out_root, variant, b, hq, hkv, sq, skv, d, causal, pass_="fwd", iters=100, window=0, page=0,
               seqlens=None, padded=False):
-    """seqlens: a --seqlens value; it sets the batch and the lengths (b, sq and skv only label the point);
+    """variant: a name, or 'name dtype' for another dtype than bf16 (variant_and_dtype);
+    seqlens: a --seqlens value; it sets the batch and the lengths (b, sq and skv only label the point);
     padded: --varlen-layout padded."""
+    label, (variant, dtype) = variant, variant_and_dtype(variant)
     out = tempfile.mkdtemp(prefix="pt_", dir=out_root)
     sizes = ["--seqlens", seqlens] if seqlens else ["--batch", str(b), "--seq-q", str(sq), "--seq-kv", str(skv)]
     cmd = [exe, "--variant", variant, "--heads", str(hq), "--kv-heads", str(hkv)] + sizes + \
-          ["--head-dim", str(d), "--dtype", "bf16", "--pass", pass_,
+          ["--head-dim", str(d), "--dtype", dtype, "--pass", pass_,
            "--timing-iters", str(iters), "--out", out, "--row-limit", "1",
            "--causal" if causal else "--no-causal"] + (["--window", str(window)] if window else []) + \
         (["--kv-layout", "paged", "--page-size", str(page)] if page else []) + \
@@ -101,7 +116,7 @@ def run_point(exe, out_root, variant, b, hq, hkv, sq, skv, d, causal, pass_="fwd
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.monotonic() - t0
-    point = {"variant": variant, "shape": shape_label(b, hq, hkv, sq, skv, d),
+    point = {"variant": label, "shape": shape_label(b, hq, hkv, sq, skv, d),
              "mask": mask_label(causal, window, page, seqlens, padded), "pass": pass_, "wall_s": wall}
     if p.returncode != 0:
         point["skipped"] = (p.stderr.strip().splitlines() or ["?"])[-1][:160]
@@ -116,6 +131,8 @@ def run_point(exe, out_root, variant, b, hq, hkv, sq, skv, d, causal, pass_="fwd
     point["flops"] = s["problem"]["flops"]
     point["kernels"] = sum(sc["kernels_per_call"] for sc in h["scopes"])
     point["facts"] = s["facts"]
+    if h.get("accuracy"):
+        point["error_vs_fp64"] = h["accuracy"]["rel_error_vs_fp64"]
     if point["median_us"]:
         point["tflops"] = point["flops"] / (point["median_us"] * 1e-6) / 1e12
     return point
@@ -213,7 +230,7 @@ def ratio_to(points, baseline):
 RECORDED = ("group", "shape", "mask", "pass", "variant", "skipped", "median_us", "profiled_us", "tflops", "gbs",
             "pct_copy", "vs", "runs", "runs_median_us_range", "wall_s", "kernels", "baseline", "baseline_median_us",
             "baseline_profiled_us", "baseline_tflops", "baseline_gbs", "causal_median_us", "window_share",
-            "ideal_share", "contiguous_median_us", "vs_contiguous", "batch")
+            "ideal_share", "contiguous_median_us", "vs_contiguous", "batch", "error_vs_fp64")
 
 
 def record_point(p, group):
@@ -228,7 +245,8 @@ def cells(p):
         return [p["shape"], p["mask"], p["pass"], p["variant"], "skipped", "", "", "", f"{p['wall_s']:.1f}", p["skipped"]]
     return [p["shape"], p["mask"], p["pass"], p["variant"], fmt(p["median_us"], ".1f"), fmt(p["profiled_us"], ".1f"),
             fmt(p.get("tflops"), ".0f"), fmt(p.get("vs"), ".2f"), f"{p['wall_s']:.1f}",
-            "; ".join(f"{k}: {v}" for k, v in p["facts"].items())[:120]]
+            "; ".join([f"error vs fp64: {p['error_vs_fp64']:.3g}"] * ("error_vs_fp64" in p) +
+                      [f"{k}: {v}" for k, v in p["facts"].items()])[:120]]
 
 
 # Set by --variants: the variants to time (each table's baseline always runs).
@@ -236,7 +254,7 @@ CHOSEN = None
 
 
 def pick(variants, baseline):
-    return [v for v in variants if CHOSEN is None or v in CHOSEN or v == baseline]
+    return [v for v in variants if CHOSEN is None or variant_and_dtype(v)[0] in CHOSEN or v == baseline]
 
 
 HEAD = ["shape", "mask", "pass", "variant", "event median (µs)", "profiled (µs)", "TFLOP/s", "vs {base}",
@@ -380,6 +398,17 @@ def paged_decode(exe, tmp, iters):
             "GB/s in this run; ratio to sdpa-flash on the same layout)", pts, "sdpa-flash")
 
 
+def fp8_suite(exe, tmp, iters):
+    """Issue 32's points: fp8 against our bf16 kernel and sdpa-cudnn's, each with its error vs float64."""
+    pts = []
+    variants = pick(["custom-flash-sm90 fp8", "sdpa-auto fp8", "custom-flash-sm90", "sdpa-cudnn"], "sdpa-cudnn")
+    for (b, h, s, d) in [(4, 16, 4096, 128), (1, 16, 16384, 128), (4, 16, 8192, 128), (8, 16, 1024, 64)]:
+        for causal in (True, False):
+            pts += run_variants(exe, tmp, variants, b, h, h, s, s, d, causal, iters=iters)
+    ratio_to(pts, "sdpa-cudnn")
+    return [("fp8", "fp8: e4m3 against bf16 (ratio to sdpa-cudnn, bf16)", pts, "sdpa-cudnn")]
+
+
 # Extra fields of a suite's recorded run (the shapes suite's copy ceiling).
 RUN_FIELDS = {}
 
@@ -410,9 +439,9 @@ def main():
         MASKS = set(x for x in args.masks.split(",") if x)
         if not MASKS or MASKS - {"causal", "full", "window", "paged", "varlen"}:
             ap.error(f"--masks {args.masks}: expected some of causal, full, window, paged, varlen")
-    unknown_suites = set(args.suite.split(",")) - {"forward", "shapes", "backward", "serving"}
+    unknown_suites = set(args.suite.split(",")) - {"forward", "shapes", "backward", "serving", "fp8"}
     if unknown_suites:
-        ap.error(f"--suite: unknown {', '.join(sorted(unknown_suites))}; valid: forward, shapes, backward, serving")
+        ap.error(f"--suite: unknown {', '.join(sorted(unknown_suites))}; valid: forward, shapes, backward, serving, fp8")
     if args.variants is not None:
         CHOSEN = set(v for v in args.variants.split(",") if v)
         if not CHOSEN:
@@ -421,7 +450,8 @@ def main():
         if unknown:
             ap.error(f"unknown variant(s) {', '.join(sorted(unknown))}; valid: {', '.join(ALL)}")
     commit = bench_records.commit_for(ap, args)
-    suites = {"forward": forward_suite, "shapes": shapes_suite, "backward": backward_suite, "serving": serving_suite}
+    suites = {"forward": forward_suite, "shapes": shapes_suite, "backward": backward_suite, "serving": serving_suite,
+              "fp8": fp8_suite}
     out, raw, recorded = [], {}, {}
     with tempfile.TemporaryDirectory(prefix="attnprof_bench_") as tmp:
         for name in args.suite.split(","):

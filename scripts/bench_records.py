@@ -57,6 +57,7 @@ SUITES = {
     "shapes": ("group", "shape", "mask", "pass", "variant"),     # bench_kernels.py --suite shapes
     "backward": ("group", "shape", "mask", "pass", "variant"),   # bench_kernels.py --suite backward
     "serving": ("group", "shape", "mask", "pass", "variant"),    # bench_kernels.py --suite serving
+    "fp8": ("group", "shape", "mask", "pass", "variant"),        # bench_kernels.py --suite fp8
     "op_forward": ("shape", "mask", "variant"),                  # bench_flash_sm90.py
     "op_forward_sustained": ("shape", "mask", "variant"),        # bench_flash_sm90.py --sustain
     "op_backward": ("shape", "mask", "variant"),                 # bench_flash_bwd.py

@@ -22,7 +22,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_records  # noqa: E402
 
 VARIANT_ORDER = ["naive", "inplace", "sdpa-math", "sdpa-efficient", "sdpa-flash", "sdpa-cudnn", "sdpa-auto",
-                 "custom-softmax", "custom-flash", "custom-flash-sm90", "sm90", "portable", "cudnn", "flash"]
+                 "custom-softmax", "custom-flash", "custom-flash-sm90", "sdpa-auto fp8", "custom-flash-sm90 fp8", "sm90",
+                 "portable", "cudnn", "flash"]
 MASK_ORDER = ["causal", "full", "causal paged 16", "causal paged 64", "causal paged 256"]
 PASS_ORDER = ["fwd", "bwd", "fwd+bwd"]
 NONE = "—"
@@ -203,6 +204,15 @@ SECTIONS = [
              num("useful TFLOP/s", "tflops", ".0f"), num("vs", "vs", "x"), text("batch", "batch"),
              num("wall s", "wall_s", ".1f")],
             lambda p: p.get("group") == "varlen", by("variant")),
+    Section("fp8", "FP8",
+            "`scripts/bench_kernels.py --suite fp8`: `--dtype fp8` (q, k and v in e4m3, per-head scales, bf16 "
+            "output) beside bf16. `sdpa-auto fp8` dequantises to bf16 inside the measured scope, then runs "
+            "SDPA's choice; error: the output's relative Frobenius error against float64 of the same (for fp8, "
+            "the dequantised) inputs. " + RATIO,
+            [text("shape", "shape"), text("mask", "mask"), text("variant", "variant"),
+             num("event median µs", "median_us", "us", True), num("TFLOP/s", "tflops", ".0f"), num("vs", "vs", "x"),
+             num("error vs fp64", "error_vs_fp64", ".2g")],
+            lambda p: p.get("group") == "fp8", by("shape", "mask", "variant")),
     Section("op_backward", "Backward kernels from Python",
             "`scripts/bench_flash_bwd.py`, bf16: the backward operators alone (sm90: the Hopper kernel; portable: "
             "the `mma.sync` one) and SDPA's backward in one process; the SDPA columns are from the same run.",

@@ -237,11 +237,15 @@ a = sys.argv[1:]
 arg = lambda f: a[a.index(f) + 1]
 v, b, hq, hkv = arg("--variant"), int(arg("--batch")), int(arg("--heads")), int(arg("--kv-heads"))
 sq, skv, d = int(arg("--seq-q")), int(arg("--seq-kv")), int(arg("--head-dim"))
-median = {{"sdpa-cudnn": 100.0, "custom-flash-sm90": 80.0, "inplace": 400.0}}.get(v, 120.0)
+dtype = arg("--dtype")
+if dtype == "fp8" and v == "custom-flash-sm90":
+    sys.exit("attnprof: custom-flash-sm90 cannot run here: no fp8 path yet")
+median = {{"sdpa-cudnn": 100.0, "custom-flash-sm90": 80.0, "inplace": 400.0, "sdpa-auto": 110.0}}.get(v, 120.0)
 out = os.path.join(arg("--out"), v)
 os.makedirs(out)
 with open(os.path.join(out, "x.summary.json"), "w") as fh:
     json.dump({{"headline": {{"gpu_time_median_us": median,
+                              "accuracy": {{"rel_error_vs_fp64": 0.0123 if dtype == "fp8" else 0.0021}},
                               "scopes": [{{"cuda_time_avg_us": median - 5, "kernels_per_call": 1}}]}},
                "problem": {{"flops": 4.0 * b * hq * sq * skv * d / 2}}, "facts": {{"kernel": "k"}},
                "environment": {{"device_name": "Stand-in GPU", "torch_version": "2.11.0", "cuda_runtime": "13.0"}}}}, fh)
@@ -278,6 +282,29 @@ class BenchKernelsRecord(unittest.TestCase):
             flops = 4.0 * 8 * 16 * 1024 * 1024 * 64 / 2
             self.assertAlmostEqual(sm90["tflops"], round(flops / 80e-6 / 1e12, 4))
             self.assertNotIn("facts", sm90)
+
+    def test_fp8_suite_records_dtype_error_and_skips(self):
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "attnprof")
+            with open(fake, "w") as fh:
+                fh.write(FAKE_ATTNPROF.format(python=sys.executable))
+            os.chmod(fake, 0o755)
+            rec = os.path.join(d, "bench")
+            p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench_kernels.py"), "--attnprof", fake,
+                                "--suite", "fp8", "--shapes", "8x16x1024x64", "--masks", "full", "--iters", "5",
+                                "--record", rec, "--commit", "f184856"], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("| 8x16x1024x64 | full | fwd | sdpa-auto fp8 | 110.0 |", p.stdout)
+            self.assertIn("error vs fp64: 0.0123", p.stdout)
+            points = {q["variant"]: q for q in br.load(br.path_of(rec, "fp8"))["runs"][0]["points"]}
+            self.assertEqual(set(points), {"custom-flash-sm90 fp8", "sdpa-auto fp8", "custom-flash-sm90", "sdpa-cudnn"})
+            self.assertEqual(points["custom-flash-sm90 fp8"]["skipped"], "attnprof: custom-flash-sm90 cannot run here: no fp8 path yet")
+            self.assertEqual(points["sdpa-auto fp8"]["error_vs_fp64"], 0.0123)
+            self.assertEqual(points["custom-flash-sm90"]["error_vs_fp64"], 0.0021)
+            self.assertAlmostEqual(points["sdpa-auto fp8"]["vs"], 100.0 / 110.0, places=4)
+            page = md.render(br.load_dir(rec))
+            self.assertIn("## FP8", page)
+            self.assertIn("| 8x16x1024x64 | full | sdpa-auto fp8 |", page)
 
 
 if __name__ == "__main__":
