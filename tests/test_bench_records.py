@@ -252,13 +252,18 @@ with open(os.path.join(out, "x.summary.json"), "w") as fh:
 '''
 
 
+def write_fake_attnprof(directory):
+    fake = os.path.join(directory, "attnprof")
+    with open(fake, "w") as fh:
+        fh.write(FAKE_ATTNPROF.format(python=sys.executable))
+    os.chmod(fake, 0o755)
+    return fake
+
+
 class BenchKernelsRecord(unittest.TestCase):
     def test_record_holds_what_the_table_printed(self):
         with tempfile.TemporaryDirectory() as d:
-            fake = os.path.join(d, "attnprof")
-            with open(fake, "w") as fh:
-                fh.write(FAKE_ATTNPROF.format(python=sys.executable))
-            os.chmod(fake, 0o755)
+            fake = write_fake_attnprof(d)
             rec = os.path.join(d, "bench")
             p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench_kernels.py"), "--attnprof", fake,
                                 "--suite", "forward", "--variants", "custom-flash-sm90", "--shapes", "8x16x1024x64",
@@ -285,10 +290,7 @@ class BenchKernelsRecord(unittest.TestCase):
 
     def test_fp8_suite_records_dtype_error_and_skips(self):
         with tempfile.TemporaryDirectory() as d:
-            fake = os.path.join(d, "attnprof")
-            with open(fake, "w") as fh:
-                fh.write(FAKE_ATTNPROF.format(python=sys.executable))
-            os.chmod(fake, 0o755)
+            fake = write_fake_attnprof(d)
             rec = os.path.join(d, "bench")
             p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench_kernels.py"), "--attnprof", fake,
                                 "--suite", "fp8", "--shapes", "8x16x1024x64", "--masks", "full", "--iters", "5",
