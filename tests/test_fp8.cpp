@@ -92,6 +92,12 @@ TEST(Fp8Quantisation, EachHeadsLargestValueMapsTo448AndRoundsWithinE4m3) {
   const at::Tensor bound = xf.abs() * std::ldexp(1.0, -4) + scale * std::ldexp(1.0, -10);
   EXPECT_TRUE((back - xf).abs().le(bound * (1 + 1e-6)).all().item<bool>());
   EXPECT_THROW(quantize_e4m3(at::randn({4, 16})), c10::Error);
+  // A NaN or an inf would silently unscale or poison its head: refused.
+  for (const double bad : {std::nan(""), double(INFINITY)}) {
+    at::Tensor y = x.clone();
+    y[0][0][3][5] = bad;
+    EXPECT_THROW(quantize_e4m3(y), c10::Error);
+  }
 }
 
 // The plain FP8 implementation against float64 of the dequantised inputs: P

@@ -162,7 +162,7 @@ TEST(ProgressText, DurationsPhasesAndLines) {
   EXPECT_EQ(phase_text(RunPhase::profiling, 5, 5), "profiled step 5 of 5") << "the last, while events are collected";
   EXPECT_EQ(phase_text(RunPhase::warmup, 1, 0), "warm-up 2") << "an auto count not decided yet";
   EXPECT_EQ(phase_text(RunPhase::timing, 0, 10), "timing 1 of 10");
-  EXPECT_EQ(phase_text(RunPhase::checking, 0, 1), "NaN check");
+  EXPECT_EQ(phase_text(RunPhase::checking, 0, 1), "NaN and error check");
   EXPECT_EQ(phase_text(RunPhase::writing, 0, 0), "writing files");
   EXPECT_EQ(phase_text(RunPhase::counters, 0, 0), "hardware counters");
   EXPECT_EQ(phase_text(RunPhase::calibrating, 0, 0), "calibrating ceilings");

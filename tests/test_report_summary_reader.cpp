@@ -179,20 +179,30 @@ TEST(SummaryReader, Fp8RoundTripsAsADenseForward) {
 
 TEST(SummaryReader, AccuracyRoundTripsAndIsAbsentInOlderFiles) {
   RunRecord r = sample();
-  r.accuracy = Accuracy{0.0125, 96, 1024, 0.03};
+  r.problem.dtype = DType::FP8, r.problem.pass = Pass::fwd;
+  r.accuracy = Accuracy{0.0125, r.problem.total_q() / 2, r.problem.total_q(), 0.03};
   const RunRecord b = read_summary(summary_json(r));
   ASSERT_TRUE(b.accuracy);
   EXPECT_DOUBLE_EQ(b.accuracy->rel_error, 0.0125);
-  EXPECT_EQ(b.accuracy->rows, 96);
-  EXPECT_EQ(b.accuracy->total_rows, 1024);
+  EXPECT_EQ(b.accuracy->rows, r.problem.total_q() / 2);
+  EXPECT_EQ(b.accuracy->total_rows, r.problem.total_q());
   EXPECT_DOUBLE_EQ(*b.accuracy->input_quantisation_error, 0.03);
   json j = summary_json(r);
   j["headline"].erase("accuracy");
   EXPECT_FALSE(read_summary(j).accuracy) << "files from before the error column";
   json more = summary_json(r);
-  more["headline"]["accuracy"]["rows_compared"] = 2000;
-  EXPECT_NE(error_of(more).find("field 'headline.accuracy.rows_compared': 2000 is more than rows_total 1024"),
-            std::string::npos) << error_of(more);
+  more["headline"]["accuracy"]["rows_compared"] = r.problem.total_q() + 1;
+  EXPECT_NE(error_of(more).find("field 'headline.accuracy.rows_compared'"), std::string::npos) << error_of(more);
+  json total = summary_json(r);
+  total["headline"]["accuracy"]["rows_total"] = 7;
+  EXPECT_NE(error_of(total).find("field 'headline.accuracy.rows_total': 7 is not the problem's"), std::string::npos)
+      << error_of(total);
+  json no_quant = summary_json(r);
+  no_quant["headline"]["accuracy"]["input_quantisation_error"] = nullptr;
+  EXPECT_NE(error_of(no_quant).find("input_quantisation_error': null for fp8"), std::string::npos) << error_of(no_quant);
+  json bf16 = summary_json(r);
+  bf16["problem"]["dtype"] = "bf16";
+  EXPECT_NE(error_of(bf16).find("input_quantisation_error': set for bf16"), std::string::npos) << error_of(bf16);
   json negative = summary_json(r);
   negative["headline"]["accuracy"]["rel_error_vs_fp64"] = -1;
   EXPECT_NE(error_of(negative).find("headline.accuracy.rel_error_vs_fp64"), std::string::npos);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
@@ -427,14 +428,20 @@ std::vector<int64_t> parse_seqlens(const std::string& spec, uint64_t seed) {
   return lengths;
 }
 
-Problem build_problem(const CliOptions& o) {
-  Problem p;
-  const auto dtype = parse_dtype(o.dtype);
-  if (!dtype && (o.dtype == "e5m2" || o.dtype == "fp8e5m2" || o.dtype == "float8_e5m2"))
+DType dtype_option(const std::string& value) {
+  if (const auto d = parse_dtype(value)) return *d;
+  std::string lower = value;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower.find("e5m2") != std::string::npos)
     throw UsageError(fmt::format("--dtype {}: attnprof's fp8 attention takes e4m3 inputs (--dtype fp8); e5m2 is "
                                  "not supported",
-                                 o.dtype));
-  if (!dtype) throw UsageError(invalid_choice("--dtype", o.dtype, dtype_names()));
+                                 value));
+  throw UsageError(invalid_choice("--dtype", value, dtype_names()));
+}
+
+Problem build_problem(const CliOptions& o) {
+  Problem p;
+  const auto dtype = std::optional<DType>(dtype_option(o.dtype));
   const auto pass = parse_pass(o.pass);
   if (!pass) throw UsageError(invalid_choice("--pass", o.pass, pass_names()));
   if (o.causal_given && o.no_causal_given)

@@ -120,6 +120,9 @@ int64_t requested_page_size(const CliOptions& o);
 // length 1..kMaxSeq, 1..kMaxSeqlens of them; anything else is a UsageError
 // naming the value and the two forms.
 std::vector<int64_t> parse_seqlens(const std::string& spec, uint64_t seed);
+// A --dtype value (bf16, fp16, fp32, fp8 and their aliases); anything else a
+// UsageError naming it (any e5m2 spelling: fp8 takes e4m3).
+DType dtype_option(const std::string& value);
 Problem build_problem(const CliOptions& o);
 
 // How to measure and where to write: the schedule, timing and output flags.

@@ -101,8 +101,17 @@ std::optional<std::string> nothing_can_run(const std::vector<std::string>& names
     if (s.ok) return std::nullopt;
     reasons.push_back(n + ": " + s.reason);
   }
-  if (names.size() == 1) return fmt::format("{} cannot run here: {}", names.front(), reasons.front().substr(names.front().size() + 2));
-  return fmt::format("none of the {} variants can run here ({})", names.size(), join(reasons, "; "));
+  // Which variants would run the problem's dtype, when it is fp8 (few do).
+  std::string hint;
+  if (p.dtype == DType::FP8) {
+    std::vector<std::string> fp8;
+    for (const auto& e : variant_registry())
+      if (e.make()->supports(p).ok) fp8.push_back(e.name);
+    hint = fp8.empty() ? "; no variant runs fp8 here" : "; --variant " + join(fp8, ",") + " runs fp8 here";
+  }
+  if (names.size() == 1)
+    return fmt::format("{} cannot run here: {}{}", names.front(), reasons.front().substr(names.front().size() + 2), hint);
+  return fmt::format("none of the {} variants can run here ({}){}", names.size(), join(reasons, "; "), hint);
 }
 
 }  // namespace

@@ -310,16 +310,20 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
         opt.timing_iters == kAutoIters ? report::auto_timing_iters(run.min_step_seconds) : opt.timing_iters;
     progress.plan_timing(timing_iters, first_touch);
     r.timing = time_pass(*variant, p, in, timing_iters, progress);
+    clock.lap("unprofiled timing", r.phases_ms);
     progress.begin(RunPhase::checking, 1);
     // Outside every timed region: a fast variant that returns NaN, or far
     // from the float64 answer, is not fast.
     {
       const PassOutputs outputs = check_pass_outputs(*variant, p, in);
       r.output_finite = outputs.finite;
-      if (outputs.finite) r.accuracy = measure_accuracy(p, in, outputs.out, r.warnings);
+      // A rank of a multi-GPU variant holds its shard of the output, in its layout's order, not the output.
+      const VariantEntry* e = find_variant(name);
+      if (outputs.finite && !(e && e->has(VariantTag::multi_gpu)))
+        r.accuracy = measure_accuracy(p, in, outputs.out, r.warnings);
     }
     progress.unit_done(RunPhase::checking, 1, 1, 1, -1.0);
-    clock.lap("unprofiled timing, NaN and error checks", r.phases_ms);
+    clock.lap("NaN and error checks", r.phases_ms);
     const VariantEntry* entry = find_variant(name);
     if (opt.counters && p.on_cuda() && !(entry && entry->has(VariantTag::multi_gpu))) {
       counters_interrupted = count_hardware(r, *variant, p, in, progress);

@@ -206,6 +206,9 @@ std::string at_a_glance_note(const RunRecord& r) {
   if (r.problem.on_cuda() && r.cpu_time_us() > r.device_time_us())
     notes.emplace_back("CPU time above GPU time");
   if (!r.output_finite) notes.emplace_back("output has NaN/Inf");
+  // The column's error is against the dequantised inputs; their rounding to e4m3 comes on top.
+  if (r.accuracy && r.accuracy->input_quantisation_error)
+    notes.push_back(fmt::format("e4m3 inputs move the fp64 output by {:.2g}", *r.accuracy->input_quantisation_error));
   std::string out;
   for (size_t i = 0; i < notes.size(); ++i) out += (i ? "; " : "") + notes[i];
   return out;

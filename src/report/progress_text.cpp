@@ -13,7 +13,7 @@ const char* run_phase_name(RunPhase p) {
     case RunPhase::warmup: return "warm-up";
     case RunPhase::profiling: return "profiled step";
     case RunPhase::timing: return "timing";
-    case RunPhase::checking: return "NaN check";
+    case RunPhase::checking: return "NaN and error check";
     case RunPhase::counters: return "hardware counters";
     case RunPhase::calibrating: return "calibrating ceilings";
     case RunPhase::writing: return "writing files";

@@ -378,8 +378,19 @@ RunRecord read_summary(const json& j, const std::string& source) {
   if (const Problem& p = r.problem; p.dtype == DType::FP8 && (p.pass != Pass::fwd || p.varlen() || p.paged()))
     rd.fail(p.pass != Pass::fwd ? "problem.pass" : p.varlen() ? "problem.seqlens" : "problem.page_size",
             "fp8 runs dense forward problems only");
-  if (const auto& a = r.accuracy; a && a->rows > a->total_rows)
-    rd.fail("headline.accuracy.rows_compared", fmt::format("{} is more than rows_total {}", a->rows, a->total_rows));
+  if (const auto& a = r.accuracy) {
+    if (a->total_rows != r.problem.total_q())
+      rd.fail("headline.accuracy.rows_total",
+              fmt::format("{} is not the problem's {} query rows", a->total_rows, r.problem.total_q()));
+    if (a->rows > a->total_rows)
+      rd.fail("headline.accuracy.rows_compared", fmt::format("{} is more than rows_total {}", a->rows, a->total_rows));
+    // Quantising the inputs is fp8's, and every fp8 run measures it.
+    if (a->input_quantisation_error.has_value() != (r.problem.dtype == DType::FP8))
+      rd.fail("headline.accuracy.input_quantisation_error",
+              r.problem.dtype == DType::FP8 ? "null for fp8 inputs, which a run always measures"
+                                            : fmt::format("set for {} inputs, which are not quantised",
+                                                          dtype_name(r.problem.dtype)));
+  }
   return r;
 }
 

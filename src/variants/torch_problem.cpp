@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "attnprof/interrupt.h"
 #include "attnprof/variant.h"
 #include "variants/fp8.h"
 
@@ -199,34 +200,49 @@ at::Tensor expand_kv_heads(const at::Tensor& kv, int64_t heads_q) {
 }
 
 namespace {
-// An input as the reference reads it: float64, fp8 inputs dequantised by
-// their per-(batch, head) descale factors.
-at::Tensor as_double(const at::Tensor& x, const at::Tensor& descale) {
-  const at::Tensor d = x.detach().to(at::kDouble);
-  return descale.defined() ? d * descale.to(at::kDouble).view({d.size(0), d.size(1), 1, 1}) : d;
-}
-
-// Query rows `rows` (int64 [R]) of a dense problem in float64: [B, Hq, R, D],
-// from those rows of q (q_rows [B, Hq, R, D]) and all of k and v.
-at::Tensor reference_of_rows(const Problem& p, const at::Tensor& q_rows, const at::Tensor& k, const at::Tensor& v,
-                             const at::Tensor& rows) {
-  const at::Tensor kx = expand_kv_heads(k, p.heads_q), vx = expand_kv_heads(v, p.heads_q);
-  at::Tensor scores = at::matmul(q_rows, kx.transpose(-2, -1)) * p.softmax_scale();
-  const at::Tensor mask = hidden_keys_of_rows(p, rows);
-  if (!mask.defined()) return at::matmul(at::softmax(scores, -1), vx);
-  scores.masked_fill_(mask, -std::numeric_limits<double>::infinity());
-  // A row that sees no key is all -inf: softmax gives NaN there; attention over
-  // nothing is defined as zeros (what the fused kernels return).
-  return at::matmul(at::softmax(scores, -1).nan_to_num(0.0), vx);
-}
-
-struct DoubleInputs {
-  at::Tensor q, k, v;  // q: the chosen rows only
-};
-// `rows` of q (all of them when undefined), k and v in float64.
-DoubleInputs reference_inputs(const Inputs& in, const at::Tensor& rows = {}) {
-  const at::Tensor q = rows.defined() ? in.q.detach().index_select(2, rows.to(in.q.device())) : in.q;
-  return {as_double(q, in.fp8.q_descale), as_double(in.k, in.fp8.k_descale), as_double(in.v, in.fp8.v_descale)};
+// The float64 reference of query rows `rows` (int64 [R]) of a dense problem,
+// [B, Hq, R, D]: fp8 inputs dequantised by their descale factors; one KV head
+// and a slice of the batch at a time, so no more than `chunk` elements of K
+// or V are in float64 at once and nothing is repeated to the query heads (a
+// decode problem's cache is the large part). A stop signal ends it between
+// slices.
+at::Tensor reference_of_rows(const Problem& p, const Inputs& in, const at::Tensor& rows, int64_t chunk) {
+  const int64_t group = p.group_size(), n = rows.numel();
+  const int64_t batch_chunk = std::clamp<int64_t>(chunk / std::max<int64_t>(1, p.seq_kv * p.head_dim), 1, p.batch);
+  const at::Tensor mask = hidden_keys_of_rows(p, rows);  // [R, Skv], or undefined
+  const at::Tensor q_rows = in.q.detach().index_select(2, rows.to(in.q.device()));
+  at::Tensor out = at::empty({p.batch, p.heads_q, n, p.head_dim}, q_rows.options().dtype(at::kDouble));
+  for (int64_t b0 = 0; b0 < p.batch; b0 += batch_chunk) {
+    const int64_t bn = std::min(batch_chunk, p.batch - b0);
+    for (int64_t h = 0; h < p.heads_kv; ++h) {
+      throw_if_interrupted();
+      // Heads [h0, h0 + hn) of batch entries [b0, b0 + bn) in float64.
+      const auto slice = [&](const at::Tensor& t, const at::Tensor& descale, int64_t h0, int64_t hn) {
+        at::Tensor d = t.detach().narrow(0, b0, bn).narrow(1, h0, hn).to(at::kDouble);
+        if (descale.defined())
+          d = d * descale.narrow(0, b0, bn).narrow(1, h0, hn).to(at::kDouble).view({bn, hn, 1, 1});
+        return d;
+      };
+      // The group's rows as one matrix per batch entry against its KV head's
+      // keys: bmm, not a matmul broadcasting K over the group (which copies it G times).
+      const at::Tensor q = slice(q_rows, in.fp8.q_descale, h * group, group).reshape({bn, group * n, p.head_dim});
+      const at::Tensor k = slice(in.k, in.fp8.k_descale, h, 1).squeeze(1);  // [bn, Skv, D]
+      const at::Tensor v = slice(in.v, in.fp8.v_descale, h, 1).squeeze(1);
+      at::Tensor scores = (at::bmm(q, k.transpose(1, 2)) * p.softmax_scale()).view({bn, group, n, p.seq_kv});
+      at::Tensor probs;
+      if (mask.defined()) {
+        scores.masked_fill_(mask, -std::numeric_limits<double>::infinity());
+        // A row that sees no key is all -inf: softmax gives NaN there; attention
+        // over nothing is defined as zeros (what the fused kernels return).
+        probs = at::softmax(scores, -1).nan_to_num(0.0);
+      } else {
+        probs = at::softmax(scores, -1);
+      }
+      out.narrow(0, b0, bn).narrow(1, h * group, group)
+          .copy_(at::bmm(probs.reshape({bn, group * n, p.seq_kv}), v).view({bn, group, n, p.head_dim}));
+    }
+  }
+  return out;
 }
 }  // namespace
 
@@ -241,8 +257,8 @@ at::Tensor reference_attention(const Problem& p, const Inputs& in) {
     }
     return out;
   }
-  const DoubleInputs x = reference_inputs(in);
-  return reference_of_rows(p, x.q, x.k, x.v, at::arange(p.seq_q, x.q.options().dtype(at::kLong)));  // every row
+  return reference_of_rows(p, in, at::arange(p.seq_q, in.q.options().dtype(at::kLong).device(in.q.device())),
+                           std::numeric_limits<int64_t>::max());
 }
 
 namespace {
@@ -251,9 +267,10 @@ struct SquaredNorms {
   int64_t rows = 0;
 };
 
-// Up to `budget` score elements of a dense problem's reference on `in`:
-// evenly spaced query rows, the last (which sees every key) first. `got(rows)`
-// gives the rows compared with it, [B, Hq, R, D].
+// Up to `budget` score elements of a dense problem's reference on `in` (and
+// K and V in float64 `budget` elements at a time): evenly spaced query rows,
+// the last (which sees every key) first. `got(rows)` gives the rows compared
+// with it, [B, Hq, R, D].
 template <class Got>
 void add_sampled_rows(const Problem& p, const Inputs& in, Got&& got, int64_t budget, SquaredNorms& acc) {
   const int64_t per_row = std::max<int64_t>(1, p.batch * p.heads_q * p.seq_kv);
@@ -261,8 +278,7 @@ void add_sampled_rows(const Problem& p, const Inputs& in, Got&& got, int64_t bud
   const auto doubles = at::TensorOptions().dtype(at::kDouble).device(in.q.device());
   const at::Tensor rows = n == p.seq_q ? at::arange(p.seq_q, doubles.dtype(at::kLong))
                                        : at::linspace(double(p.seq_q - 1), 0.0, n, doubles).round().to(at::kLong);
-  const DoubleInputs x = reference_inputs(in, rows);
-  const at::Tensor ref = reference_of_rows(p, x.q, x.k, x.v, rows);
+  const at::Tensor ref = reference_of_rows(p, in, rows, budget);
   const at::Tensor g = got(rows).to(ref.device()).to(at::kDouble);
   acc.diff += (g - ref).square().sum().item<double>();
   acc.ref += ref.square().sum().item<double>();
@@ -308,10 +324,8 @@ OutputError sampled_quantisation_error(const Problem& p, const Inputs& in, int64
   Inputs original;
   original.q = in.fp8.q_original, original.k = in.fp8.k_original, original.v = in.fp8.v_original;
   SquaredNorms acc;
-  add_sampled_rows(p, original, [&](const at::Tensor& rows) {
-    const DoubleInputs deq = reference_inputs(in, rows);
-    return reference_of_rows(p, deq.q, deq.k, deq.v, rows);
-  }, budget, acc);
+  add_sampled_rows(p, original, [&](const at::Tensor& rows) { return reference_of_rows(p, in, rows, budget); }, budget,
+                   acc);
   return error_of(p, acc);
 }
 

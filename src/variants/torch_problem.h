@@ -39,7 +39,8 @@ struct PackedBatch {
 
 // fp8 inputs (DType::FP8): q, k, v are e4m3, x ≈ x_e4m3 * descale, one
 // float32 factor per (batch, head): q_descale [B, Hq], k_descale and
-// v_descale [B, Hkv] (FlashAttention-3's descale arguments, per head).
+// v_descale [B, Hkv] (FlashAttention-3's descale arguments are [B, Hkv] for
+// all three: its q scale is shared by a KV head's group).
 // `original` holds the bf16 draws they were quantised from.
 struct Fp8Scales {
   at::Tensor q_descale, k_descale, v_descale;
