@@ -64,6 +64,7 @@ TEST(Compare, HeadlineRatiosAreAfterOverBefore) {
   b.scopes[0].kernels_per_call = 1;
   b.tflops = 400.0;
   b.peak_memory_bytes.reset();
+  a.accuracy = Accuracy{0.004, 1, 1, std::nullopt}, b.accuracy = Accuracy{0.002, 1, 1, std::nullopt};
   const Comparison c = compare_runs(a, b, "before", "after");
   EXPECT_DOUBLE_EQ(*metric(c, "forward GPU time (profiled)").ratio(), 0.25);
   EXPECT_DOUBLE_EQ(*metric(c, "forward GPU time (event median)").ratio(), 0.25);
@@ -71,6 +72,7 @@ TEST(Compare, HeadlineRatiosAreAfterOverBefore) {
   EXPECT_DOUBLE_EQ(*metric(c, "kernels per forward").ratio(), 1.0 / 6.0);
   EXPECT_DOUBLE_EQ(*metric(c, "TFLOP/s").ratio(), 4.0);
   EXPECT_FALSE(metric(c, "peak memory").ratio());  // missing on one side
+  EXPECT_DOUBLE_EQ(*metric(c, "error vs fp64").ratio(), 0.5);
   EXPECT_TRUE(c.notes.empty());
 
   const Table t = headline_table(c);

@@ -41,13 +41,15 @@ TEST(SweepCli, PrintsCountWritesCsvAndSvgs) {
   EXPECT_EQ(csv[0],
             "variant,batch,heads_q,heads_kv,seq_q,seq_kv,head_dim,dtype,mask,window,page_size,pass,status,reason,"
             "gpu_time_us,"
-            "event_median_us,cpu_time_us,tflops,kernels_per_step,peak_memory_bytes");
+            "event_median_us,cpu_time_us,tflops,kernels_per_step,peak_memory_bytes,rel_error_vs_fp64");
   EXPECT_EQ(csv[1].rfind("naive,1,2,2,16,16,16,bf16,causal,0,0,fwd,ok,", 0), 0u) << csv[1];
   EXPECT_EQ(csv[4].rfind("sdpa-math,1,2,2,32,32,16,bf16,causal,0,0,fwd,ok,", 0), 0u) << csv[4];
   const nlohmann::json j = nlohmann::json::parse(attnprof::io::read_file(d + "/sweep/sweep.json"));
   ASSERT_EQ(j.size(), 4u);
   EXPECT_GT(j[0]["cpu_time_us"].get<double>(), 0.0);
   EXPECT_EQ(j[0]["seq_kv"].get<double>(), 16.0);
+  EXPECT_GT(j[0]["rel_error_vs_fp64"].get<double>(), 0.0);  // bf16 against float64
+  EXPECT_LT(j[0]["rel_error_vs_fp64"].get<double>(), 2e-2);
   EXPECT_TRUE(j[0]["gpu_time_us"].is_null());
 
   for (const char* svg : {"/sweep/cpu_time_us.svg", "/sweep/tflops.svg"}) {

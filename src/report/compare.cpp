@@ -72,7 +72,7 @@ std::string fmt_value(const std::optional<double>& v, const std::string& unit) {
   if (!v) return "n/a";
   if (unit == "us") return format_time_us(*v);
   if (unit == "bytes") return format_bytes(*v);
-  if (unit == "TFLOP/s") return fmt::format("{:.3g}", *v);
+  if (unit == "TFLOP/s" || unit == "relative") return fmt::format("{:.3g}", *v);
   return fmt::format("{:g}", *v);
 }
 
@@ -159,6 +159,10 @@ Comparison compare_runs(const RunRecord& a, const RunRecord& b, const std::strin
   add("kernels per " + w, "", gpu(a, a.kernels_per_step()), gpu(b, b.kernels_per_step()));
   add("TFLOP/s", "TFLOP/s", a.tflops, b.tflops);
   add("peak memory", "bytes", a.peak_memory_bytes, b.peak_memory_bytes);
+  const auto error = [](const RunRecord& r) {
+    return r.accuracy ? std::optional<double>(r.accuracy->rel_error) : std::nullopt;
+  };
+  add("error vs fp64", "relative", error(a), error(b));
   c.per = per_word(a);
 
   std::vector<std::pair<std::string, std::string>> order_a, order_b;

@@ -84,7 +84,8 @@ Table sweep_table(const std::vector<RunRecord>& points) {
                number_column("cpu_time_us", "cpu_time_us", {S::general, 6}),
                number_column("tflops", "tflops", {S::general, 6}),
                number_column("kernels_per_step", "kernels_per_step", {S::general, 6}),
-               number_column("peak_memory_bytes", "peak_memory_bytes", {S::general, 6})};
+               number_column("peak_memory_bytes", "peak_memory_bytes", {S::general, 6}),
+               number_column("rel_error_vs_fp64", "rel_error_vs_fp64", {S::general, 3})};
   for (const RunRecord& r : points) {
     const Problem& p = r.problem;
     const bool ok = r.ok(), cuda = p.on_cuda();
@@ -96,7 +97,8 @@ Table sweep_table(const std::vector<RunRecord>& points) {
                       ok && cuda ? number_cell(r.device_time_us()) : na,
                       ok && r.timing ? number_cell(r.timing->median_us) : na, ok ? number_cell(r.cpu_time_us()) : na,
                       ok ? number_cell(r.tflops) : na, ok && cuda ? number_cell(r.kernels_per_step()) : na,
-                      ok ? number_cell(r.peak_memory_bytes) : na});
+                      ok ? number_cell(r.peak_memory_bytes) : na,
+                      ok && r.accuracy ? number_cell(r.accuracy->rel_error) : na});
   }
   return t;
 }
