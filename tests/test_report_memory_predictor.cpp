@@ -171,5 +171,22 @@ TEST(MemoryPredictor, BackwardNeedsMoreThanTheForward) {
   EXPECT_GT(double(at_8k->working_bytes), 3.9 * double(at_4k->working_bytes));
 }
 
+
+// fp8 inputs: e4m3 q, k, v (1 byte each) beside their bf16 draws, the
+// dequantising path's bf16 copies and float32 temporaries of the largest
+// tensor, a bf16 output: at 4x16x4096x128 (32 Mi elements per tensor) fused,
+// 3 x 32 Mi (e4m3) + 3 x 64 Mi (draws) resident, 3 x 64 Mi + 256 Mi working,
+// 64 Mi output + the log-sum-exp.
+TEST(MemoryPredictor, Fp8CountsTheDrawsTheCopiesAndABf16Output) {
+  Problem p = baseline_shape();
+  p.dtype = DType::FP8;
+  const auto m = predict_memory(p, MemoryFamily::fused);
+  ASSERT_TRUE(m);
+  const uint64_t mi = uint64_t{1} << 20;
+  EXPECT_EQ(m->resident_bytes, 3 * 32 * mi + 3 * 64 * mi);
+  EXPECT_EQ(m->working_bytes, 3 * 64 * mi + 256 * mi);
+  EXPECT_EQ(m->output_bytes, 64 * mi + uint64_t(4 * 16 * 4096) * 4);
+}
+
 }  // namespace
 }  // namespace attnprof::report

@@ -9,6 +9,7 @@
 
 #include <torch/cuda.h>
 
+#include "attnprof/device_memory.h"
 #include "attnprof/interrupt.h"
 #include "attnprof/session.h"
 #include "test_util.h"
@@ -175,4 +176,21 @@ TEST(Session, StopDuringTheCounterPassKeepsTheMeasuredRun) {
   EXPECT_EQ(r.counters->state, report::CounterPass::State::interrupted);
   EXPECT_FALSE(r.scopes.empty()) << "the profiled figures are kept";
   EXPECT_TRUE(r.timing);
+}
+
+// The allocators' refusals read as out of memory (a skip, not a failure), in
+// their own words without c10's source-line prefix.
+TEST(Session, AllocatorRefusalsAreOutOfMemoryInPlainWords) {
+  const std::string cpu_past_system =
+      "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to "
+      "allocate 17592186044416 bytes. Error code 12 (Cannot allocate memory)";
+  EXPECT_TRUE(is_out_of_memory_reason(cpu_past_system));
+  EXPECT_EQ(out_of_memory_words(cpu_past_system),
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate 17592186044416 bytes. Error code 12 "
+            "(Cannot allocate memory)");
+  EXPECT_TRUE(is_out_of_memory_reason("DefaultCPUAllocator: not enough memory: you tried to allocate 8 GB"));
+  EXPECT_TRUE(is_out_of_memory_reason("CUDA out of memory. Tried to allocate 2.00 GiB"));
+  EXPECT_EQ(out_of_memory_words("CUDA out of memory. Tried to allocate 2.00 GiB"),
+            "CUDA out of memory. Tried to allocate 2.00 GiB");
+  EXPECT_FALSE(is_out_of_memory_reason("\"bmm\" not implemented for 'Float8_e4m3fn'"));
 }

@@ -25,5 +25,7 @@ void release_cached_memory(const std::string& device) noexcept;
 
 // Whether a failure reason is an out-of-memory error (CUDA or CPU allocator).
 bool is_out_of_memory_reason(const std::string& reason);
+// Such a reason without c10's "[enforce fail at alloc_cpu.cpp:N] err == 0." prefix.
+std::string out_of_memory_words(const std::string& reason);
 
 }  // namespace attnprof

@@ -51,9 +51,18 @@ void release_cached_memory(const std::string& device) noexcept {
 
 bool is_out_of_memory_reason(const std::string& reason) {
   // c10::OutOfMemoryError: "CUDA out of memory. Tried to allocate ...";
-  // the CPU allocator: "DefaultCPUAllocator: not enough memory: ..."
+  // the CPU allocator: "DefaultCPUAllocator: not enough memory: ..." or, past
+  // what the system grants, "[enforce fail at alloc_cpu.cpp:127] err == 0.
+  // DefaultCPUAllocator: can't allocate memory: you tried to allocate ...".
   return reason.find("out of memory") != std::string::npos ||
-         reason.find("not enough memory") != std::string::npos;
+         reason.find("not enough memory") != std::string::npos ||
+         reason.find("can't allocate memory") != std::string::npos;
+}
+
+std::string out_of_memory_words(const std::string& reason) {
+  // c10's enforce prefix names its source line, not the problem.
+  const size_t from = reason.find("DefaultCPUAllocator:");
+  return from == std::string::npos ? reason : reason.substr(from);
 }
 
 }  // namespace attnprof

@@ -228,7 +228,9 @@ std::optional<Accuracy> measure_accuracy(const Problem& p, const Inputs& in, con
   } catch (const c10::Error& e) {
     // The reference did not fit next to the run's own tensors: the run stands without it.
     release_cached_memory(p.device);
-    warnings.push_back("error vs fp64 not measured: " + first_line(e.what_without_backtrace()));
+    const std::string why = first_line(e.what_without_backtrace());
+    warnings.push_back("error vs fp64 not measured: " +
+                       (is_out_of_memory_reason(why) ? "out of memory: " + out_of_memory_words(why) : why));
     return std::nullopt;
   }
 }
@@ -349,7 +351,7 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
     if (dynamic_cast<const c10::OutOfMemoryError*>(&e) || is_out_of_memory_reason(why)) {
       release_cached_memory(p.device);
       r.status = Status::skipped;
-      r.reason = "out of memory: " + why;
+      r.reason = "out of memory: " + out_of_memory_words(why);
     } else {
       r.status = Status::failed;
       r.reason = why;

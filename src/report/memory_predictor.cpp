@@ -189,10 +189,14 @@ std::optional<MemoryPrediction> predict_memory(const Problem& p, MemoryFamily fa
   if (p.dtype == DType::FP8) {
     // The bf16 draws stay beside their e4m3 values; the dequantising path
     // makes bf16 copies of q, k and v (erring high for an fp8 kernel, which
-    // makes none); the output is bf16, one byte per element above the inputs'.
+    // makes none), each through two float32 temporaries of the tensor it
+    // dequantises (the largest counted); the output is bf16, one byte per
+    // element above the inputs'.
     const Bytes bf16_inputs = checked_sum({q_bytes(p, 2), times(kv_bytes(p, 2), 2)});
+    const Bytes q_temp = q_bytes(p, 2 * kFloatBytes), kv_temp = kv_bytes(p, 2 * kFloatBytes);
+    const Bytes dequant_temp = q_temp && kv_temp ? Bytes{std::max(*q_temp, *kv_temp)} : Bytes{};
     terms.resident = checked_sum({terms.resident, bf16_inputs});
-    terms.working = checked_sum({terms.working, bf16_inputs});
+    terms.working = checked_sum({terms.working, bf16_inputs, dequant_temp});
     terms.output = checked_sum({terms.output, q_bytes(p, 1)});
   }
   const auto peak = checked_sum({terms.resident, terms.working, terms.output, Bytes{uint64_t(kFixedOverheadBytes)}});
