@@ -570,7 +570,7 @@ TEST(Reference, SampledErrorComparesRowsWithinItsBudget) {
   const at::Tensor ref = reference_attention(p, in);
   const int64_t per_row = p.batch * p.heads_q * p.seq_kv;
 
-  const OutputError all = sampled_output_error(p, in, ref.to(at::kFloat), int64_t{1} << 40);
+  const Accuracy all = sampled_output_error(p, in, ref.to(at::kFloat), int64_t{1} << 40);
   EXPECT_EQ(all.rows, 128);
   EXPECT_EQ(all.total_rows, 128);
   EXPECT_NEAR(all.rel_error, relative_frobenius_error(ref.to(at::kFloat), ref), 1e-12);
@@ -580,11 +580,11 @@ TEST(Reference, SampledErrorComparesRowsWithinItsBudget) {
   at::Tensor wrong_row1 = ref.clone(), wrong_last = ref.clone();
   wrong_row1.select(2, 1).add_(1.0);
   wrong_last.select(2, 63).add_(1.0);
-  const OutputError four = sampled_output_error(p, in, wrong_row1, 4 * per_row);
+  const Accuracy four = sampled_output_error(p, in, wrong_row1, 4 * per_row);
   EXPECT_EQ(four.rows, 8);
   EXPECT_EQ(four.rel_error, 0.0);
   EXPECT_GT(sampled_output_error(p, in, wrong_row1, int64_t{1} << 40).rel_error, 0.01);
-  const OutputError one = sampled_output_error(p, in, wrong_last, 1);  // a budget below one row: the last row
+  const Accuracy one = sampled_output_error(p, in, wrong_last, 1);  // a budget below one row: the last row
   EXPECT_EQ(one.rows, 2);
   EXPECT_GT(one.rel_error, 0.1);
 
@@ -593,7 +593,7 @@ TEST(Reference, SampledErrorComparesRowsWithinItsBudget) {
   v.seqlens = {5, 64}, v.mask = Mask::causal_bottom_right;
   const Inputs vin = random_inputs(v);
   const at::Tensor packed = real_rows(v, reference_attention(v, vin));
-  const OutputError ve = sampled_output_error(v, vin, packed, int64_t{1} << 40);
+  const Accuracy ve = sampled_output_error(v, vin, packed, int64_t{1} << 40);
   EXPECT_EQ(ve.rows, 69);
   EXPECT_EQ(ve.total_rows, 69);
   EXPECT_EQ(ve.rel_error, 0.0);

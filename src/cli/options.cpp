@@ -441,7 +441,7 @@ DType dtype_option(const std::string& value) {
 
 Problem build_problem(const CliOptions& o) {
   Problem p;
-  const auto dtype = std::optional<DType>(dtype_option(o.dtype));
+  const DType dtype = dtype_option(o.dtype);
   const auto pass = parse_pass(o.pass);
   if (!pass) throw UsageError(invalid_choice("--pass", o.pass, pass_names()));
   if (o.causal_given && o.no_causal_given)
@@ -548,7 +548,7 @@ Problem build_problem(const CliOptions& o) {
                                    asked, o.pass,
                                    o.kv_layout_given || explicit_page_size ? "" : ", or add --kv-layout contiguous"));
   }
-  if (*dtype == DType::FP8) {
+  if (dtype == DType::FP8) {
     // fp8 inputs are quantised per (batch, head) from dense bf16 draws; the rest is not built.
     const char* what = *pass != Pass::fwd ? "a backward pass (fp8 attention is a forward: use --pass fwd)"
                        : !seqlens.empty() ? "a variable-length batch (drop --seqlens, or use --dtype bf16)"
@@ -566,19 +566,19 @@ Problem build_problem(const CliOptions& o) {
         std::tuple{"k and v", kv_heads, kv_rows, page_size > 0 ? "key rows in whole pages" : "seq"}}) {
     int64_t elements = 0, bytes = 0;
     if (__builtin_mul_overflow(batch * heads, seq * o.head_dim, &elements) ||
-        __builtin_mul_overflow(elements, int64_t(dtype_bytes(*dtype)), &bytes))
+        __builtin_mul_overflow(elements, int64_t(dtype_bytes(dtype)), &bytes))
       throw UsageError(fmt::format("shape {}x{}x{}x{} (--batch x heads x {} x --head-dim) is too large: {} would "
                                    "need {:.3g} bytes, past the 2^63-byte limit of any tensor",
                                    batch, heads, seq, o.head_dim, seq_name, which,
                                    double(batch) * double(heads) * double(seq) * double(o.head_dim) *
-                                       dtype_bytes(*dtype)));
+                                       dtype_bytes(dtype)));
   }
   p.batch = batch, p.head_dim = o.head_dim;
   p.heads_q = o.heads, p.heads_kv = kv_heads;
   p.seq_q = seq_q, p.seq_kv = seq_kv;
   p.seqlens = std::move(seqlens);
   p.varlen_padded = p.varlen() && o.varlen_layout == "padded";
-  p.dtype = *dtype;
+  p.dtype = dtype;
   p.pass = *pass;
   p.mask = causal ? Mask::causal_bottom_right : Mask::none;
   p.window = o.window;

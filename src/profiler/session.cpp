@@ -220,10 +220,9 @@ int64_t reference_budget(const Problem& p) { return p.on_cuda() ? int64_t{1} << 
 std::optional<Accuracy> measure_accuracy(const Problem& p, const Inputs& in, const at::Tensor& out,
                                          std::vector<std::string>& warnings) {
   try {
-    const OutputError e = sampled_output_error(p, in, out, reference_budget(p));
-    if (!std::isfinite(e.rel_error)) return std::nullopt;
-    Accuracy a{e.rel_error, e.rows, e.total_rows, std::nullopt};
-    if (in.fp8.defined()) a.input_quantisation_error = sampled_quantisation_error(p, in, reference_budget(p)).rel_error;
+    Accuracy a = sampled_output_error(p, in, out, reference_budget(p));
+    if (!std::isfinite(a.rel_error)) return std::nullopt;
+    if (in.fp8.defined()) a.input_quantisation_error = sampled_quantisation_error(p, in, reference_budget(p));
     return a;
   } catch (const c10::Error& e) {
     // The reference did not fit next to the run's own tensors: the run stands without it.
@@ -256,14 +255,11 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
     return out;
   }
   r.description = variant->description();
+  const VariantEntry* entry = find_variant(name);
+  const bool multi_gpu = entry && entry->has(VariantTag::multi_gpu);
   if (const Support support = variant->supports(p); !support.ok) {
     r.status = Status::skipped;
     r.reason = support.reason;
-    return out;
-  }
-  if (p.dtype == DType::FP8 && variant->fp8_path() == Fp8Path::none) {  // supports() says why; this holds the line
-    r.status = Status::skipped;
-    r.reason = name + " has no fp8 path";
     return out;
   }
   if (const std::string why = predicted_not_to_fit(*variant, p); !why.empty()) {
@@ -320,14 +316,12 @@ Measurement run_variant(const std::string& name, const Problem& p, const Measure
       const PassOutputs outputs = check_pass_outputs(*variant, p, in);
       r.output_finite = outputs.finite;
       // A rank of a multi-GPU variant holds its shard of the output, in its layout's order, not the output.
-      const VariantEntry* e = find_variant(name);
-      if (outputs.finite && !(e && e->has(VariantTag::multi_gpu)))
+      if (outputs.finite && !multi_gpu)
         r.accuracy = measure_accuracy(p, in, outputs.out, r.warnings);
     }
     progress.unit_done(RunPhase::checking, 1, 1, 1, -1.0);
     clock.lap("NaN and error checks", r.phases_ms);
-    const VariantEntry* entry = find_variant(name);
-    if (opt.counters && p.on_cuda() && !(entry && entry->has(VariantTag::multi_gpu))) {
+    if (opt.counters && p.on_cuda() && !multi_gpu) {
       counters_interrupted = count_hardware(r, *variant, p, in, progress);
       clock.lap("hardware counters and ceilings", r.phases_ms);
     } else if (opt.counters) {

@@ -38,9 +38,7 @@ class CustomSoftmax final : public CustomOpVariant {
 
   // The scores come from PyTorch's at::matmul before our kernel sees them.
   Support fp8_support(const std::string&, const Problem& p) const override {
-    return fp8_refusal(name(), p, [](const at::Tensor& q, const at::Tensor& k, const at::Tensor&) {
-      (void)at::matmul(q, k.transpose(-2, -1));
-    });
+    return fp8_refusal(name(), p, score_matmul_probe);
   }
 
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {

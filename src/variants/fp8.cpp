@@ -69,4 +69,8 @@ Support fp8_refusal(const std::string& variant, const Problem& p, const Fp8Probe
                                "would attend over the scaled values, not the inputs");
 }
 
+void score_matmul_probe(const at::Tensor& q, const at::Tensor& k, const at::Tensor&) {
+  (void)at::matmul(q, k.transpose(-2, -1));
+}
+
 }  // namespace attnprof

@@ -45,10 +45,12 @@ Inputs fp8_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v)
 at::Tensor plain_fp8_attention(const Problem& p, const Inputs& in);
 
 // Why `variant` cannot run an fp8 problem: `call` runs the variant's own
-// first op on small e4m3 tensors of the problem's device, heads and head
-// dim. Where PyTorch refuses, the reason is its message; where it accepts
-// e4m3, the reason is that the op takes no descale factors.
+// first op on one small e4m3 head on the problem's device. Where PyTorch
+// refuses, the reason is its message; where it accepts e4m3, the reason is
+// that the op takes no descale factors.
 using Fp8Probe = std::function<void(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v)>;
 Support fp8_refusal(const std::string& variant, const Problem& p, const Fp8Probe& call);
+// The probe of the variants whose first op is the scores' at::matmul(q, kᵀ).
+void score_matmul_probe(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
 
 }  // namespace attnprof

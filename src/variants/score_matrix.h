@@ -16,11 +16,7 @@ class ScoreMatrixVariant : public Variant {
  public:
   Support supports(const Problem& p) const override {
     // The first op of the formula, at::matmul, on e4m3: PyTorch's answer.
-    if (p.dtype == DType::FP8)
-      return fp8_refusal(name(), p, [](const at::Tensor& q, const at::Tensor& k, const at::Tensor&) {
-        (void)at::matmul(q, k.transpose(-2, -1));
-      });
-    return Support::yes();
+    return p.dtype == DType::FP8 ? fp8_refusal(name(), p, score_matmul_probe) : Support::yes();
   }
   void prepare(const Problem& p, const at::Tensor& q, const at::Tensor&, const at::Tensor&) override {
     // A wrapped-number tensor, as Python's `scores * scale` passes it: C++'s

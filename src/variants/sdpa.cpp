@@ -205,14 +205,14 @@ class Sdpa : public Variant {
   }
 
   void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
-    fp8_ = p.dtype == DType::FP8;
-    if (fp8_) {
+    if (p.dtype == DType::FP8) {
       // The route of the bf16 inputs forward_fp8 hands on.
       const auto bf16 = [](const at::Tensor& t) { return at::empty(t.sizes(), t.options().dtype(at::kBFloat16)); };
       prepare(dequantised(p), bf16(q), bf16(k), bf16(v));
       fp8_ = true;
       return;
     }
+    fp8_ = false;
     enable_gqa_ = p.heads_kv != p.heads_q;
     scale_ = p.softmax_scale();
     window_ = p.effective_window();

@@ -285,8 +285,8 @@ void add_sampled_rows(const Problem& p, const Inputs& in, Got&& got, int64_t bud
   acc.rows += n * p.batch;
 }
 
-OutputError error_of(const Problem& p, const SquaredNorms& acc) {
-  OutputError e;
+Accuracy error_of(const Problem& p, const SquaredNorms& acc) {
+  Accuracy e;
   e.rows = acc.rows;
   e.total_rows = p.total_q();
   e.rel_error = acc.ref > 0.0 ? std::sqrt(acc.diff / acc.ref) : std::sqrt(acc.diff);
@@ -294,7 +294,7 @@ OutputError error_of(const Problem& p, const SquaredNorms& acc) {
 }
 }  // namespace
 
-OutputError sampled_output_error(const Problem& p, const Inputs& in, const at::Tensor& out, int64_t budget) {
+Accuracy sampled_output_error(const Problem& p, const Inputs& in, const at::Tensor& out, int64_t budget) {
   SquaredNorms acc;
   if (!p.varlen()) {
     const at::Tensor o = out.detach();
@@ -305,12 +305,7 @@ OutputError sampled_output_error(const Problem& p, const Inputs& in, const at::T
   const at::Tensor packed = real_rows(p, out.detach());
   int64_t first = 0;
   for (int64_t b = 0; b < p.batch; ++b) {
-    Sequence seq = sequence_of(p, in, b);
-    if (in.fp8.defined()) {
-      seq.inputs.fp8.q_descale = in.fp8.q_descale.narrow(0, b, 1);
-      seq.inputs.fp8.k_descale = in.fp8.k_descale.narrow(0, b, 1);
-      seq.inputs.fp8.v_descale = in.fp8.v_descale.narrow(0, b, 1);
-    }
+    const Sequence seq = sequence_of(p, in, b);  // fp8 inputs are dense (random_inputs)
     const at::Tensor o = packed.narrow(0, first, seq.problem.seq_q).permute({1, 0, 2}).unsqueeze(0);  // [1, Hq, n, D]
     add_sampled_rows(seq.problem, seq.inputs, [&](const at::Tensor& rows) { return o.index_select(2, rows.to(o.device())); },
                      std::max<int64_t>(1, budget / p.batch), acc);
@@ -319,14 +314,14 @@ OutputError sampled_output_error(const Problem& p, const Inputs& in, const at::T
   return error_of(p, acc);
 }
 
-OutputError sampled_quantisation_error(const Problem& p, const Inputs& in, int64_t budget) {
+double sampled_quantisation_error(const Problem& p, const Inputs& in, int64_t budget) {
   TORCH_CHECK(in.fp8.defined() && !p.varlen(), "sampled_quantisation_error: dense fp8 inputs only");
   Inputs original;
   original.q = in.fp8.q_original, original.k = in.fp8.k_original, original.v = in.fp8.v_original;
   SquaredNorms acc;
   add_sampled_rows(p, original, [&](const at::Tensor& rows) { return reference_of_rows(p, in, rows, budget); }, budget,
                    acc);
-  return error_of(p, acc);
+  return error_of(p, acc).rel_error;
 }
 
 double relative_frobenius_error(const at::Tensor& out, const at::Tensor& ref) {

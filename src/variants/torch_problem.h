@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attnprof/problem.h"
+#include "attnprof/run_record.h"
 #include "attnprof/variant.h"
 
 namespace attnprof {
@@ -115,8 +116,8 @@ std::vector<int64_t> hidden_keys_mask_sizes(const Problem& p);
 // KV head h / (Hq / Hkv)); the tensor itself when there is one KV head per query head.
 at::Tensor expand_kv_heads(const at::Tensor& kv, int64_t heads_q);
 
-// Float64 reference on the same device: softmax(q kᵀ * scale + mask) v, with
-// k and v expanded to the query heads. Rows that see no key give zeros. A
+// Float64 reference on the same device: softmax(q kᵀ * scale + mask) v, each
+// query head against its KV head. Rows that see no key give zeros. A
 // variable-length batch: each sequence on its own rows, unpadded (the padding
 // rows of the [B, Hq, Sq, D] result are zeros). fp8 inputs: of their
 // dequantised values.
@@ -125,19 +126,14 @@ at::Tensor reference_attention(const Problem& p, const Inputs& in);
 // How far a variant's output is from the float64 reference, on a sample of
 // query rows so a large problem costs no more than `budget` score elements
 // of reference (evenly spaced rows, the last one, which sees every key,
-// always among them; every row when they fit). fp8 inputs are compared with
-// the reference of their dequantised values.
-struct OutputError {
-  double rel_error = 0.0;  // ‖out − ref‖_F / ‖ref‖_F over the sampled rows, every head
-  int64_t rows = 0;        // query rows compared (summed over the batch)
-  int64_t total_rows = 0;  // the problem's query rows (total_q)
-};
-// `out` is what forward_of returned for `in`.
-OutputError sampled_output_error(const Problem& p, const Inputs& in, const at::Tensor& out, int64_t budget);
+// always among them; every row when they fit): rel_error, rows and
+// total_rows of an Accuracy (run_record.h). fp8 inputs are compared with the
+// reference of their dequantised values. `out` is what forward_of returned for `in`.
+Accuracy sampled_output_error(const Problem& p, const Inputs& in, const at::Tensor& out, int64_t budget);
 // What quantising dense fp8 inputs alone does: the float64 reference of the
 // dequantised inputs against that of the bf16 draws (Fp8Scales::original),
-// on the same sample of rows.
-OutputError sampled_quantisation_error(const Problem& p, const Inputs& in, int64_t budget);
+// on the same sample of rows; the Accuracy::input_quantisation_error of a run.
+double sampled_quantisation_error(const Problem& p, const Inputs& in, int64_t budget);
 
 // ‖out − ref‖_F / ‖ref‖_F, computed in float64.
 double relative_frobenius_error(const at::Tensor& out, const at::Tensor& ref);
