@@ -33,11 +33,12 @@ Suites:
             TFLOP/s (real tokens only) and each padded variant's wasted share
             (issue 31).
   fp8       --dtype fp8 at 4x16x4096x128, 1x16x16384x128, 4x16x8192x128 and
-            8x16x1024x64, causal and full: custom-flash-sm90 in fp8 (skipped
-            with its reason until its e4m3 kernel is built) and sdpa-auto's
-            dequantising path, beside custom-flash-sm90 and sdpa-cudnn in bf16
-            (the ratio's baseline); each with its error against float64 (the
-            summary's headline.accuracy) (issue 32).
+            8x16x1024x64, causal and full: custom-flash-sm90 in fp8 (its e4m3
+            kernel; skipped with the reason where it cannot run, e.g. head_dim
+            64) and sdpa-auto's dequantising path, beside custom-flash-sm90 and
+            sdpa-cudnn in bf16 (the ratio's baseline; each fp8 point also
+            against our bf16 kernel: vs_our_bf16); each with its error against
+            float64 (the summary's headline.accuracy) (issue 32).
 
   python3 scripts/bench_kernels.py [--attnprof build/attnprof] [--suite forward,shapes,backward]
                                    [--iters 100] [--markdown out.md] [--json out.json]
@@ -230,7 +231,7 @@ def ratio_to(points, baseline):
 RECORDED = ("group", "shape", "mask", "pass", "variant", "skipped", "median_us", "profiled_us", "tflops", "gbs",
             "pct_copy", "vs", "runs", "runs_median_us_range", "wall_s", "kernels", "baseline", "baseline_median_us",
             "baseline_profiled_us", "baseline_tflops", "baseline_gbs", "causal_median_us", "window_share",
-            "ideal_share", "contiguous_median_us", "vs_contiguous", "batch", "error_vs_fp64")
+            "ideal_share", "contiguous_median_us", "vs_contiguous", "batch", "error_vs_fp64", "vs_our_bf16")
 
 
 def record_point(p, group):
@@ -245,7 +246,8 @@ def cells(p):
         return [p["shape"], p["mask"], p["pass"], p["variant"], "skipped", "", "", "", f"{p['wall_s']:.1f}", p["skipped"]]
     return [p["shape"], p["mask"], p["pass"], p["variant"], fmt(p["median_us"], ".1f"), fmt(p["profiled_us"], ".1f"),
             fmt(p.get("tflops"), ".0f"), fmt(p.get("vs"), ".2f"), f"{p['wall_s']:.1f}",
-            "; ".join([f"error vs fp64: {p['error_vs_fp64']:.3g}"] * ("error_vs_fp64" in p) +
+            "; ".join(([f"vs custom-flash-sm90 bf16: {p['vs_our_bf16']:.2f}x"] if "vs_our_bf16" in p else []) +
+                      ([f"error vs fp64: {p['error_vs_fp64']:.3g}"] if "error_vs_fp64" in p else []) +
                       [f"{k}: {v}" for k, v in p["facts"].items()])[:120]]
 
 
@@ -406,6 +408,12 @@ def fp8_suite(exe, tmp, iters):
         for causal in (True, False):
             pts += run_variants(exe, tmp, variants, b, h, h, s, s, d, causal, iters=iters)
     ratio_to(pts, "sdpa-cudnn")
+    # Issue 32's target ratio: an fp8 point against custom-flash-sm90 in bf16, same shape, mask and run.
+    ours = {(p["shape"], p["mask"]): p for p in pts if p["variant"] == "custom-flash-sm90"}
+    for p in pts:
+        o = ours.get((p["shape"], p["mask"]), {})
+        if p["variant"].endswith(" fp8") and p.get("median_us") and o.get("median_us"):
+            p["vs_our_bf16"] = o["median_us"] / p["median_us"]
     return [("fp8", "fp8: e4m3 against bf16 (ratio to sdpa-cudnn, bf16)", pts, "sdpa-cudnn")]
 
 

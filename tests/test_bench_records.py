@@ -238,9 +238,11 @@ arg = lambda f: a[a.index(f) + 1]
 v, b, hq, hkv = arg("--variant"), int(arg("--batch")), int(arg("--heads")), int(arg("--kv-heads"))
 sq, skv, d = int(arg("--seq-q")), int(arg("--seq-kv")), int(arg("--head-dim"))
 dtype = arg("--dtype")
-if dtype == "fp8" and v == "custom-flash-sm90":
-    sys.exit("attnprof: custom-flash-sm90 cannot run here: no fp8 path yet")
+if dtype == "fp8" and v == "custom-flash-sm90" and d != 128:
+    sys.exit(f"attnprof: custom-flash-sm90 cannot run here: custom-flash-sm90 runs fp8 at head_dim 128, not {{d}}")
 median = {{"sdpa-cudnn": 100.0, "custom-flash-sm90": 80.0, "inplace": 400.0, "sdpa-auto": 110.0}}.get(v, 120.0)
+if dtype == "fp8" and v == "custom-flash-sm90":
+    median = 50.0
 out = os.path.join(arg("--out"), v)
 os.makedirs(out)
 with open(os.path.join(out, "x.summary.json"), "w") as fh:
@@ -293,17 +295,25 @@ class BenchKernelsRecord(unittest.TestCase):
             fake = write_fake_attnprof(d)
             rec = os.path.join(d, "bench")
             p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench_kernels.py"), "--attnprof", fake,
-                                "--suite", "fp8", "--shapes", "8x16x1024x64", "--masks", "full", "--iters", "5",
+                                "--suite", "fp8", "--shapes", "8x16x1024x64,4x16x4096x128", "--masks", "full", "--iters", "5",
                                 "--record", rec, "--commit", "f184856"], capture_output=True, text=True)
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertIn("| 8x16x1024x64 | full | fwd | sdpa-auto fp8 | 110.0 |", p.stdout)
             self.assertIn("error vs fp64: 0.0123", p.stdout)
-            points = {q["variant"]: q for q in br.load(br.path_of(rec, "fp8"))["runs"][0]["points"]}
+            runs = br.load(br.path_of(rec, "fp8"))["runs"][0]["points"]
+            points = {q["variant"]: q for q in runs if q["shape"] == "8x16x1024x64"}
             self.assertEqual(set(points), {"custom-flash-sm90 fp8", "sdpa-auto fp8", "custom-flash-sm90", "sdpa-cudnn"})
-            self.assertEqual(points["custom-flash-sm90 fp8"]["skipped"], "attnprof: custom-flash-sm90 cannot run here: no fp8 path yet")
+            self.assertEqual(points["custom-flash-sm90 fp8"]["skipped"],
+                             "attnprof: custom-flash-sm90 cannot run here: custom-flash-sm90 runs fp8 at head_dim 128, not 64")
             self.assertEqual(points["sdpa-auto fp8"]["error_vs_fp64"], 0.0123)
             self.assertEqual(points["custom-flash-sm90"]["error_vs_fp64"], 0.0021)
             self.assertAlmostEqual(points["sdpa-auto fp8"]["vs"], 100.0 / 110.0, places=4)
+            # Issue 32's ratio: each fp8 point against custom-flash-sm90 in bf16, same shape and mask.
+            self.assertAlmostEqual(points["sdpa-auto fp8"]["vs_our_bf16"], 80.0 / 110.0, places=4)
+            self.assertNotIn("vs_our_bf16", points["custom-flash-sm90"])
+            d128 = {q["variant"]: q for q in runs if q["shape"] == "4x16x4096x128"}
+            self.assertAlmostEqual(d128["custom-flash-sm90 fp8"]["vs_our_bf16"], 80.0 / 50.0, places=4)
+            self.assertIn("vs custom-flash-sm90 bf16: 1.60x", p.stdout)
             page = md.render(br.load_dir(rec))
             self.assertIn("## FP8", page)
             self.assertIn("| 8x16x1024x64 | full | sdpa-auto fp8 |", page)
