@@ -375,6 +375,50 @@ def softmax_cases(dev):
     ]
 
 
+def fp8_cases(dev):
+    """attnprof::flash_attention_sm90_fp8: e4m3 q, k, v at head_dim 128 with
+    float32 descales [batch, heads]; a valid call, then every input wrong once."""
+    f = op("flash_attention_sm90_fp8")
+    q, k, v = flash_inputs(dev, torch.float32, d=128)
+    e4m3 = torch.float8_e4m3fn
+    q8, k8, v8 = q.to(e4m3), k.to(e4m3), v.to(e4m3)
+    qd = torch.full((2, 4), 0.01, device=dev)
+    kd = torch.full((2, 2), 0.01, device=dev)
+
+    def call(q_=q8, k_=k8, v_=v8, qd_=qd, kd_=kd, vd_=kd, causal=True, scale=0.088):
+        return f(q_, k_, v_, qd_, kd_, vd_, causal, scale)
+
+    e5m2 = torch.float8_e5m2
+    return [
+        ("valid call", lambda: call(), "ok"),
+        ("valid call, no mask", lambda: call(causal=False), "ok"),
+        ("e5m2 inputs", lambda: call(q8.float().to(e5m2), k8.float().to(e5m2), v8.float().to(e5m2)), "error"),
+        ("bf16 inputs", lambda: call(q.bfloat16(), k.bfloat16(), v.bfloat16()), "error"),
+        ("one input bf16", lambda: call(q_=q.bfloat16()), "error"),
+        ("head_dim 64", lambda: call(q8[..., :64].contiguous(), k8[..., :64].contiguous(), v8[..., :64].contiguous()),
+         "error"),
+        ("q_descale [batch, heads_kv]", lambda: call(qd_=kd), "error"),
+        ("k_descale 1-D", lambda: call(kd_=kd.flatten()), "error"),
+        ("v_descale float64", lambda: call(vd_=kd.double()), "error"),
+        ("v_descale bf16", lambda: call(vd_=kd.bfloat16()), "error"),
+        ("q_descale on the CPU", lambda: call(qd_=qd.cpu()), "error"),
+        ("k_descale non-contiguous", lambda: call(kd_=torch.full((2, 4), 0.01, device=dev)[:, ::2]), "error"),
+        ("q_descale negative", lambda: call(qd_=-qd), "error"),
+        ("k_descale zero", lambda: call(kd_=torch.zeros_like(kd)), "error"),
+        ("v_descale NaN", lambda: call(vd_=torch.full_like(kd, float("nan"))), "error"),
+        ("v_descale inf", lambda: call(vd_=torch.full_like(kd, float("inf"))), "error"),
+        ("q non-contiguous", lambda: call(q_=q8.transpose(1, 2).contiguous().transpose(1, 2)), "error"),
+        ("k on the CPU", lambda: call(k_=k8.cpu()), "error"),
+        ("k and v of different lengths", lambda: call(v_=v8[:, :, :40].contiguous()), "error"),
+        ("q rank 3", lambda: call(q_=q8[0]), "error"),
+        ("scale NaN", lambda: call(scale=float("nan")), "error"),
+        ("scale negative", lambda: call(scale=-1.0), "error"),
+        ("no query rows (returns empty)", lambda: call(q_=q8[:, :, :0]), "ok"),
+        ("no keys (zeros)", lambda: call(k_=k8[:, :, :0], v_=v8[:, :, :0]), "ok"),
+        ("33 keys (Vᵀ padded to 64)", lambda: call(k_=k8[:, :, :33].contiguous(), v_=v8[:, :, :33].contiguous()), "ok"),
+    ]
+
+
 def hopper_only(cases, dev=None, name=None):
     """On a GPU other than compute capability 9.0 a valid call raises too
     (given `dev` and the operator's `name`, the cases stay as they are on a 9.0
@@ -430,6 +474,7 @@ KNOWN = {
     "flash_attention_sm90_varlen": lambda dev: hopper_only(varlen_cases(dev, "flash_attention_sm90_varlen"), dev,
                                                            "flash_attention_sm90_varlen"),
     "flash_attention_backward_sm90": lambda dev: hopper_only(flash_backward_cases(dev, "flash_attention_backward_sm90")),
+    "flash_attention_sm90_fp8": lambda dev: hopper_only(fp8_cases(dev), dev, "flash_attention_sm90_fp8"),
     "scaled_masked_softmax_backward": softmax_backward_cases,
 }
 SCHEMAS = {  # what the Python user calls; the test fails if one changes unnoticed
@@ -444,6 +489,9 @@ SCHEMAS = {  # what the Python user calls; the test fails if one changes unnotic
     "flash_attention_sm90_varlen": "attnprof::flash_attention_sm90_varlen(Tensor q, Tensor k, Tensor v, "
                                    "Tensor cu_seqlens_q, Tensor cu_seqlens_k, int max_seqlen_q, int max_seqlen_k, "
                                    "bool causal, float scale, int window=0) -> (Tensor out, Tensor lse)",
+    "flash_attention_sm90_fp8": "attnprof::flash_attention_sm90_fp8(Tensor q, Tensor k, Tensor v, Tensor q_descale, "
+                                "Tensor k_descale, Tensor v_descale, bool causal, float scale) -> "
+                                "(Tensor out, Tensor lse)",
     "scaled_masked_softmax": "attnprof::scaled_masked_softmax(Tensor scores, float scale, bool causal) -> Tensor",
     "flash_attention_sm90_config": "attnprof::flash_attention_sm90_config(Tensor q, Tensor k, Tensor v, bool causal, "
                                    "float scale, str config) -> (Tensor out, Tensor lse)",

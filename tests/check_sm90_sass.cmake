@@ -1,7 +1,9 @@
 # Proof that the Hopper attention kernels take Hopper's own path, from the built
 # machine code alone (no GPU): every flash_fwd_sm90_kernel (forward) and
-# flash_bwd_sm90_kernel (backward) in OBJECTS, and at least one of each, must
-#  - issue wgmma (HGMMA in the SASS) and TMA loads (UTMALDG),
+# flash_bwd_sm90_kernel (backward) in OBJECTS, and at least one of each and
+# one forward on e4m3 inputs, must
+#  - issue wgmma (HGMMA in the SASS; QGMMA ...x32.F32.E4M3.E4M3 for the e4m3
+#    forward, both of its GEMMs) and TMA loads (UTMALDG),
 #  - use no local memory and no stack frame (no spills, no register arrays
 #    moved to memory), as cuobjdump -res-usage reports them.
 # Prints each kernel's registers / stack / local / shared bytes.
@@ -17,6 +19,7 @@ set(kernel_re "flash_(fwd|bwd)_sm90_kernel")
 set(found 0)
 set(found_fwd 0)
 set(found_bwd 0)
+set(found_fp8 0)
 set(failures "")
 foreach(obj IN LISTS OBJECTS)
   execute_process(COMMAND "${CUOBJDUMP}" -res-usage "${obj}"
@@ -63,7 +66,13 @@ foreach(obj IN LISTS OBJECTS)
     if(NOT next EQUAL -1)
       string(SUBSTRING "${rest}" 0 ${next} rest)
     endif()
-    string(REGEX MATCHALL "HGMMA\\.[0-9x]+" hgmma "${rest}")
+    # An e4m3 instance (its mangled name holds the element type) runs 8-bit wgmma only.
+    set(gmma_re "HGMMA\\.[0-9x]+")
+    if(fn MATCHES "fp8_e4m3")
+      set(gmma_re "QGMMA\\.[0-9x]+\\.F32\\.E4M3\\.E4M3")
+      math(EXPR found_fp8 "${found_fp8} + 1")
+    endif()
+    string(REGEX MATCHALL "${gmma_re}" hgmma "${rest}")
     string(REGEX MATCHALL "UTMALDG" utmaldg "${rest}")
     string(REGEX MATCHALL "[ \t](LDL|STL)[. ]" local_ops "${rest}")
     list(LENGTH hgmma n_hgmma)
@@ -73,7 +82,10 @@ foreach(obj IN LISTS OBJECTS)
     message("${fn}\n    registers ${reg}, stack ${stack} B, local ${local} B, static shared ${shared} B; "
             "${n_hgmma} HGMMA (${hgmma}), ${n_tma} UTMALDG, ${n_local} LDL/STL")
     if(n_hgmma EQUAL 0)
-      list(APPEND failures "${fn}: no HGMMA (wgmma) in its SASS")
+      list(APPEND failures "${fn}: no ${gmma_re} (wgmma) in its SASS")
+    endif()
+    if(fn MATCHES "fp8_e4m3" AND rest MATCHES "HGMMA")
+      list(APPEND failures "${fn}: 16-bit wgmma (HGMMA) in the e4m3 kernel")
     endif()
     if(n_tma EQUAL 0)
       list(APPEND failures "${fn}: no UTMALDG (TMA load) in its SASS")
@@ -84,12 +96,13 @@ foreach(obj IN LISTS OBJECTS)
   endforeach()
 endforeach()
 
-if(found_fwd EQUAL 0 OR found_bwd EQUAL 0)
-  message(FATAL_ERROR "${found_fwd} forward and ${found_bwd} backward kernels (${kernel_re}) in: ${OBJECTS}")
+if(found_fwd EQUAL 0 OR found_bwd EQUAL 0 OR found_fp8 EQUAL 0)
+  message(FATAL_ERROR "${found_fwd} forward (${found_fp8} of them e4m3) and ${found_bwd} backward kernels "
+                      "(${kernel_re}) in: ${OBJECTS}")
 endif()
 if(failures)
   string(REPLACE ";" "\n  " failures "${failures}")
   message(FATAL_ERROR "sm_90a kernels off Hopper's path:\n  ${failures}")
 endif()
-message("${found} sm_90a attention kernels (${found_fwd} forward, ${found_bwd} backward): wgmma + TMA, "
-        "no stack, no local memory")
+message("${found} sm_90a attention kernels (${found_fwd} forward, ${found_fp8} of them e4m3, ${found_bwd} "
+        "backward): wgmma + TMA, no stack, no local memory")

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "attention_test_inputs.h"
+#include "sm90_test_util.h"
 #include "attnprof/problem.h"
 #include "kernels/flash_attention/flash_fwd_plan.h"
 #include "kernels/flash_sm90/decode_route.h"
@@ -57,18 +58,7 @@ c10::TypedOperatorHandle<FlashFn> flash_op() {
 }
 
 // Why the GPU tests cannot run here, or "" when they can.
-std::string why_not_runnable() {
-  if (!torch::cuda::is_available()) return "no CUDA device: the sm_90a kernel tests need a GPU";
-  if (!c10::Dispatcher::singleton().findSchemaOrThrow(kOpName, "").hasKernelForDispatchKey(
-          c10::DispatchKey::CUDA))
-    return "attnprof was built without its sm_90a kernels";
-#ifdef ATTNPROF_HAVE_SM90_KERNELS
-  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
-  if (prop->major != 9 || prop->minor != 0)
-    return std::string("the sm_90a kernel needs a compute capability 9.0 GPU; this is ") + prop->name;
-#endif
-  return "";
-}
+std::string why_not_runnable() { return attnprof::testing::sm90_why_not_runnable(kOpName); }
 
 #define REQUIRE_SM90()                                   \
   do {                                                   \

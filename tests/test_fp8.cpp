@@ -18,34 +18,13 @@
 #include "attnprof/variant.h"
 #include "variants/fp8.h"
 #include "variants/torch_problem.h"
+#include "fp8_test_inputs.h"
 
 using namespace attnprof;
+using attnprof::testing::fp8_problem;
+using attnprof::testing::outlier_inputs;
 
 namespace {
-
-Problem fp8_problem(int64_t b, int64_t hq, int64_t hkv, int64_t sq, int64_t skv, int64_t d, bool causal,
-                    const std::string& device = "cpu") {
-  Problem p;
-  p.batch = b, p.heads_q = hq, p.heads_kv = hkv, p.seq_q = sq, p.seq_kv = skv, p.head_dim = d;
-  p.dtype = DType::FP8;
-  p.mask = causal ? Mask::causal_bottom_right : Mask::none;
-  p.device = device;
-  return p;
-}
-
-// bf16 q, k, v with a few channels 50 times the rest (the outliers of LLM
-// activations that per-head scales must cover): standard normal, then
-// channels 3 and d/2 of q and k scaled by 50.
-Inputs outlier_inputs(const Problem& p) {
-  const auto opt = at::TensorOptions().dtype(at::kFloat).device(torch_device(p));
-  at::Tensor q = at::randn({p.batch, p.heads_q, p.seq_q, p.head_dim}, opt);
-  at::Tensor k = at::randn({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, opt);
-  const at::Tensor v = at::randn({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, opt);
-  for (const int64_t c : {int64_t{3}, p.head_dim / 2}) q.select(3, c).mul_(50.0), k.select(3, c).mul_(50.0);
-  // With channels this large the scores would be one-hot; a smaller scale keeps the softmax spread.
-  q.mul_(0.05);
-  return fp8_inputs(q.to(at::kBFloat16), k.to(at::kBFloat16), v.to(at::kBFloat16));
-}
 
 double rel_error(const at::Tensor& out, const at::Tensor& ref) { return relative_frobenius_error(out, ref); }
 
@@ -227,14 +206,22 @@ TEST(Fp8Session, ARunRecordsItsErrorAndWhatQuantisingCost) {
 }
 
 // Our operators' refusals need no GPU: a CUDA problem asks them here too.
+// custom-flash takes 16-bit inputs only; custom-flash-sm90 runs e4m3 at
+// head_dim 128 (attnprof::flash_attention_sm90_fp8) and says which head dims.
 TEST(Fp8Variants, OurOperatorsSayWhyTheyTakeNoFp8) {
-  const Problem p = fp8_problem(1, 2, 2, 64, 64, 128, true, "cuda:0");
-  for (const auto& [variant, says] : {std::pair<std::string, std::string>{"custom-flash", "takes bf16 or fp16 inputs, not e4m3"},
-                                      {"custom-flash-sm90", "its e4m3 kernel is designed, not built"}}) {
+  const auto expect_reason = [](const std::string& variant, const Problem& p, const std::string& says) {
+    SCOPED_TRACE(variant + " " + p.shape_string());
     const Support s = make_variant(variant)->supports(p);
-    ASSERT_FALSE(s.ok) << variant;
+    ASSERT_FALSE(s.ok);
     if (s.reason.find("CUDA kernels") != std::string::npos || s.reason.find("sm_90a") != std::string::npos)
-      continue;  // a build without (these) kernels says that first
-    EXPECT_NE(s.reason.find(says), std::string::npos) << variant << ": " << s.reason;
-  }
+      return;  // a build without (these) kernels says that first
+    EXPECT_NE(s.reason.find(says), std::string::npos) << s.reason;
+  };
+  expect_reason("custom-flash", fp8_problem(1, 2, 2, 64, 64, 128, true, "cuda:0"), "takes bf16 or fp16 inputs, not e4m3");
+  expect_reason("custom-flash-sm90", fp8_problem(1, 2, 2, 64, 64, 64, true, "cuda:0"),
+                "runs fp8 at head_dim 128, not 64");
+  EXPECT_EQ(make_variant("custom-flash-sm90")->fp8_path(), Fp8Path::e4m3);
+  if (!torch::cuda::is_available())  // head_dim 128 is the kernel's: the device is what is missing
+    expect_reason("custom-flash-sm90", fp8_problem(1, 2, 2, 64, 64, 128, true, "cuda:0"),
+                  "needs a compute capability 9.0 GPU");
 }

@@ -189,7 +189,7 @@ std::optional<MemoryPrediction> predict_memory(const Problem& p, MemoryFamily fa
   if (p.dtype == DType::FP8) {
     // The bf16 draws stay beside their e4m3 values; the dequantising path
     // makes bf16 copies of q, k and v (erring high for an fp8 kernel, which
-    // makes none), each through two float32 temporaries of the tensor it
+    // makes one e4m3 copy of v, its Vᵀ), each through two float32 temporaries of the tensor it
     // dequantises (the largest counted); the output is bf16, one byte per
     // element above the inputs'.
     const Bytes bf16_inputs = checked_sum({q_bytes(p, 2), times(kv_bytes(p, 2), 2)});

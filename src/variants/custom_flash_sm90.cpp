@@ -1,7 +1,8 @@
 // custom-flash-sm90: attnprof's Hopper attention forward (warp-specialised,
 // TMA + wgmma; src/kernels/flash_sm90), one persistent kernel per forward,
 // called through the dispatcher as attnprof::flash_attention_sm90 (decode
-// shapes run the portable split-KV kernel there: decode_route.h).
+// shapes run the portable split-KV kernel there: decode_route.h); fp8 inputs
+// through attnprof::flash_attention_sm90_fp8 (e4m3 wgmma).
 #include <ATen/ATen.h>
 
 #include <cstdint>
@@ -26,10 +27,10 @@ namespace attnprof {
 namespace {
 
 // One named configuration in words, from the traits it builds (the element
-// type only sets the element size: any 16-bit type gives the same shape).
-template <typename Config>
+// type only sets the element size: any type of that size gives the same shape).
+template <typename Config, typename Element = uint16_t>
 std::string describe_config() {
-  using T = flash_sm90::FwdTraits<Config, uint16_t>;
+  using T = flash_sm90::FwdTraits<Config, Element>;
   return std::string(T::kName) + ", " + std::to_string(T::kThreads) + "-thread blocks (" +
          std::to_string(T::kConsumerWarpgroups) +
          " consumer warpgroups, " + std::to_string(T::kProducerRegs) + "/" + std::to_string(T::kConsumerRegs) +
@@ -74,12 +75,16 @@ class CustomFlashSm90 final : public CustomOpVariant {
   }
 
   Support supports(const Problem& p) const override {
+    const bool fp8 = p.dtype == DType::FP8;
+    const auto family = fp8 ? &flash_sm90::fp8_unsupported : &flash_sm90::unsupported;
 #if defined(ATTNPROF_HAVE_CUDA_KERNELS) && !defined(ATTNPROF_HAVE_SM90_KERNELS)
-    return family_support(&flash_sm90::unsupported, p);  // the build has no sm_90a kernels: say so first
+    return family_support(family, p);  // the build has no sm_90a kernels: say so first
 #endif
-    const Support base =
-        operator_support(p.varlen() ? "attnprof::flash_attention_sm90_varlen" : "attnprof::flash_attention_sm90", p);
-    return base.ok ? family_support(&flash_sm90::unsupported, p) : base;
+    const Support base = operator_support(fp8            ? "attnprof::flash_attention_sm90_fp8"
+                                          : p.varlen()   ? "attnprof::flash_attention_sm90_varlen"
+                                                         : "attnprof::flash_attention_sm90",
+                                          p);
+    return base.ok ? family_support(family, p) : base;
   }
 
   void prepare(const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
@@ -87,19 +92,21 @@ class CustomFlashSm90 final : public CustomOpVariant {
     hopper_bwd_ = flash_backward_is_hopper(q, k, v);
     varlen_ = p.varlen();
     is_bf16_ = p.dtype == DType::BF16;
-    // The path the operator takes (decode_route.h): decode shapes run the split-KV kernel.
+    fp8_ = p.dtype == DType::FP8;
+    // The path the operator takes (decode_route.h): decode shapes run the split-KV kernel (fp8: never).
     plan_ = {};
 #ifdef ATTNPROF_HAVE_CUDA_KERNELS
-    if (q.is_cuda() && !varlen_) plan_ = flash::plan_for(q, k, causal_);
+    if (q.is_cuda() && !varlen_ && !fp8_) plan_ = flash::plan_for(q, k, causal_);
 #endif
   }
 
   bool takes_varlen() const override { return true; }
   bool reads_packed() const override { return true; }
 
-  Support fp8_support(const std::string&, const Problem&) const override {
-    return Support::no(name() + " has no fp8 path yet: its e4m3 kernel is designed, not built "
-                                "(docs/notes/flash_sm90_fp8.md)");
+  Fp8Path fp8_path() const override { return Fp8Path::e4m3; }
+  at::Tensor forward_fp8(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const Fp8Scales& s) override {
+    static auto op = ops::op_handle<ops::FlashAttentionSm90Fp8Fn>("attnprof::flash_attention_sm90_fp8");
+    return std::get<0>(op.call(q, k, v, s.q_descale, s.k_descale, s.v_descale, causal_, scale_));
   }
 
   at::Tensor forward_varlen(const at::Tensor&, const at::Tensor&, const at::Tensor&,
@@ -116,7 +123,20 @@ class CustomFlashSm90 final : public CustomOpVariant {
 
   std::vector<Fact> facts() const override {
     std::vector<Fact> f;
-    if (flash_sm90::runs_split_kv_decode(plan_)) {
+    if (fp8_) {
+      f.push_back({"kernel", "attnprof::flash_sm90::flash_fwd_sm90_kernel on e4m3 inputs "
+                             "(attnprof::flash_attention_sm90_fp8): Q·Kᵀ and P·V on e4m3 wgmma (k32) with fp32 "
+                             "accumulators, P scaled by 2^8 and rounded to e4m3 in registers, q's and k's descales "
+                             "folded into the softmax scale and v's into the output's normalisation, bf16 output; "
+                             "first one copy writes V transposed (Vᵀ, keys contiguous, as 8-bit wgmma reads its B "
+                             "operand), inside the measured forward and in the trace"});
+      std::string tiles;
+      kernels::for_each_config(flash_sm90::Sm90FwdFp8Configs{}, [&](auto c) {
+        tiles += (tiles.empty() ? "" : " | ") + ("head_dim " + std::to_string(decltype(c)::kHeadDim) + ": ") +
+                 describe_config<decltype(c), uint8_t>();
+      });
+      f.push_back({"tiles", tiles});
+    } else if (flash_sm90::runs_split_kv_decode(plan_)) {
       f.push_back({"kernel", "decode path (" + std::to_string(plan_.group * plan_.seqlen_q) +
                                  " query rows per KV head, at most " +
                                  std::to_string(flash_sm90::kDecodeMaxRowsPerKvHead) +
@@ -147,6 +167,7 @@ class CustomFlashSm90 final : public CustomOpVariant {
   bool hopper_bwd_ = false;
   bool varlen_ = false;
   bool is_bf16_ = true;
+  bool fp8_ = false;
   flash::FwdPlan plan_;
 };
 

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "kernels/flash_sm90/decode_route.h"
+#include "kernels/flash_sm90/fp8_vt.h"
 #include "kernels/flash_sm90/flash_bwd_sm90_traits.h"
 #include "kernels/flash_sm90/flash_sm90_params.h"
 #include "kernels/flash_sm90/flash_sm90_traits.h"
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "kernels/flash_attention/api.h"
+#include "kernels/flash_attention/checked_tables.h"
 #include "kernels/flash_attention/flash_bwd_params.h"
 #endif
 
@@ -55,6 +57,16 @@ TORCH_LIBRARY_FRAGMENT(attnprof, m) {
   // offsets lie outside the tensors. No sliding window: a window that hides
   // a key is refused (attnprof::flash_attention_varlen takes one).
   m.def("flash_attention_sm90_varlen(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, int max_seqlen_q, int max_seqlen_k, bool causal, float scale, int window=0) -> (Tensor out, Tensor lse)");
+  // flash_attention_sm90 on fp8 inputs: q, k, v float8_e4m3fn, shaped and
+  // masked as flash_attention_sm90's (head_dim 128), each value times its
+  // head's descale factor: q_descale float32 [batch, heads_q], k_descale and
+  // v_descale [batch, heads_kv], on q's device, finite and positive (checked
+  // once per version of the tensors, as the varlen offsets: a sync the first
+  // time; none during graph capture). Q·Kᵀ and P·V run on e4m3 tensor cores,
+  // P scaled by 2^8 and rounded to e4m3; V is first written transposed
+  // (a copy of v per call, in the trace). out: bf16 like q's shape; lse as
+  // flash_attention_sm90's, of the descaled scores. Forward only.
+  m.def("flash_attention_sm90_fp8(Tensor q, Tensor k, Tensor v, Tensor q_descale, Tensor k_descale, Tensor v_descale, bool causal, float scale) -> (Tensor out, Tensor lse)");
   // The gradients of flash_attention (flash_attention/api.cpp) from the Hopper
   // (sm_90a) backward kernel (wgmma, TMA); CUDA implementation only where it
   // was built and only on compute capability 9.0 devices; q, k, v, grad_out
@@ -83,6 +95,7 @@ namespace {
 constexpr const char* kOp = "attnprof::flash_attention_sm90";
 constexpr const char* kBwdOp = "attnprof::flash_attention_backward_sm90";
 constexpr const char* kVarlenOp = "attnprof::flash_attention_sm90_varlen";
+constexpr const char* kFp8Op = "attnprof::flash_attention_sm90_fp8";
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
 void check_layout(const at::Tensor& t, const char* name, const char* op) {
@@ -90,11 +103,12 @@ void check_layout(const at::Tensor& t, const char* name, const char* op) {
   TORCH_CHECK(!why, op, ": ", *why);
 }
 
-// The shared checks (common/boundary.h), what the family supports, the
-// layout the tensor maps need, then the kernel's index limits.
-void check_inputs(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale) {
+// The shared checks (common/boundary.h), what the family supports (its fp8
+// kernels': `fp8`), the layout the tensor maps need, then the kernel's index limits.
+void check_inputs(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
+                  bool fp8 = false) {
   kernels::check_flash_fwd_inputs(op, q, k, v, scale);
-  kernels::check_supported(unsupported(kernels::query_of(q)), op);
+  kernels::check_supported(fp8 ? fp8_unsupported(kernels::query_of(q)) : unsupported(kernels::query_of(q)), op);
   check_layout(q, "q", op);
   check_layout(k, "k", op);
   check_layout(v, "v", op);
@@ -256,6 +270,89 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_varlen_cuda(const at::Te
   return {call.out, call.lse};
 }
 
+// A descale tensor as the fp8 kernel reads it: float32 [batch, heads] on q's
+// device, contiguous; its values finite and positive, checked on the host
+// once per version of the three tensors together (one sync), none during
+// graph capture (the kernel then reads whatever they hold, as scale factors).
+void check_descale(const at::Tensor& d, const char* name, int64_t batch, int64_t heads, const at::Tensor& q) {
+  TORCH_CHECK(d.defined(), kFp8Op, ": ", name, " is undefined; fp8 inputs need their descale factors");
+  TORCH_CHECK(d.device() == q.device(), kFp8Op, ": ", name, " must be on q's device ", q.device(), ", got ",
+              d.device());
+  TORCH_CHECK(d.scalar_type() == at::kFloat, kFp8Op, ": ", name, " must be float32, got ",
+              kernels::dtype_phrase(d.scalar_type()));
+  TORCH_CHECK(d.dim() == 2 && d.size(0) == batch && d.size(1) == heads, kFp8Op, ": ", name, " must be [batch ",
+              batch, ", heads ", heads, "], got ", d.sizes());
+  TORCH_CHECK(d.is_contiguous(), kFp8Op, ": ", name, " must be contiguous (strides ", d.strides(), ")");
+}
+void check_descale_values(const at::Tensor& qd, const at::Tensor& kd, const at::Tensor& vd) {
+  static flash::CheckedTables checked[3];
+  const at::Tensor* ds[3] = {&qd, &kd, &vd};
+  std::optional<flash::CheckedTables::Key> keys[3];
+  bool known = true;
+  for (int i = 0; i < 3; ++i) {
+    keys[i] = flash::CheckedTables::key_of(*ds[i], 0, ds[i]->numel(), 0);
+    known = known && keys[i] && checked[i].contains(*keys[i]);
+  }
+  if (known || qd.numel() + kd.numel() == 0 ||
+      c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None)
+    return;
+  const auto bad = [](const at::Tensor& d) { return at::logical_not(at::isfinite(d) & (d > 0)).sum(); };
+  // Each query head's q and k descales multiply into its scores' scale: their product must stay finite too.
+  const int64_t batch = qd.size(0), heads_kv = kd.size(1), group = qd.size(1) / heads_kv;
+  const at::Tensor qk = qd.view({batch, heads_kv, group}) * kd.view({batch, heads_kv, 1});
+  const at::Tensor counts = at::stack({bad(qd), bad(kd), bad(vd), bad(qk)}).cpu();
+  static constexpr const char* kNames[3] = {"q_descale", "k_descale", "v_descale"};
+  for (int i = 0; i < 3; ++i) {
+    const int64_t n = counts[i].item<int64_t>();
+    if (n > 0) {
+      const at::Tensor d = ds[i]->flatten();
+      const int64_t first = at::logical_not(at::isfinite(d) & (d > 0)).nonzero()[0][0].item<int64_t>();
+      TORCH_CHECK(false, kFp8Op, ": ", kNames[i], " must be finite and positive, got ", d[first].item<float>(),
+                  " at [", first / ds[i]->size(1), ", ", first % ds[i]->size(1), "] (", n, " such values)");
+    }
+  }
+  TORCH_CHECK(counts[3].item<int64_t>() == 0, kFp8Op, ": q_descale x k_descale overflows float32 (largest ",
+              qd.max().item<float>(), " and ", kd.max().item<float>(), ")");
+  for (int i = 0; i < 3; ++i)
+    if (keys[i]) checked[i].add(*keys[i]);
+}
+
+std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_fp8_cuda(const at::Tensor& q, const at::Tensor& k,
+                                                                 const at::Tensor& v, const at::Tensor& q_descale,
+                                                                 const at::Tensor& k_descale,
+                                                                 const at::Tensor& v_descale, bool causal,
+                                                                 double scale) {
+  check_inputs(kFp8Op, q, k, v, scale, /*fp8=*/true);
+  const int64_t batch = q.size(0), heads_q = q.size(1), heads_kv = k.size(1);
+  // Vᵀ's rows hold seq_kv keys rounded up to 32, in a 32-bit int.
+  TORCH_CHECK(k.size(2) <= kInt32Max - 31, kFp8Op, ": seq_kv ", k.size(2), " too large (at most ", kInt32Max - 31, ")");
+  check_descale(q_descale, "q_descale", batch, heads_q, q);
+  check_descale(k_descale, "k_descale", batch, heads_kv, q);
+  check_descale(v_descale, "v_descale", batch, heads_kv, q);
+  c10::cuda::CUDAGuard guard(q.device());
+  check_descale_values(q_descale, k_descale, v_descale);
+  at::Tensor out = at::empty(q.sizes(), q.options().dtype(at::kBFloat16));
+  at::Tensor lse = at::empty({batch, heads_q, q.size(2)}, q.options().dtype(at::kFloat));
+  if (q.numel() == 0) return {out, lse};
+  if (k.size(2) == 0) {  // nothing to attend to
+    out.zero_();
+    lse.fill_(-INFINITY);
+    return {out, lse};
+  }
+  const at::Tensor vt = fp8_vt(v);
+  FwdParams p;
+  static_cast<kernels::AttentionParams&>(p) = kernels::make_attention_params(q, k, v, out, lse, causal, scale);
+  p.is_bf16 = false;
+  p.is_fp8 = true;
+  p.vt = vt.data_ptr();
+  p.vt_keys = static_cast<int>(vt.size(3));
+  p.q_descale = q_descale.data_ptr<float>();
+  p.k_descale = k_descale.data_ptr<float>();
+  p.v_descale = v_descale.data_ptr<float>();
+  launch(p, q, nullptr);
+  return {out, lse};
+}
+
 std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_config_cuda(const at::Tensor& q, const at::Tensor& k,
                                                                     const at::Tensor& v, bool causal, double scale,
                                                                     c10::string_view config) {
@@ -263,6 +360,9 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_config_cuda(const at::Te
   check_inputs(op, q, k, v, scale);
   const std::string name(config);
   const bool bf16 = q.scalar_type() == at::kBFloat16;
+  // An fp8 configuration registers as not bf16: named with bf16 inputs, say what it runs, not that it is missing.
+  if (const FwdConfigEntry* fp8 = find_fwd_config(name, false); fp8 != nullptr && fp8->fp8)
+    TORCH_CHECK(false, op, ": configuration '", name, "' runs fp8 (e4m3) inputs only (", kFp8Op, " runs it)");
   const FwdConfigEntry& entry = config_entry(find_fwd_config(name, bf16), name, q, op, fwd_config_names());
   TORCH_CHECK(!entry.varlen, op, ": configuration '", name, "' runs packed variable-length batches only (", kVarlenOp,
               " runs it)");
@@ -315,6 +415,7 @@ TORCH_LIBRARY_IMPL(attnprof, CUDA, m) {
   m.impl("flash_attention_sm90", &attnprof::flash_sm90::flash_attention_sm90_cuda);
   m.impl("flash_attention_backward_sm90", &attnprof::flash_sm90::flash_attention_backward_sm90_cuda);
   m.impl("flash_attention_sm90_varlen", &attnprof::flash_sm90::flash_attention_sm90_varlen_cuda);
+  m.impl("flash_attention_sm90_fp8", &attnprof::flash_sm90::flash_attention_sm90_fp8_cuda);
   m.impl("flash_attention_sm90_config", &attnprof::flash_sm90::flash_attention_sm90_config_cuda);
   m.impl("flash_attention_backward_sm90_config", &attnprof::flash_sm90::flash_attention_backward_sm90_config_cuda);
 }
@@ -358,6 +459,21 @@ std::optional<std::string> unsupported(const kernels::KernelQuery& query) {
            ", not " + std::to_string(query.head_dim);
   return std::nullopt;
 #endif
+}
+
+std::optional<std::string> fp8_unsupported(const kernels::KernelQuery& query) {
+  // What this build's fp8 kernels take first (true on any machine), then the device.
+  if (query.backward) return std::string("has no fp8 backward (the fp8 kernel is a forward)");
+  if (query.dtype != at::kFloat8_e4m3fn)
+    return "runs fp8 as e4m3 (float8_e4m3fn), not " + kernels::dtype_phrase(query.dtype) +
+           (query.dtype == at::kFloat8_e5m2 ? " (e5m2 has too few mantissa bits for attention's inputs)" : "");
+  if (!kernels::has_head_dim(Sm90FwdFp8Configs{}, query.head_dim))
+    return "runs fp8 at head_dim " + kernels::head_dims_phrase(Sm90FwdFp8Configs{}) + ", not " +
+           std::to_string(query.head_dim) + " (other head dims: docs/notes/flash_sm90_fp8.md)";
+  kernels::KernelQuery as_16_bit = query;
+  as_16_bit.dtype = at::kBFloat16;
+  as_16_bit.head_dim = kernels::head_dims(Sm90FwdConfigs{}).front();  // the device and build checks only
+  return unsupported(as_16_bit);
 }
 
 std::optional<std::string> layout_unsupported(const at::Tensor& t, const char* name) {

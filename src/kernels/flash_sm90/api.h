@@ -19,6 +19,10 @@ namespace attnprof::flash_sm90 {
 // TMA are sm_90a instructions), a build with the sm_90a kernels.
 std::optional<std::string> unsupported(const kernels::KernelQuery& query);
 
+// The same for its fp8 forward (attnprof::flash_attention_sm90_fp8): e4m3
+// inputs at a head dim of Sm90FwdFp8Configs (128), forward only.
+std::optional<std::string> fp8_unsupported(const kernels::KernelQuery& query);
+
 // What the tensor maps need of a tensor: dense [slabs][rows][head_dim] (so
 // contiguous) and a 16-byte aligned base (TMA reads from such addresses only).
 std::optional<std::string> layout_unsupported(const at::Tensor& t, const char* name);

@@ -63,9 +63,10 @@ const FwdConfigEntry* find_fwd_config(const std::string& name, bool is_bf16) {
 const BwdConfigEntry* find_bwd_config(const std::string& name, bool is_bf16) {
   return bwd_registry().find(name, is_bf16);
 }
-// The packed-batch configurations run only through attnprof::flash_attention_sm90_varlen.
+// The packed-batch configurations run only through attnprof::flash_attention_sm90_varlen,
+// the fp8 ones through attnprof::flash_attention_sm90_fp8.
 std::vector<std::string> fwd_config_names() {
-  return fwd_registry().names([](const FwdConfigEntry& e) { return !e.varlen; });
+  return fwd_registry().names([](const FwdConfigEntry& e) { return !e.varlen && !e.fp8; });
 }
 std::vector<std::string> bwd_config_names() {
   return bwd_registry().names([](const BwdConfigEntry&) { return true; });

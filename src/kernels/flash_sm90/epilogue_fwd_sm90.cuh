@@ -6,6 +6,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <cmath>
 #include <cstdint>
@@ -20,6 +21,35 @@
 namespace attnprof::flash_sm90::detail {
 
 using namespace kernels;
+
+// The output's element type: the inputs', or bf16 for 8-bit inputs.
+template <typename Element>
+struct OutputOf {
+  using type = Element;
+};
+template <>
+struct OutputOf<__nv_fp8_e4m3> {
+  using type = __nv_bfloat16;
+};
+
+// A tile's head's scales: the softmax scale of its scores (times q's and k's
+// descales with 8-bit inputs, whose scores are of the scaled values) and what
+// the normalised output is multiplied by (v's descale; 1).
+struct HeadScales {
+  float scale;
+  float scale_log2;
+  float out;
+};
+template <typename Traits>
+__device__ __forceinline__ HeadScales head_scales(const KernelArgs& a, const Tile& t) {
+  if constexpr (Traits::kFp8) {
+    const int kv = (t.bh / a.heads_q) * a.heads_kv + (t.bh % a.heads_q) / (a.heads_q / a.heads_kv);
+    const float qk = __ldg(a.q_descale + t.bh) * __ldg(a.k_descale + kv);
+    return {a.scale * qk, a.scale_log2 * qk, __ldg(a.v_descale + kv)};
+  } else {
+    return {a.scale, a.scale_log2, 1.f};
+  }
+}
 
 // Floats of one tail-split slot: per consumer thread its O accumulator, then
 // its two rows' max and (quad-complete) sum, thread-fastest (coalesced).
@@ -134,11 +164,13 @@ __device__ __forceinline__ void store_row(const float (&o)[kD / 2], int r, float
 // Normalises this thread's two rows of O and stores them straight from
 // registers (16-byte stores after a transpose within each quad, store_row
 // above; rows past seqlen_q are skipped), then their log-sum-exp. A row that
-// saw no key has sum 0: it gets zeros and -inf.
+// saw no key has sum 0: it gets zeros and -inf. hs: the tile's head's scales
+// (the sums carry P's 2^kExpOffset, which the log-sum-exp takes out).
 template <typename Traits>
 __device__ __forceinline__ void store_tile(const KernelArgs& a, const Tile& t, int row0, int lane,
-                                           const float (&o)[Traits::kORegs], const RowState& st) {
-  using Element = typename Traits::Element;
+                                           const float (&o)[Traits::kORegs], const RowState& st,
+                                           const HeadScales& hs) {
+  using Element = typename OutputOf<typename Traits::Element>::type;
   constexpr int kD = Traits::kHeadDim;
   // A packed batch: row r of the sequence is packed row q0 + r of [total_q][Hq][D], lse [Hq][total_q].
   const int seqlen_q = seqlen_q_of<Traits>(a, t);
@@ -150,10 +182,11 @@ __device__ __forceinline__ void store_tile(const KernelArgs& a, const Tile& t, i
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = row0 + 8 * r;
-    const float inv = st.sum[r] > 0.f ? 1.f / st.sum[r] : 0.f;
+    const float inv = st.sum[r] > 0.f ? hs.out / st.sum[r] : 0.f;
     store_row<Element, kD>(o, r, inv, out + row * row_stride, lane % 4, row < seqlen_q);
+    constexpr float kOffsetLn = Traits::kExpOffset * 0.69314718055994531f;  // 2^kExpOffset, as a natural log
     if (row < seqlen_q && lane % 4 == 0)
-      lse[row] = st.sum[r] > 0.f ? st.max[r] * a.scale + logf(st.sum[r]) : -INFINITY;
+      lse[row] = st.sum[r] > 0.f ? st.max[r] * hs.scale + (logf(st.sum[r]) - kOffsetLn) : -INFINITY;
   }
 }
 

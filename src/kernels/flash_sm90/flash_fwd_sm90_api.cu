@@ -5,6 +5,7 @@
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 
@@ -79,6 +80,12 @@ CUtensorMap make_packed_tensor_map(const void* base, bool is_bf16, int head_dim,
                 rows, slabs, row_stride, slab_stride, 64, box_rows, op);
 }
 
+CUtensorMap make_tensor_map_8bit(const void* base, int cols, int rows, int slabs, int64_t row_stride,
+                                 int64_t slab_stride, int box_rows, const char* op) {
+  return encode(base, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, cols, rows, slabs, row_stride, slab_stride, 128, box_rows,
+                op);
+}
+
 CUtensorMap make_tensor_map_f32(float* base, int cols, int rows, int slabs, int box_rows, const char* op) {
   return encode(base, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, cols, rows, slabs, cols, int64_t{rows} * cols, 32,
                 box_rows, op);
@@ -86,19 +93,25 @@ CUtensorMap make_tensor_map_f32(float* base, int cols, int rows, int slabs, int 
 
 namespace {
 
+// f(config, element) for the first configuration of `list` that runs this launch.
+template <typename List, typename Element, typename F>
+decltype(auto) first_config(List list, Element element, const FwdParams& p, const char* op, F&& f) {
+  return kernels::config_switch(
+      list,
+      [&](auto c) {
+        using Config = decltype(c);
+        return Config::kHeadDim == p.head_dim && runs_launch<Config>(p.causal, p.seqlen_q, p.varlen());
+      },
+      op, p.head_dim, [&](auto config) { return f(config, element); });
+}
+
 // f(config, element) for p's dtype and the first configuration of
-// Sm90FwdConfigs that runs this launch.
+// Sm90FwdConfigs (Sm90FwdFp8Configs for 8-bit inputs) that runs this launch.
 template <typename F>
 decltype(auto) with_config(const FwdParams& p, F&& f) {
+  if (p.is_fp8) return first_config(Sm90FwdFp8Configs{}, __nv_fp8_e4m3{}, p, "attnprof::flash_attention_sm90_fp8", f);
   return kernels::dtype_switch(p.is_bf16, [&](auto element) {
-    return kernels::config_switch(
-        Sm90FwdConfigs{},
-        [&](auto c) {
-          using Config = decltype(c);
-          return Config::kHeadDim == p.head_dim && runs_launch<Config>(p.causal, p.seqlen_q, p.varlen());
-        },
-        "attnprof::flash_attention_sm90", p.head_dim,
-        [&](auto config) { return f(config, element); });
+    return first_config(Sm90FwdConfigs{}, element, p, "attnprof::flash_attention_sm90", f);
   });
 }
 

@@ -25,6 +25,11 @@
 // warpgroup's softmax runs while another's GEMMs occupy the tensor cores
 // (ping-pong).
 //
+// 8-bit inputs (kFp8 configurations): Q·Kᵀ and P·V on e4m3 wgmma, V as Vᵀ
+// (flash_sm90_traits.h), P scaled by 2^8 and packed to e4m3 in registers;
+// each tile's head folds q's and k's descales into the softmax scale and v's
+// into the output's normalisation (HeadScales, epilogue_fwd_sm90.cuh).
+//
 // A packed variable-length batch (kVarlen configurations, cu_seqlens): the
 // tensor maps span the packed rows of each head, the producer walks the
 // sequences' offsets (varlen_tiles.h) and publishes each tile with its
@@ -142,6 +147,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
     const int row0 = wg_row0 + mainloop.row_in_wg;
     const int seqlen_q = seqlen_q_of<Traits>(a, t);
     const ConsumerTile w{t, n_count, q_stage, desc_q, wg_row0, row0};
+    const HeadScales hs = head_scales<Traits>(a, t);
 
     float o[Traits::kORegs];
 #pragma unroll
@@ -190,8 +196,10 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
         mainloop.release_k(w, i);
         mask_scores<Traits, kSN>(a, t, n_block, wg_row0, row0, mainloop.lane, s);
         float alpha[2];
-        const bool moved =
-            online_softmax<kSN, Traits::kPolyExpEvery, Traits::kRescaleSlack>(s, st, a.scale_log2, alpha);
+        // (16-bit: the launch's scale itself; read through hs, the short-causal
+        // kernel compiled to other SASS.)
+        const bool moved = online_softmax<kSN, Traits::kPolyExpEvery, Traits::kRescaleSlack, Traits::kExpOffset>(
+            s, st, Traits::kFp8 ? hs.scale_log2 : a.scale_log2, alpha);
         if constexpr (!kFirst) {
           finish_pv<Traits>(o, p, mainloop.warp_leader, sm.v_empty(prev.stage));  // P_{j-1}·V_{j-1}
           // With the rescale slack a row max rarely moves past the first key
@@ -238,7 +246,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
           continue;
       }
     }
-    store_tile<Traits>(a, t, row0, mainloop.lane, o, st);
+    store_tile<Traits>(a, t, row0, mainloop.lane, o, st, hs);
   }
   mainloop.drain();
 }

@@ -20,6 +20,7 @@ namespace attnprof::flash_sm90 {
 
 inline constexpr const char* kFwdOp = "attnprof::flash_attention_sm90";
 inline constexpr const char* kFwdVarlenOp = "attnprof::flash_attention_sm90_varlen";
+inline constexpr const char* kFwdFp8Op = "attnprof::flash_attention_sm90_fp8";
 
 // The tile order and the tail split of one launch: what the workspace is
 // sized by (fwd_workspace) and the launch follows.
@@ -81,10 +82,27 @@ template <typename Traits>
 void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   constexpr int kHeadDim = Traits::kHeadDim;
   KernelArgs a;
-  const char* op = p.varlen() ? kFwdVarlenOp : kFwdOp;
+  const char* op = p.is_fp8 ? kFwdFp8Op : p.varlen() ? kFwdVarlenOp : kFwdOp;
   TORCH_CHECK(p.varlen() == Traits::kVarlen, op, ": configuration ", Traits::kName,
               Traits::kVarlen ? " runs packed variable-length batches only" : " runs batches of one length only");
-  if constexpr (Traits::kVarlen) {
+  TORCH_CHECK(p.is_fp8 == Traits::kFp8, op, ": configuration ", Traits::kName,
+              Traits::kFp8 ? " runs fp8 (e4m3) inputs only" : " runs 16-bit inputs only");
+  a.q_descale = a.k_descale = a.v_descale = nullptr;
+  if constexpr (Traits::kFp8) {
+    // Rows of head_dim bytes; Vᵀ's rows are its vt_keys keys (boxes of 128 keys × head_dim rows).
+    TORCH_CHECK(p.vt != nullptr && p.vt_keys % 32 == 0 && p.vt_keys >= p.seqlen_k && p.q_descale != nullptr &&
+                    p.k_descale != nullptr && p.v_descale != nullptr,
+                op, ": an fp8 launch needs Vᵀ (", p.vt_keys, " keys for ", p.seqlen_k, ") and the three descales");
+    a.tma_q = make_tensor_map_8bit(p.q, kHeadDim, p.seqlen_q, p.batch * p.heads_q, kHeadDim,
+                                   int64_t{p.seqlen_q} * kHeadDim, Traits::kBlockM, op);
+    a.tma_k = make_tensor_map_8bit(p.k, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, kHeadDim,
+                                   int64_t{p.seqlen_k} * kHeadDim, Traits::kBlockN, op);
+    a.tma_v = make_tensor_map_8bit(p.vt, p.vt_keys, kHeadDim, p.batch * p.heads_kv, p.vt_keys,
+                                   int64_t{kHeadDim} * p.vt_keys, kHeadDim, op);
+    a.q_descale = p.q_descale;
+    a.k_descale = p.k_descale;
+    a.v_descale = p.v_descale;
+  } else if constexpr (Traits::kVarlen) {
     a.tma_q = make_packed_tensor_map(p.q, p.is_bf16, kHeadDim, p.total_q, p.heads_q, int64_t{p.heads_q} * kHeadDim,
                                      kHeadDim, Traits::kBlockM, op);
     a.tma_k = make_packed_tensor_map(p.k, p.is_bf16, kHeadDim, p.total_k, p.heads_kv,

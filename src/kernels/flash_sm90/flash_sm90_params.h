@@ -47,6 +47,18 @@ struct FwdParams : kernels::AttentionParams {
   int total_q = 0, total_k = 0;
   bool varlen() const { return cu_seqlens_q != nullptr; }
 
+  // 8-bit inputs (attnprof::flash_attention_sm90_fp8; Sm90FwdFp8Configs): q
+  // and k e4m3 as above; v unused, read as vt: Vᵀ [B·Hkv][head_dim][vt_keys]
+  // e4m3, each group of 32 keys permuted (fp8_layout.h), zeros from seqlen_k
+  // to vt_keys (a multiple of 32); descales float32, q's [B·Hq], k's and v's
+  // [B·Hkv] (x = value · descale); o bf16.
+  bool is_fp8 = false;
+  const void* vt = nullptr;
+  int vt_keys = 0;
+  const float* q_descale = nullptr;
+  const float* k_descale = nullptr;
+  const float* v_descale = nullptr;
+
   int num_sms = 0;  // persistent grid: at most one block per SM
   int64_t l2_bytes = 0;  // sizes the head sections of the causal tile order (tile_order.h)
 };
@@ -60,8 +72,8 @@ struct FwdWorkspace {
 FwdWorkspace fwd_workspace(const FwdParams& params);
 
 // Runtime → template dispatch: the dtype, and the first configuration of
-// Sm90FwdConfigs (flash_sm90_traits.h) that runs this launch; launches on
-// `stream`. Defined in flash_fwd_sm90_api.cu.
+// Sm90FwdConfigs (Sm90FwdFp8Configs for 8-bit inputs; flash_sm90_traits.h)
+// that runs this launch; launches on `stream`. Defined in flash_fwd_sm90_api.cu.
 void run_fwd(const FwdParams& params, CUstream_st* stream);
 
 // One named configuration's launch and workspace, instantiated per
@@ -90,6 +102,7 @@ void run_bwd_config(const flash::BwdParams& params, CUstream_st* stream);
 struct FwdConfigEntry {
   int head_dim = 0;
   bool varlen = false;  // runs packed variable-length launches only (FwdParams::cu_seqlens_q)
+  bool fp8 = false;     // runs 8-bit inputs only (FwdParams::is_fp8)
   void (*run)(const FwdParams&, CUstream_st*) = nullptr;
   FwdWorkspace (*workspace)(const FwdParams&) = nullptr;
 };
@@ -99,11 +112,12 @@ struct BwdConfigEntry {
 };
 bool register_config(const char* name, bool is_bf16, const FwdConfigEntry& entry);
 bool register_config(const char* name, bool is_bf16, const BwdConfigEntry& entry);
-// nullptr when `name` is not built for that dtype.
+// nullptr when `name` is not built for that dtype (an fp8 configuration
+// registers as not bf16; its entry says fp8).
 const FwdConfigEntry* find_fwd_config(const std::string& name, bool is_bf16);
 const BwdConfigEntry* find_bwd_config(const std::string& name, bool is_bf16);
 // Every registered name of a kind, each once, sorted; the forward's leave out
-// the packed-batch (varlen) configurations, which no by-name operator runs.
+// the packed-batch (varlen) and fp8 configurations, which no by-name operator runs.
 std::vector<std::string> fwd_config_names();
 std::vector<std::string> bwd_config_names();
 

@@ -9,7 +9,13 @@
 // (wgmma, P from registers, V from shared memory) for kBlockN keys at a time.
 // K and V stream through kStages buffers, each guarded by a full and an empty
 // mbarrier. Tiles are stored as TMA writes them with 128-byte swizzling:
-// column blocks of 64 elements (128 bytes) × rows, 1024-byte aligned.
+// column blocks of 128 bytes (64 16-bit or 128 8-bit elements) × rows,
+// 1024-byte aligned.
+//
+// With 8-bit (e4m3) inputs both GEMMs are k32 wgmma, which read B K-major
+// only: V comes as Vᵀ [head_dim rows][keys], its keys permuted within each
+// 32 (fp8_layout.h) so that P's accumulator registers are already its A
+// fragment; the output is bf16 (docs/notes/flash_sm90_fp8.md).
 #pragma once
 
 #include <cstdint>
@@ -22,7 +28,8 @@ namespace attnprof::flash_sm90 {
 // values it inherits, and the element type.
 template <typename Config, typename Element_>
 struct FwdTraits : Config {
-  using Element = Element_;  // __nv_bfloat16 or __half
+  using Element = Element_;  // of q, k, v: __nv_bfloat16, __half, or __nv_fp8_e4m3 (8-bit)
+  static constexpr bool kFp8 = sizeof(Element) == 1;
   using Config::kBlockN, Config::kConsumerWarpgroups, Config::kHeadDim, Config::kQStages, Config::kStages;
   static constexpr int kBlockM = 64 * kConsumerWarpgroups;  // wgmma tiles are 64 rows
   static constexpr int kThreads = 128 * (1 + kConsumerWarpgroups);
@@ -43,13 +50,18 @@ struct FwdTraits : Config {
   static_assert(kConsumerWarpgroups >= 2 && kConsumerWarpgroups <= 3,
                 "2 or 3 consumer warpgroups (the GEMM-issue token ring needs a neighbour)");
 
-  // Shared-memory tiles: [kHeadDim / 64 column blocks][rows][64 elements].
+  // Shared-memory tiles: [kHeadDim / kColElems column blocks][rows][kColElems elements].
   static constexpr int kColElems = 128 / static_cast<int>(sizeof(Element));
   static constexpr int kColBlocks = kHeadDim / kColElems;
   static constexpr int kQColBytes = kBlockM * 128;
   static constexpr int kKVColBytes = kBlockN * 128;
   static constexpr int kQBytes = kQColBytes * kColBlocks;
   static constexpr int kKVBytes = kKVColBytes * kColBlocks;  // one K or one V stage
+  // V's stage: as K's (MN-major B of P·V), or with 8-bit inputs Vᵀ
+  // [kBlockN / 128 column blocks][kHeadDim rows][128 keys] (K-major B).
+  static constexpr int kVColBlocks = kFp8 ? kBlockN / 128 : kColBlocks;
+  static constexpr int kVColBytes = kFp8 ? kHeadDim * 128 : kKVColBytes;
+  static_assert(kVColBlocks * kVColBytes == kKVBytes, "a V stage is as large as a K stage (one expect_tx size)");
 
   static constexpr int kOffQ = 0;
   static constexpr int kOffK = kOffQ + kQStages * kQBytes;
@@ -66,10 +78,17 @@ struct FwdTraits : Config {
   static constexpr int kSmemBytes = kOffTileSlot + 4 * kSlotInts * kQStages + 16 + 1024;
 
   // Registers per consumer thread: S (and P as fp32), O, and P packed for wgmma.
+  // A wgmma k step is 32 bytes of a row: k16 for 16-bit inputs, k32 for 8-bit.
+  static constexpr int kKStep = 32 / static_cast<int>(sizeof(Element));
   static constexpr int kSRegs = kBlockN / 2;
   static constexpr int kORegs = kHeadDim / 2;
-  static constexpr int kPSteps = kBlockN / 16;  // k16 steps of O += P·V
-  static constexpr int kQKSteps = kHeadDim / 16;  // k16 steps of S = Q·Kᵀ
+  static constexpr int kPSteps = kBlockN / kKStep;  // k steps of O += P·V
+  static constexpr int kQKSteps = kHeadDim / kKStep;  // k steps of S = Q·Kᵀ
+  // P is exp2(x + kExpOffset) against the running max: with 8-bit inputs P is
+  // scaled by 2^8 before its rounding to e4m3 (kFp8ProbabilityScale,
+  // variants/fp8.h), so probabilities down to 2^-17 of the row's largest keep
+  // a value; the row sum carries the same factor and divides it out.
+  static constexpr int kExpOffset = kFp8 ? 8 : 0;
 
   // Named barriers 1..kConsumerWarpgroups pass the GEMM-issue token between
   // the consumers (ping-pong); 0 is __syncthreads.
@@ -79,10 +98,18 @@ struct FwdTraits : Config {
   static constexpr int kZeroVBarrier = kSchedulerBarrier + kConsumerWarpgroups;
   static_assert(kZeroVBarrier + kConsumerWarpgroups <= 16, "16 named barriers");
 
-  static_assert(sizeof(Element) == 2, "wgmma with 16-bit inputs: bf16 or fp16");
+  static_assert(sizeof(Element) == 2 || sizeof(Element) == 1, "wgmma with 16-bit (bf16, fp16) or 8-bit (e4m3) inputs");
   static_assert(kHeadDim % kColElems == 0, "head_dim: whole 128-byte column blocks");
-  static_assert(kBlockN % 16 == 0 && kBlockN >= 64 && kBlockN <= 256,
-                "kBlockN: wgmma n (multiple of 16 here for the P·V k16 steps), a TMA box of <= 256 rows");
+  static_assert(kBlockN % kKStep == 0 && kBlockN % 16 == 0 && kBlockN >= 64 && kBlockN <= 256,
+                "kBlockN: wgmma n (a whole number of P·V k steps), a TMA box of <= 256 rows");
+  // 8-bit: Vᵀ's stage in whole 128-key column blocks (fp8_layout.h permutes
+  // keys within groups of 32); the max moves on every increase so P <= 2^8
+  // before e4m3's 448 (with kRescaleSlack 8 it would reach 2^16 and
+  // saturate); dense batches of one length, no tail split (its merge reads
+  // the launch's scale, not a head's descaled one), no half first block.
+  static_assert(!kFp8 || (kBlockN % 128 == 0 && kHeadDim <= 256 && Config::kRescaleSlack < 0 && !Config::kVarlen &&
+                          !Config::kTailSplit && !Config::kHalfFirstBlock),
+                "8-bit configuration: 128-key column blocks, kRescaleSlack < 0, no varlen, tail split or half block");
   static_assert(kBlockM <= 256, "a TMA box has at most 256 rows");
   static_assert(kStages >= 2, "TMA needs at least double buffering to overlap");
   static_assert(kQStages == 1 || kQStages == 2, "one or two Q tiles");
@@ -186,6 +213,20 @@ struct Sm90FwdHdim128Varlen : Sm90FwdHdim128 {
 // of its head dim that takes it (runs_launch). CMake reads this line
 // (cmake/KernelFamily.cmake).
 using Sm90FwdConfigs = kernels::ConfigList<Sm90FwdHdim64ShortCausal, Sm90FwdHdim64, Sm90FwdHdim128, Sm90FwdHdim64Varlen, Sm90FwdHdim128Varlen>;
+
+// e4m3 inputs at head_dim 128 (attnprof::flash_attention_sm90_fp8; the
+// general bf16 configuration's tiles, 4 K/V stages and 2 Q buffers: an
+// 8-bit stage is half the bytes and its GEMMs take half the time, so more
+// of them are in flight in 160 KiB). Not yet timed on a GPU.
+struct Sm90FwdHdim128Fp8 : Sm90FwdDefaults {
+  static constexpr const char* kName = "sm90_fwd_hdim128_fp8";
+  static constexpr int kHeadDim = 128, kStages = 4, kQStages = 2, kRescaleSlack = -1;
+  static constexpr bool kQInRegs = true, kTailSplit = false;
+};
+
+// The fp8 configurations, built for __nv_fp8_e4m3 only; a launch of fp8
+// inputs runs the first one of its head dim (CMake reads this line too).
+using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim128Fp8>;
 
 // Alternatives to time against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS) and run by name through

@@ -20,7 +20,7 @@ namespace attnprof::flash_sm90 {
 struct KernelArgs {
   CUtensorMap tma_q;  // [B·Hq][Sq][D], box kBlockM rows × 64 columns
   CUtensorMap tma_k;  // [B·Hkv][Skv][D], box kBlockN rows × 64 columns
-  CUtensorMap tma_v;
+  CUtensorMap tma_v;   // 8-bit inputs: Vᵀ [B·Hkv][D][keys, padded], box 128 keys × D rows
   void* o;             // [B·Hq][Sq][D]
   float* lse;          // [B·Hq][Sq]
   PackedBatchArgs packed;  // a packed batch only (else its offsets are null)
@@ -36,6 +36,11 @@ struct KernelArgs {
   TailSplit split;     // the last round cut along the keys (no split: split.tiles == 0)
   int num_n_blocks;    // key blocks per head
   int total_tiles;     // query blocks per head · B · Hq
+  // 8-bit inputs: x = value · descale, q's per (batch, query head) [B·Hq],
+  // k's and v's per (batch, KV head) [B·Hkv] (else null).
+  const float* q_descale;
+  const float* k_descale;
+  const float* v_descale;
   float scale;
   float scale_log2;
   bool causal;

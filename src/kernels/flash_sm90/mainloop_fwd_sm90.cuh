@@ -8,12 +8,14 @@
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <cstdint>
 
 #include "kernels/common/sm80_primitives.cuh"  // ldmatrix_x4
 #include "kernels/common/sm90_primitives.cuh"
 #include "kernels/common/sm90_wgmma.cuh"
+#include "kernels/flash_sm90/fp8_layout.h"
 #include "kernels/flash_sm90/kernel_args_fwd_sm90.h"
 #include "kernels/flash_sm90/softmax_sm90.cuh"
 #include "kernels/flash_sm90/tile_scheduler_fwd_sm90.cuh"
@@ -117,17 +119,29 @@ __device__ __forceinline__ void load_kv_tiles(const KernelArgs& a, const Smem<Tr
       tma_load_3d(dst + cb * Traits::kKVColBytes, map, full, cb * Traits::kColElems, row0 + n * Traits::kBlockN,
                   kv_slab);
   };
+  // 8-bit: Vᵀ's key block n, [head_dim rows][kBlockN keys] in 128-key column
+  // blocks (keys past the padded end read as zeros, under masked P).
+  auto load_vt = [&](uint32_t dst, uint32_t full, uint32_t empty, int n) {
+    mbar_wait(empty, pos.phase ^ 1);
+    mbar_arrive_expect_tx(full, Traits::kKVBytes);
+#pragma unroll
+    for (int cb = 0; cb < Traits::kVColBlocks; ++cb)
+      tma_load_3d(dst + cb * Traits::kVColBytes, &a.tma_v, full, n * Traits::kBlockN + cb * 128, 0, kv_slab);
+  };
   for (int n = t.n_hi - 1; n >= t.n_lo; --n) {
     const uint32_t kv_off = pos.stage * Traits::kKVBytes;
     load_kv(&a.tma_k, sm.k + kv_off, sm.k_full(pos.stage), sm.k_empty(pos.stage), n);
-    load_kv(&a.tma_v, sm.v + kv_off, sm.v_full(pos.stage), sm.v_empty(pos.stage), n);
+    if constexpr (Traits::kFp8)
+      load_vt(sm.v + kv_off, sm.v_full(pos.stage), sm.v_empty(pos.stage), n);
+    else
+      load_kv(&a.tma_v, sm.v + kv_off, sm.v_full(pos.stage), sm.v_empty(pos.stage), n);
     pos.advance();
   }
 }
 
-// Low words of the operand descriptors: the k16 steps along a K-major row
-// (32 bytes, then the next 64-column block) and the K/V ring stages add byte
-// offsets / 16 to the address field.
+// Low words of the operand descriptors: the k steps along a K-major row
+// (32 bytes, then the next 128-byte column block) and the K/V ring stages add
+// byte offsets / 16 to the address field.
 template <typename Traits>
 struct DescSteps {
   static __device__ __forceinline__ uint32_t q_step(int ks) {
@@ -135,6 +149,14 @@ struct DescSteps {
   }
   static __device__ __forceinline__ uint32_t k_step(int ks) {
     return static_cast<uint32_t>(((ks / 4) * Traits::kKVColBytes + (ks % 4) * 32) >> 4);
+  }
+  // P·V's k step kk in V's stage: 16 rows down MN-major V (16-bit), or 32
+  // bytes along Vᵀ's K-major rows, then its next column block (8-bit).
+  static __device__ __forceinline__ uint32_t v_step(int kk) {
+    if constexpr (Traits::kFp8)
+      return static_cast<uint32_t>(((kk / 4) * Traits::kVColBytes + (kk % 4) * 32) >> 4);
+    else
+      return static_cast<uint32_t>((kk * 16 * 128) >> 4);
   }
   static __device__ __forceinline__ uint32_t stage_off(uint32_t s) {
     return static_cast<uint32_t>((s * Traits::kKVBytes) >> 4);
@@ -156,14 +178,15 @@ __device__ __forceinline__ void qk_gemm(float (&s)[kSN / 2], const QFragments& q
   }
 }
 
-// O += P·V over the first kSteps k16 steps of P.
+// O += P·V over the first kSteps k steps of P (V MN-major; 8-bit: Vᵀ K-major).
 template <typename Traits, int kSteps>
 __device__ __forceinline__ void pv_gemm(float (&o)[Traits::kORegs], const uint32_t (&p)[Traits::kPSteps][4],
                                         uint32_t dv) {
   using GemmO = Wgmma<typename Traits::Element, Traits::kHeadDim>;
+  constexpr int kTransV = Traits::kFp8 ? 0 : 1;
 #pragma unroll
   for (int kk = 0; kk < kSteps; ++kk)
-    GemmO::template rs<1>(o, p[kk], DescSteps<Traits>::desc(dv + ((kk * 16 * 128) >> 4)), 1);
+    GemmO::template rs<kTransV>(o, p[kk], DescSteps<Traits>::desc(dv + DescSteps<Traits>::v_step(kk)), 1);
 }
 
 // P·V done: O and the P registers are free, and the V stage goes back.
@@ -198,12 +221,32 @@ __device__ __forceinline__ void mask_scores(const KernelArgs& a, const Tile& t, 
   }
 }
 
+// P (at most 2^8 here) as e4m3 k32 A fragments, four keys per register,
+// straight from the accumulator (fp8_layout.h: Vᵀ's key order matches),
+// rounded to nearest and saturated at 448 by cvt (two values per instruction).
+template <int kSteps>
+__device__ __forceinline__ void pack_p_e4m3(const float (&s)[16 * kSteps], uint32_t (&p)[kSteps][4]) {
+#pragma unroll
+  for (int q = 0; q < kSteps; ++q)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(s[fp8_p_source(q, r, 0)], s[fp8_p_source(q, r, 1)]),
+                                                   __NV_SATFINITE, __NV_E4M3);
+      const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(s[fp8_p_source(q, r, 2)], s[fp8_p_source(q, r, 3)]),
+                                                   __NV_SATFINITE, __NV_E4M3);
+      p[q][r] = lo | (hi << 16);  // byte b of the register: value b (float2's x goes to the low byte)
+    }
+}
+
 // P as wgmma A fragments; of a half block (kHalfS) only the computed keys,
 // the rest zero.
 template <typename Traits, bool kHalfS, int kSN>
 __device__ __forceinline__ void pack_p(const float (&s)[kSN / 2], uint32_t (&p)[Traits::kPSteps][4]) {
   using Element = typename Traits::Element;
-  if constexpr (kHalfS) {
+  if constexpr (Traits::kFp8) {
+    static_assert(!kHalfS, "no half block with 8-bit inputs");
+    pack_p_e4m3<Traits::kPSteps>(s, p);
+  } else if constexpr (kHalfS) {
     uint32_t lower[Traits::kPSteps / 2][4];  // P of the computed keys; the rest is zero
     pack_a_fragments<Element>(s, lower);
 #pragma unroll
@@ -253,8 +296,8 @@ struct FwdConsumerMainloop {
   int row_in_wg;  // this thread's rows in the warpgroup: + 0 and + 8
   // Descriptors (sm90_primitives.cuh): Q rows of this warpgroup and K are
   // K-major (head_dim contiguous); V is the MN-major B of P·V (head_dim, its N,
-  // contiguous), column blocks kKVColBytes apart. Only their low words move
-  // (DescSteps).
+  // contiguous), column blocks kKVColBytes apart, or with 8-bit inputs Vᵀ,
+  // K-major (keys contiguous). Only their low words move (DescSteps).
   uint32_t desc_q0;  // Q stage 0
   uint32_t desc_k, desc_v;
   int my_barrier, next_barrier;
@@ -269,7 +312,7 @@ struct FwdConsumerMainloop {
     row_in_wg = 16 * warp + lane / 4;
     desc_q0 = smem_desc_sw128_lo(sm.q + cwg * 64 * 128, 16);
     desc_k = smem_desc_sw128_lo(sm.k, 16);
-    desc_v = smem_desc_sw128_lo(sm.v, Traits::kKVColBytes);
+    desc_v = smem_desc_sw128_lo(sm.v, Traits::kFp8 ? 16 : Traits::kKVColBytes);
     my_barrier = Traits::kSchedulerBarrier + cwg;
     next_barrier = Traits::kSchedulerBarrier + (cwg + 1) % kNumConsumers;
     if (cwg == kNumConsumers - 1) named_bar_arrive(Traits::kSchedulerBarrier, kTokenThreads);
@@ -368,10 +411,11 @@ struct FwdConsumerMainloop {
   }
 
   // Q as wgmma A fragments (Traits::kQInRegs): this warp's 16 rows, one
-  // ldmatrix.x4 per k16 step. Lanes 0-7 / 8-15 address rows 0-7 / 8-15 of
-  // the step's first 8 columns, lanes 16-31 the same rows of the next 8:
-  // registers 0..3 then hold a[0..3] of sm90_wgmma.cuh's A layout. The
-  // tile is 128-byte swizzled (16-byte chunk c of row r at c ^ (r % 8)).
+  // ldmatrix.x4 per k step (32 bytes of a row). Lanes 0-7 / 8-15 address
+  // rows 0-7 / 8-15 of the step's first 16 bytes, lanes 16-31 the same rows
+  // of the next 16: registers 0..3 then hold a[0..3] of sm90_wgmma.cuh's A
+  // layout, for 16-bit values and, 4 bytes per lane, for 8-bit ones alike.
+  // The tile is 128-byte swizzled (16-byte chunk c of row r at c ^ (r % 8)).
   __device__ __forceinline__ void load_q_fragments(const ConsumerTile& w, QFragments& qf) const {
     const int r = cwg * 64 + 16 * warp + (lane % 8) + 8 * ((lane / 8) % 2);  // row in the Q tile
     const uint32_t row_base = sm.q_tile(w.q_stage) + r * 128;

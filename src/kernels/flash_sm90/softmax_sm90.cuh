@@ -64,7 +64,9 @@ struct RowState {
 // far must be rescaled. Rows that have seen no key keep max -inf and subtract
 // 0 instead, so exp2(-inf - -inf) never makes a NaN. With kPolyEvery > 0 the
 // exponentials of every kPolyEvery-th 8-column tile run on exp2_poly.
-template <int kN, int kPolyEvery, int kSlack>
+// kExpOffset: P = exp2((s - max) · scale_log2 + kExpOffset), the sum alike
+// (P scaled by 2^kExpOffset before its rounding to 8 bits; alpha is not).
+template <int kN, int kPolyEvery, int kSlack, int kExpOffset = 0>
 __device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st, float scale_log2,
                                                float (&alpha)[2]) {
   // Row max as a tree over the thread's kN/4 values per row (depth log2,
@@ -104,7 +106,7 @@ __device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st,
       st.sum[i] *= alpha[i];
       st.max[i] = new_max;
     }
-    m_scaled[i] = st.max[i] == -INFINITY ? 0.f : st.max[i] * scale_log2;
+    m_scaled[i] = (st.max[i] == -INFINITY ? 0.f : st.max[i] * scale_log2) - static_cast<float>(kExpOffset);
   }
   float sum[2] = {0.f, 0.f};
 #pragma unroll

@@ -20,6 +20,12 @@ CUtensorMap make_tensor_map(const void* base, bool is_bf16, int head_dim, int ro
 CUtensorMap make_packed_tensor_map(const void* base, bool is_bf16, int head_dim, int rows, int slabs,
                                    int64_t row_stride, int64_t slab_stride, int box_rows, const char* op);
 
+// The same over an 8-bit (e4m3) tensor [slabs][rows][cols], rows and slabs
+// row_stride and slab_stride bytes apart (multiples of 16), boxes of
+// box_rows × 128 bytes.
+CUtensorMap make_tensor_map_8bit(const void* base, int cols, int rows, int slabs, int64_t row_stride,
+                                 int64_t slab_stride, int box_rows, const char* op);
+
 // The same over a contiguous [slabs][rows][cols] float32 tensor, boxes of
 // box_rows × 32 elements (128 bytes), 128-byte swizzled: the target of TMA
 // reductions (the backward's dQ workspace).

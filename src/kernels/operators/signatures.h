@@ -32,6 +32,10 @@ using FlashAttentionVarlenFn = std::tuple<at::Tensor, at::Tensor>(
 // attnprof::flash_attention_backward_sm90 (no window).
 using FlashAttentionSm90Fn = std::tuple<at::Tensor, at::Tensor>(const at::Tensor& q, const at::Tensor& k,
                                                                 const at::Tensor& v, bool causal, double scale);
+// attnprof::flash_attention_sm90_fp8: e4m3 q, k, v with their descale factors.
+using FlashAttentionSm90Fp8Fn = std::tuple<at::Tensor, at::Tensor>(
+    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& q_descale,
+    const at::Tensor& k_descale, const at::Tensor& v_descale, bool causal, double scale);
 using FlashAttentionBackwardSm90Fn = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const at::Tensor& out, const at::Tensor& lse, bool causal, double scale);

@@ -1,0 +1,34 @@
+#include "kernels/flash_sm90/fp8_vt.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include "kernels/flash_sm90/fp8_layout.h"
+
+namespace attnprof::flash_sm90 {
+
+at::Tensor fp8_vt(const at::Tensor& v) {
+  TORCH_CHECK(v.dim() == 4 && v.element_size() == 1, "fp8_vt: expected a 1-byte [B, H, S, D] tensor, got ",
+              v.sizes(), " of ", v.scalar_type());
+  const int64_t b = v.size(0), h = v.size(1), s = v.size(2), d = v.size(3);
+  const int64_t padded = (s + kFp8KeyGroup - 1) / kFp8KeyGroup * kFp8KeyGroup;
+  const at::Tensor bytes = v.contiguous().view(at::kByte);
+  at::Tensor vt = at::empty({b, h, d, padded}, bytes.options());
+  // A group's key 16h + 8j + 2c + i, viewed [groups, h 2, j 2, c 4, i 2], goes
+  // to column 16h + 4c + 2j + i: [b, h, d, groups, h, c, j, i]. Whole groups
+  // in one copy; a last partial group padded with zeros first (its copy is
+  // one group of V, not all of V again).
+  static_assert(kFp8KeyGroup == 32, "the views below spell out a group of 32 keys");
+  const auto write = [&](const at::Tensor& keys, int64_t first) {  // keys [b, h, n · 32, d]
+    const int64_t groups = keys.size(2) / kFp8KeyGroup;
+    vt.narrow(3, first, groups * kFp8KeyGroup)
+        .view({b, h, d, groups, 2, 4, 2, 2})
+        .copy_(keys.view({b, h, groups, 2, 2, 4, 2, d}).permute({0, 1, 7, 2, 3, 5, 4, 6}));
+  };
+  const int64_t whole = s / kFp8KeyGroup * kFp8KeyGroup;
+  if (whole > 0) write(bytes.narrow(2, 0, whole), 0);
+  if (padded != s) write(at::constant_pad_nd(bytes.narrow(2, whole, s - whole), {0, 0, 0, padded - s}, 0), whole);
+  return vt;
+}
+
+}  // namespace attnprof::flash_sm90

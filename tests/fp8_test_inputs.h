@@ -1,0 +1,40 @@
+// fp8 problems and their outlier-heavy inputs, shared by the fp8 tests
+// (test_fp8.cpp, test_flash_sm90_fp8.cpp).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+
+#include "attnprof/problem.h"
+#include "variants/fp8.h"
+#include "variants/torch_problem.h"
+
+namespace attnprof::testing {
+
+inline Problem fp8_problem(int64_t b, int64_t hq, int64_t hkv, int64_t sq, int64_t skv, int64_t d, bool causal,
+                           const std::string& device = "cpu") {
+  Problem p;
+  p.batch = b, p.heads_q = hq, p.heads_kv = hkv, p.seq_q = sq, p.seq_kv = skv, p.head_dim = d;
+  p.dtype = DType::FP8;
+  p.mask = causal ? Mask::causal_bottom_right : Mask::none;
+  p.device = device;
+  return p;
+}
+
+// bf16 q, k, v with a few channels 50 times the rest (the outliers of LLM
+// activations that per-head scales must cover), quantised: standard normal,
+// then channels 3 and d/2 of q and k scaled by 50.
+inline Inputs outlier_inputs(const Problem& p) {
+  const auto opt = at::TensorOptions().dtype(at::kFloat).device(torch_device(p));
+  at::Tensor q = at::randn({p.batch, p.heads_q, p.seq_q, p.head_dim}, opt);
+  at::Tensor k = at::randn({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, opt);
+  const at::Tensor v = at::randn({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, opt);
+  for (const int64_t c : {int64_t{3}, p.head_dim / 2}) q.select(3, c).mul_(50.0), k.select(3, c).mul_(50.0);
+  // With channels this large the scores would be one-hot; a smaller scale keeps the softmax spread.
+  q.mul_(0.05);
+  return fp8_inputs(q.to(at::kBFloat16), k.to(at::kBFloat16), v.to(at::kBFloat16));
+}
+
+}  // namespace attnprof::testing

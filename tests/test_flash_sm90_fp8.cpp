@@ -1,0 +1,288 @@
+// attnprof::flash_attention_sm90_fp8 (the Hopper kernel on e4m3 inputs).
+// Without a GPU: the index maps that let P go from the S accumulator into
+// the 8-bit A fragment (fp8_layout.h), checked against the two register
+// layouts, and Vᵀ's key order (fp8_vt.h). On a Hopper GPU: the operator
+// against float64 of the dequantised inputs, within 2x the plain FP8
+// implementation's error (plain_fp8_attention), on fresh random inputs
+// (normal, outlier-heavy, a row max that climbs), the log-sum-exp within
+// 1e-3 relative; and its bad inputs raise, never crash.
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/util/Exception.h>
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+
+#include <cmath>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "attention_test_inputs.h"
+#include "fp8_test_inputs.h"
+#include "sm90_test_util.h"
+#include "kernels/flash_sm90/flash_sm90_params.h"
+#include "kernels/flash_sm90/fp8_layout.h"
+#include "kernels/flash_sm90/fp8_vt.h"
+#include "variants/fp8.h"
+#include "variants/torch_problem.h"
+
+namespace {
+
+using namespace attnprof;
+using attnprof::flash_sm90::fp8_p_source;
+using attnprof::flash_sm90::fp8_vt_key;
+using attnprof::testing::fp8_problem;
+
+constexpr const char* kFp8Op = "attnprof::flash_attention_sm90_fp8";
+using Fp8Fn = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                                 const at::Tensor&, const at::Tensor&, const at::Tensor&, bool, double);
+
+c10::TypedOperatorHandle<Fp8Fn> fp8_op() {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(kFp8Op, "").typed<Fp8Fn>();
+}
+
+bool fp8_kernel_registered() {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(kFp8Op, "").hasKernelForDispatchKey(c10::DispatchKey::CUDA);
+}
+
+// Why the GPU tests cannot run here, or "" when they can.
+std::string why_not_runnable() { return attnprof::testing::sm90_why_not_runnable(kFp8Op); }
+
+uint64_t fresh_seed() {
+  const uint64_t seed = (static_cast<uint64_t>(std::random_device{}()) << 32) | std::random_device{}();
+  at::manual_seed(seed);
+  return seed;
+}
+
+}  // namespace
+
+// P's e4m3 A fragment taken straight from the S accumulator is the A operand
+// of P·Vᵀ when Vᵀ's columns hold keys in fp8_vt_key's order: for every lane,
+// k32 step, register and byte, the accumulator element it takes
+// (fp8_p_source) sits in the row the A layout puts that register in, and
+// holds the key that Vᵀ's column at that k holds. Layouts: accumulator
+// d[4t + 2i + j] = S[g + 8i][8t + 2c + j]; 8-bit A fragment register r, byte
+// b = A[g + 8(r & 1)][4c + b + 16(r >> 1)] (CuTe's ALayout_64x32).
+TEST(Fp8Layout, PFragmentIsTheAOperandOfVtsKeyOrder) {
+  constexpr int kSteps = 4;  // a 128-key block
+  std::set<int> keys_of_group;
+  for (int k = 0; k < 32; ++k) keys_of_group.insert(fp8_vt_key(k));
+  EXPECT_EQ(keys_of_group.size(), 32u) << "fp8_vt_key is a permutation of a group's 32 keys";
+  EXPECT_EQ(*keys_of_group.rbegin(), 31);
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane / 4, c = lane % 4;
+    std::set<int> sources;
+    for (int q = 0; q < kSteps; ++q)
+      for (int r = 0; r < 4; ++r)
+        for (int b = 0; b < 4; ++b) {
+          SCOPED_TRACE("lane " + std::to_string(lane) + " step " + std::to_string(q) + " register " +
+                       std::to_string(r) + " byte " + std::to_string(b));
+          const int idx = fp8_p_source(q, r, b);
+          ASSERT_GE(idx, 0);
+          ASSERT_LT(idx, 16 * kSteps);
+          sources.insert(idx);
+          // Where the accumulator holds element idx...
+          const int t = idx / 4, i = (idx / 2) % 2, j = idx % 2;
+          const int acc_row = g + 8 * i, acc_key = 8 * t + 2 * c + j;
+          // ...and where the A fragment puts register r, byte b.
+          const int a_row = g + 8 * (r & 1), a_k = 4 * c + b + 16 * (r >> 1);
+          EXPECT_EQ(acc_row, a_row);
+          EXPECT_EQ(acc_key, 32 * q + fp8_vt_key(a_k)) << "Vᵀ's column " << a_k << " of the step";
+        }
+    EXPECT_EQ(sources.size(), static_cast<size_t>(16 * kSteps)) << "every accumulator element packed once";
+  }
+}
+
+// fp8_vt: [B, H, D, S'] with S' = S rounded up to 32, column 32g + k holding
+// key 32g + fp8_vt_key(k) of v (zeros past S), on the CPU.
+TEST(Fp8Vt, KeysPermutedWithinGroupsAndZerosPastTheEnd) {
+  for (const int64_t s : {1, 31, 32, 33, 77, 128, 130}) {
+    SCOPED_TRACE("seq " + std::to_string(s));
+    const int64_t b = 2, h = 3, d = 128;
+    // A distinct byte per (head, key, column) modulo 251, never 0 (so a missing key shows).
+    const at::Tensor idx = at::arange(b * h * s * d, at::kLong).view({b, h, s, d});
+    const at::Tensor v = (idx % 251 + 1).to(at::kByte);
+    const at::Tensor vt = flash_sm90::fp8_vt(v.view(at::kFloat8_e4m3fn));
+    const int64_t padded = (s + 31) / 32 * 32;
+    ASSERT_EQ(vt.sizes(), (std::vector<int64_t>{b, h, d, padded}));
+    ASSERT_EQ(vt.scalar_type(), at::kByte);
+    ASSERT_TRUE(vt.is_contiguous());
+    std::vector<int64_t> key_of(static_cast<size_t>(padded));
+    for (int64_t col = 0; col < padded; ++col) key_of[col] = col / 32 * 32 + fp8_vt_key(static_cast<int>(col % 32));
+    const at::Tensor order = at::tensor(key_of, at::kLong);
+    const at::Tensor real = order.lt(s);
+    // Vᵀ's real columns are v's keys in that order; the rest zeros.
+    const at::Tensor expect = v.transpose(2, 3).index_select(3, order.clamp_max(s - 1)).masked_fill(real.logical_not(), 0);
+    EXPECT_TRUE(at::equal(vt, expect));
+  }
+  EXPECT_THROW(flash_sm90::fp8_vt(at::zeros({2, 4, 8}, at::kByte)), c10::Error);
+  EXPECT_THROW(flash_sm90::fp8_vt(at::zeros({1, 1, 8, 16}, at::kBFloat16)), c10::Error);
+}
+
+namespace {
+
+// The operator on an fp8 problem's inputs.
+std::tuple<at::Tensor, at::Tensor> call_fp8(const Problem& p, const Inputs& in) {
+  return fp8_op().call(in.q, in.k, in.v, in.fp8.q_descale, in.fp8.k_descale, in.fp8.v_descale, p.causal(),
+                       p.softmax_scale());
+}
+
+// The float64 log-sum-exp of the dequantised inputs' scaled scores, -inf
+// where a row sees no key.
+at::Tensor reference_lse(const Problem& p, const Inputs& in) {
+  const at::Tensor q = dequantize(in.q, in.fp8.q_descale, at::kDouble);
+  const at::Tensor k = expand_kv_heads(dequantize(in.k, in.fp8.k_descale, at::kDouble), p.heads_q);
+  at::Tensor s = at::matmul(q, k.transpose(-2, -1)) * p.softmax_scale();
+  if (const at::Tensor mask = hidden_keys_mask(p, s.options()); mask.defined())
+    s = s.masked_fill(mask, -std::numeric_limits<double>::infinity());
+  return at::logsumexp(s, -1);
+}
+
+// Scores whose row max climbs at every key block in the order the kernel
+// walks them (the last block first: the scores fall along the keys,
+// attention_test_inputs.h), quantised: the max moves at every block, P's
+// scaling with it. q times sqrt(head_dim) undoes the softmax scale, so the
+// drift spans about ±23 in log2 units as in test_flash_sm90.cpp (per-head
+// quantisation absorbs the factor).
+Inputs climbing_max_inputs(const Problem& p) {
+  const attnprof::testing::Qkv x =
+      attnprof::testing::drifting_max_inputs(p.batch, p.heads_q, p.seq_q, p.seq_kv, p.head_dim, at::kBFloat16, -1.0);
+  // The helper draws one head count for q and k/v: keep the first heads_kv of k and v.
+  return fp8_inputs(x.q * std::sqrt(static_cast<double>(p.head_dim)), x.k.narrow(1, 0, p.heads_kv).contiguous(),
+                    x.v.narrow(1, 0, p.heads_kv).contiguous());
+}
+
+}  // namespace
+
+// Shapes across the kernel's cases: odd lengths, GQA, decode, keys longer
+// and shorter than queries (rows that see no key), more tiles than SMs,
+// both masks; inputs normal, outlier-heavy and with a climbing row max.
+TEST(FlashSm90Fp8Op, WithinTwicePlainFp8OfFloat64) {
+  const std::string why = why_not_runnable();
+  if (!why.empty()) GTEST_SKIP() << why;
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  struct Shape {
+    int64_t b, hq, hkv, sq, skv;
+  };
+  const std::vector<Shape> shapes = {{2, 4, 2, 77, 77},  {1, 3, 1, 1, 300},    {1, 2, 2, 130, 130},
+                                     {2, 8, 2, 200, 1100}, {1, 2, 2, 300, 100}, {3, 16, 16, 1000, 1000},
+                                     {1, 2, 1, 3000, 3000}};
+  double worst = 0;
+  int cases = 0;
+  for (const Shape& s : shapes)
+    for (const bool causal : {false, true})
+      for (const int kind : {0, 1, 2}) {
+        const Problem p = fp8_problem(s.b, s.hq, s.hkv, s.sq, s.skv, 128, causal, "cuda:0");
+        SCOPED_TRACE(p.shape_string() + " " + p.config_string() + (kind == 0 ? " normal" : kind == 1 ? " outliers" : " climbing max"));
+        const Inputs in = kind == 0 ? random_inputs(p) : kind == 1 ? attnprof::testing::outlier_inputs(p) : climbing_max_inputs(p);
+        auto [out, lse] = call_fp8(p, in);
+        ASSERT_EQ(out.sizes(), in.q.sizes());
+        ASSERT_EQ(out.scalar_type(), at::kBFloat16);
+        ASSERT_EQ(lse.sizes(), (std::vector<int64_t>{s.b, s.hq, s.sq}));
+        ASSERT_TRUE(at::isfinite(out).all().item<bool>()) << "output not fully written (NaN/inf left)";
+        const at::Tensor ref = reference_attention(p, in);
+        const at::Tensor plain = plain_fp8_attention(p, in);
+        const double err = relative_frobenius_error(out, ref), err_plain = relative_frobenius_error(plain, ref);
+        const at::Tensor lse_ref = reference_lse(p, in);
+        const at::Tensor seen = lse_ref.isfinite();
+        EXPECT_TRUE(at::equal(lse.isfinite(), seen)) << "lse finite exactly where a key is visible";
+        const at::Tensor unseen_rows = seen.logical_not().unsqueeze(-1).expand_as(out);
+        EXPECT_TRUE((out.masked_select(unseen_rows) == 0).all().item<bool>()) << "rows that see no key must be 0";
+        if (!seen.any().item<bool>()) continue;
+        ++cases;
+        worst = std::max(worst, err / (2 * err_plain + 1e-6));
+        EXPECT_LE(err, 2 * err_plain + 1e-6) << "plain FP8 error " << err_plain;
+        const double lse_max = lse_ref.masked_select(seen).abs().max().item<double>();
+        const double lse_err =
+            (lse.to(at::kDouble).masked_select(seen) - lse_ref.masked_select(seen)).abs().max().item<double>();
+        EXPECT_LE(lse_err, 1e-3 * (1 + lse_max)) << "lse: the descaled scores' log-sum-exp";
+      }
+  std::cout << "[ sm90 fp8 ] " << cases << " cases, worst error " << worst << " of the bound\n";
+}
+
+// Launch after launch on one stream (the causal tile counter the kernel
+// resets) the same bits; a head of zeros (descale 1) gives zeros.
+TEST(FlashSm90Fp8Op, RepeatsBitForBit) {
+  const std::string why = why_not_runnable();
+  if (!why.empty()) GTEST_SKIP() << why;
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  for (const bool causal : {true, false}) {
+    const Problem p = fp8_problem(2, 8, 4, 1500, 1500, 128, causal, "cuda:0");
+    at::Tensor v = at::randn({2, 4, 1500, 128}, at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16));
+    v.select(1, 3).zero_();
+    const Inputs in = fp8_inputs(at::randn({2, 8, 1500, 128}, v.options()), at::randn({2, 4, 1500, 128}, v.options()), v);
+    const at::Tensor first = std::get<0>(call_fp8(p, in));
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(at::equal(std::get<0>(call_fp8(p, in)), first)) << "call " << i;
+    // Query heads 6 and 7 read KV head 3, all zeros.
+    EXPECT_TRUE((first.narrow(1, 6, 2) == 0).all().item<bool>());
+  }
+}
+
+// Every bad input raises a c10::Error naming the operator (and, on a Hopper
+// GPU, the input's fault, not the device's); none crashes.
+TEST(FlashSm90Fp8Op, RejectsBadInputs) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  if (!fp8_kernel_registered()) GTEST_SKIP() << "attnprof was built without its sm_90a kernels";
+  const auto f32 = at::TensorOptions().device(at::kCUDA).dtype(at::kFloat);
+  const auto e4m3 = [&](std::vector<int64_t> sizes) { return at::randn(sizes, f32).to(at::kFloat8_e4m3fn); };
+  const at::Tensor q = e4m3({1, 4, 64, 128}), kv = e4m3({1, 2, 64, 128});
+  const at::Tensor qd = at::ones({1, 4}, f32), kd = at::ones({1, 2}, f32);
+  const bool hopper = why_not_runnable().empty();
+  auto expect_error = [&](const std::string& what, const at::Tensor& q_, const at::Tensor& k_, const at::Tensor& v_,
+                          const at::Tensor& qd_, const at::Tensor& kd_, const at::Tensor& vd_) {
+    SCOPED_TRACE(what);
+    try {
+      fp8_op().call(q_, k_, v_, qd_, kd_, vd_, true, 0.088);
+      ADD_FAILURE() << "no error";
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(kFp8Op), std::string::npos) << e.what();
+      if (hopper) EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  const at::Tensor q5 = q.to(at::kFloat).to(at::kFloat8_e5m2), kv5 = kv.to(at::kFloat).to(at::kFloat8_e5m2);
+  expect_error("not e5m2", q5, kv5, kv5, qd, kd, kd);
+  const at::Tensor qb = q.to(at::kBFloat16), kvb = kv.to(at::kBFloat16);
+  expect_error("not bf16", qb, kvb, kvb, qd, kd, kd);
+  const at::Tensor q64 = e4m3({1, 4, 64, 64}), kv64 = e4m3({1, 2, 64, 64});
+  expect_error("runs fp8 at head_dim 128, not 64", q64, kv64, kv64, qd, kd, kd);
+  expect_error("q_descale must be [batch 1, heads 4]", q, kv, kv, kd, kd, kd);
+  expect_error("k_descale must be float32", q, kv, kv, qd, kd.to(at::kDouble), kd);
+  expect_error("v_descale must be on q's device", q, kv, kv, qd, kd, kd.cpu());
+  expect_error("q_descale must be contiguous", q, kv, kv, at::ones({1, 8}, f32).slice(1, 0, 8, 2), kd, kd);
+  expect_error("k_descale must be finite and positive, got -1", q, kv, kv, qd, at::tensor({1.f, -1.f}, f32).view({1, 2}), kd);
+  expect_error("v_descale must be finite and positive, got nan", q, kv, kv, qd, kd,
+               at::tensor({std::nanf(""), 1.f}, f32).view({1, 2}));
+  expect_error("q_descale must be finite and positive, got 0", q, kv, kv, at::zeros({1, 4}, f32), kd, kd);
+  expect_error("k and v must have one shape", q, kv, e4m3({1, 2, 63, 128}), qd, kd, kd);
+  // A descale fixed in place after a refusal is checked again (its version moved).
+  at::Tensor fixable = at::tensor({1.f, -1.f}, f32).view({1, 2});
+  expect_error("k_descale must be finite and positive", q, kv, kv, qd, fixable, kd);
+  fixable.fill_(1.f);
+  if (hopper) EXPECT_NO_THROW(fp8_op().call(q, kv, kv, qd, fixable, kd, true, 0.088));
+  fixable.fill_(-2.f);
+  expect_error("k_descale must be finite and positive, got -2", q, kv, kv, qd, fixable, kd);
+  // The fp8 configuration is not one the by-name operator runs.
+#ifdef ATTNPROF_HAVE_SM90_KERNELS
+  for (const std::string& name : flash_sm90::fwd_config_names())
+    EXPECT_EQ(name.find("fp8"), std::string::npos) << name << " is listed for the 16-bit by-name operator";
+  const auto by_name = c10::Dispatcher::singleton()
+                           .findSchemaOrThrow("attnprof::flash_attention_sm90_config", "")
+                           .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
+                                                                     const at::Tensor&, bool, double, c10::string_view)>();
+  const at::Tensor qh = q.to(at::kHalf), kvh = kv.to(at::kHalf);
+  try {
+    by_name.call(qh, kvh, kvh, true, 0.088, "sm90_fwd_hdim128_fp8");
+    ADD_FAILURE() << "the by-name operator ran the fp8 configuration on fp16 inputs";
+  } catch (const c10::Error& e) {
+    if (hopper)
+      EXPECT_NE(std::string(e.what()).find("runs fp8 (e4m3) inputs only"), std::string::npos) << e.what();
+  }
+#endif
+}
