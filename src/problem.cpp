@@ -197,6 +197,7 @@ std::string Problem::file_stem() const {
   if (windowed()) s += "_w" + std::to_string(window);
   if (paged()) s += "_p" + std::to_string(page_size);
   if (varlen()) s += "_vl" + std::to_string(seqlens.size()) + "-" + lengths_hash(seqlens) + (varlen_padded ? "-padded" : "");
+  if (fp8_rotated) s += "_rot";
   if (pass != Pass::fwd) s += "_" + pass_tag(pass);
   return s;
 }
@@ -216,6 +217,7 @@ std::string Problem::config_string() const {
   if (windowed()) s += " window " + std::to_string(window);
   if (paged()) s += " paged " + std::to_string(page_size);
   if (varlen()) s += " varlen " + lengths_range(seqlens) + (varlen_padded ? " padded" : "");
+  if (fp8_rotated) s += " rotated";
   if (pass != Pass::fwd) s += std::string(" ") + pass_name(pass);
   return s;
 }

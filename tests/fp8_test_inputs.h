@@ -24,8 +24,10 @@ inline Problem fp8_problem(int64_t b, int64_t hq, int64_t hkv, int64_t sq, int64
 }
 
 // bf16 q, k, v with a few channels 50 times the rest (the outliers of LLM
-// activations that per-head scales must cover), quantised: standard normal,
-// then channels 3 and d/2 of q and k scaled by 50.
+// activations that per-head scales must cover), quantised (q and k rotated
+// first under Problem::fp8_rotated, the matrix drawn after them, as
+// random_inputs does): standard normal, then channels 3 and d/2 of q and k
+// scaled by 50.
 inline Inputs outlier_inputs(const Problem& p) {
   const auto opt = at::TensorOptions().dtype(at::kFloat).device(torch_device(p));
   at::Tensor q = at::randn({p.batch, p.heads_q, p.seq_q, p.head_dim}, opt);
@@ -34,7 +36,8 @@ inline Inputs outlier_inputs(const Problem& p) {
   for (const int64_t c : {int64_t{3}, p.head_dim / 2}) q.select(3, c).mul_(50.0), k.select(3, c).mul_(50.0);
   // With channels this large the scores would be one-hot; a smaller scale keeps the softmax spread.
   q.mul_(0.05);
-  return fp8_inputs(q.to(at::kBFloat16), k.to(at::kBFloat16), v.to(at::kBFloat16));
+  const at::Tensor rotation = p.fp8_rotated ? random_orthogonal(p.head_dim, torch_device(p)) : at::Tensor();
+  return fp8_inputs(q.to(at::kBFloat16), k.to(at::kBFloat16), v.to(at::kBFloat16), rotation);
 }
 
 }  // namespace attnprof::testing

@@ -129,6 +129,7 @@ const std::vector<Group>& groups() {
       {"Fp8Backward", profile("--dtype fp8 --pass bwd"), 2, {"--dtype fp8", "backward pass", "--pass fwd"}},
       {"Fp8Varlen", "--device cpu --dtype fp8 --seqlens 3,5 --out {D}/out", 2, {"--dtype fp8", "variable-length batch"}},
       {"Fp8Paged", profile("--dtype fp8 --kv-layout paged"), 2, {"--dtype fp8", "paged KV cache"}},
+      {"Fp8RotateWithoutFp8", profile("--fp8-rotate"), 2, {"--fp8-rotate", "needs --dtype fp8, not --dtype bf16"}},
       {"UnknownDevice", profile("--device tpu"), 2, {"--device 'tpu'", "cuda:N"}},
       {"CudaOrdinalNotANumber", profile("--device cuda:abc"), 2, {"'cuda:abc'"}},
       {"CudaOrdinalNegative", profile("--device cuda:-1"), 2, {"'cuda:-1'"}},
@@ -195,6 +196,8 @@ const std::vector<Group>& groups() {
       {"SweepSeqZero", "sweep --device cpu --seq 0 --out {D}/out", 2, {"--seq", "got 0"}},
       {"SweepUnknownVariant", "sweep --device cpu --variant nave --out {D}/out", 2, {"'nave'", "did you mean 'naive'"}},
       {"SweepUnknownDtype", "sweep --device cpu --dtype fp12 --out {D}/out", 2, {"'fp12'"}},
+      {"SweepFp8RotateWithoutFp8", "sweep --device cpu --dtype bf16,fp16 --fp8-rotate --out {D}/out", 2,
+       {"--fp8-rotate", "needs fp8 among --dtype"}},
        }},
       {"Subcommands",  // options before a subcommand, comma lists, sweep size
        {

@@ -175,6 +175,18 @@ TEST(SummaryReader, Fp8RoundTripsAsADenseForward) {
   json paged = summary_json(r);
   paged["problem"]["page_size"] = 16;
   EXPECT_NE(error_of(paged).find("field 'problem.page_size'"), std::string::npos) << error_of(paged);
+  // --fp8-rotate: in the stem and the file; absent in older files; never on other dtypes.
+  EXPECT_FALSE(read_summary(summary_json(r)).problem.fp8_rotated);
+  r.problem.fp8_rotated = true;
+  const RunRecord rotated = read_summary(summary_json(r));
+  EXPECT_TRUE(rotated.problem.fp8_rotated);
+  EXPECT_EQ(rotated.problem.file_stem(), r.problem.file_stem());
+  EXPECT_NE(r.problem.file_stem().find("_rot"), std::string::npos) << r.problem.file_stem();
+  EXPECT_NE(r.problem.config_string().find("rotated"), std::string::npos) << r.problem.config_string();
+  json bf16 = summary_json(r);
+  bf16["problem"]["dtype"] = "bf16";
+  EXPECT_NE(error_of(bf16).find("field 'problem.fp8_rotated': true for bf16 inputs"), std::string::npos)
+      << error_of(bf16);
 }
 
 TEST(SummaryReader, AccuracyRoundTripsAndIsAbsentInOlderFiles) {

@@ -87,6 +87,13 @@ struct Problem {
   // padding costs on the same backend. Variants that only read the packed
   // batch refuse.
   bool varlen_padded = false;
+  // fp8 only (--fp8-rotate): q and k are multiplied by one random orthogonal
+  // matrix R (seeded) before their quantisation, FlashAttention-3's
+  // incoherent processing: (qR)(kR)ᵀ = qkᵀ, so the attention is the same,
+  // while a few outlier channels spread over all of them and the per-head
+  // scales waste less of e4m3's range. Outside the measured scope (a model
+  // folds R into its projections).
+  bool fp8_rotated = false;
   Pass pass = Pass::fwd;
   std::string device = "cpu";  // "cpu" or "cuda:N", already resolved
   uint64_t seed = 0;

@@ -195,6 +195,7 @@ void add_shape_options(CLI::App& app, CliOptions& o) {
       preset_help);
   app.add_option("--dtype", o.dtype,
                  "bf16, fp16, fp32 or fp8 (q, k, v in e4m3 with per-head scales, bf16 output; dense forward)")->capture_default_str();
+  app.add_flag("--fp8-rotate", o.fp8_rotate, kFp8RotateHelp);
   app.add_option("--batch", o.batch, "Batch size")
       ->capture_default_str()
       ->check(decimal_integer(kInt64Min, kInt64Max))
@@ -442,6 +443,10 @@ DType dtype_option(const std::string& value) {
 Problem build_problem(const CliOptions& o) {
   Problem p;
   const DType dtype = dtype_option(o.dtype);
+  if (o.fp8_rotate && dtype != DType::FP8)
+    throw UsageError(fmt::format("--fp8-rotate rotates q and k before their fp8 quantisation: it needs --dtype fp8, "
+                                 "not --dtype {}",
+                                 o.dtype));
   const auto pass = parse_pass(o.pass);
   if (!pass) throw UsageError(invalid_choice("--pass", o.pass, pass_names()));
   if (o.causal_given && o.no_causal_given)
@@ -579,6 +584,7 @@ Problem build_problem(const CliOptions& o) {
   p.seqlens = std::move(seqlens);
   p.varlen_padded = p.varlen() && o.varlen_layout == "padded";
   p.dtype = dtype;
+  p.fp8_rotated = o.fp8_rotate;
   p.pass = *pass;
   p.mask = causal ? Mask::causal_bottom_right : Mask::none;
   p.window = o.window;

@@ -38,6 +38,7 @@ struct CliOptions {
   bool seqlens_given = false;            // --seqlens on the command line (an empty value is refused)
   std::string varlen_layout = "packed";  // --varlen-layout: packed (where a variant can) or padded
   bool varlen_layout_given = false;      // --varlen-layout on the command line
+  bool fp8_rotate = false;               // --fp8-rotate: q and k rotated before their fp8 quantisation
   bool batch_given = false;              // --batch on the command line (a different count from --seqlens is refused)
   // --causal (the default) / --no-causal; both at once is refused.
   bool causal_given = false, no_causal_given = false;
@@ -123,6 +124,11 @@ std::vector<int64_t> parse_seqlens(const std::string& spec, uint64_t seed);
 // A --dtype value (bf16, fp16, fp32, fp8 and their aliases); anything else a
 // UsageError naming it (any e5m2 spelling: fp8 takes e4m3).
 DType dtype_option(const std::string& value);
+// --fp8-rotate's help (the single run's and the sweep's).
+inline constexpr const char* kFp8RotateHelp =
+    "With --dtype fp8: multiply q and k by one random orthogonal matrix (seeded) before their quantisation "
+    "(FlashAttention-3's incoherent processing; the attention is unchanged, outlier channels spread out), "
+    "outside the measured scope";
 Problem build_problem(const CliOptions& o);
 
 // How to measure and where to write: the schedule, timing and output flags.

@@ -55,8 +55,10 @@ int run_sweep(SweepOptions& o) {
         {"--seq-q", &o.axes.seq_q, kMaxSeq}, {"--seq-kv", &o.axes.seq_kv, kMaxSeq}, {"--head-dim", &o.axes.head_dim, kMaxHeadDim},
         {"--batch", &o.axes.batch, kMaxBatch}, {"--heads", &o.axes.heads, kMaxHeads}, {"--kv-heads", &o.axes.kv_heads, kMaxHeads}})
     for (int64_t v : *values) check_positive(flag, v, max);
-  for (const std::string& d : o.axes.dtype)
-    (void)dtype_option(d);
+  bool any_fp8 = false;
+  for (const std::string& d : o.axes.dtype) any_fp8 = dtype_option(d) == DType::FP8 || any_fp8;
+  if (o.run.fp8_rotate && !any_fp8)
+    throw UsageError("sweep: --fp8-rotate rotates fp8 inputs before their quantisation: it needs fp8 among --dtype");
   for (const std::string& ps : o.axes.pass)
     if (!parse_pass(ps)) throw UsageError(invalid_choice("--pass", ps, pass_names()));
   if (o.seq_given && (!o.axes.seq_q.empty() || !o.axes.seq_kv.empty()))
@@ -78,6 +80,7 @@ int run_sweep(SweepOptions& o) {
   for (const SweepPoint& sp : sweep_points(o.axes)) {
     CliOptions c = o.run;
     c.dtype = sp.dtype, c.batch = sp.batch, c.heads = sp.heads, c.head_dim = sp.head_dim, c.pass = sp.pass;
+    c.fp8_rotate = o.run.fp8_rotate && dtype_option(sp.dtype) == DType::FP8;  // the fp8 points only
     c.seq = sp.seq_kv, c.seq_q = sp.seq_q, c.seq_kv = sp.seq_kv;
     if (sp.kv_heads > 0) c.kv_heads = sp.kv_heads;
     RunUnit u{sp.variant, {}, std::nullopt};
@@ -241,6 +244,7 @@ Subcommand add_sweep_command(CLI::App& app) {
   add_integer_list_option(sub, "--batch", o->axes.batch, "Batch sizes");
   add_integer_list_option(sub, "--heads", o->axes.heads, "Head counts");
   add_name_list_option(sub, "--dtype", o->axes.dtype, "Dtypes: bf16, fp16, fp32, fp8");
+  sub.add_flag("--fp8-rotate", o->run.fp8_rotate, std::string(kFp8RotateHelp) + " (the fp8 points only)");
   add_name_list_option(sub, "--variant", o->axes.variant, "Variants (comma list, or 'all')");
   sub.add_option("--window", o->run.window,
                  "A sliding window of N keys at every point (as the single run's --window; a point whose keys "

@@ -208,7 +208,8 @@ std::string at_a_glance_note(const RunRecord& r) {
   if (!r.output_finite) notes.emplace_back("output has NaN/Inf");
   // The column's error is against the dequantised inputs; their rounding to e4m3 comes on top.
   if (r.accuracy && r.accuracy->input_quantisation_error)
-    notes.push_back(fmt::format("e4m3 inputs move the fp64 output by {:.2g}", *r.accuracy->input_quantisation_error));
+    notes.push_back(fmt::format("e4m3 inputs{} move the fp64 output by {:.2g}",
+                                r.problem.fp8_rotated ? " (q, k rotated)" : "", *r.accuracy->input_quantisation_error));
   std::string out;
   for (size_t i = 0; i < notes.size(); ++i) out += (i ? "; " : "") + notes[i];
   return out;

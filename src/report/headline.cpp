@@ -52,7 +52,8 @@ std::string headline_text(const RunRecord& r) {
                        a->rows == a->total_rows ? fmt::format("all {} query rows", a->total_rows)
                                                 : fmt::format("{} of {} query rows", a->rows, a->total_rows));
     if (a->input_quantisation_error)
-      out += fmt::format("; quantising the inputs moves the fp64 output by {:.3g}", *a->input_quantisation_error);
+      out += fmt::format("; quantising the inputs{} moves the fp64 output by {:.3g}",
+                         p.fp8_rotated ? " (q and k rotated first)" : "", *a->input_quantisation_error);
     out += "\n";
   }
   if (r.tflops) {

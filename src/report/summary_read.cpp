@@ -374,6 +374,9 @@ RunRecord read_summary(const json& j, const std::string& source) {
   } else if (p.varlen_padded) {
     rd.fail("problem.varlen_padded", "true without seqlens: only a variable-length batch has a padded layout");
   }
+  if (r.problem.fp8_rotated && r.problem.dtype != DType::FP8)
+    rd.fail("problem.fp8_rotated", fmt::format("true for {} inputs: only fp8 inputs are rotated before their "
+                                               "quantisation", dtype_name(r.problem.dtype)));
   // fp8 problems attnprof never runs (the CLI refuses them): no such summary is genuine.
   if (const Problem& p = r.problem; p.dtype == DType::FP8 && (p.pass != Pass::fwd || p.varlen() || p.paged()))
     rd.fail(p.pass != Pass::fwd ? "problem.pass" : p.varlen() ? "problem.seqlens" : "problem.page_size",

@@ -48,6 +48,7 @@ void problem_fields(V& v, P& p) {
   v.integer_or_zero("page_size", p.page_size, 0, kMaxPageSize);  // 0: contiguous K/V (and in older files)
   v.int_list("seqlens", p.seqlens, 1, kMaxDim, size_t(kMaxSeqlens));  // []: equal lengths (and in older files)
   v.flag("varlen_padded", p.varlen_padded);  // --varlen-layout padded (false in older files)
+  v.flag("fp8_rotated", p.fp8_rotated);      // --fp8-rotate (false in older files)
   v.string("device", p.device);
   v.integer("seed", p.seed, int64_t{0}, std::numeric_limits<int64_t>::max());
   v.derived("flops", [&] { return p.flops(); });

@@ -19,13 +19,27 @@ Quantized quantize_e4m3(const at::Tensor& x) {
   return {scaled.to(at::kFloat8_e4m3fn).contiguous(), descale};
 }
 
+at::Tensor random_orthogonal(int64_t d, const at::Device& device) {
+  TORCH_CHECK(d >= 1, "random_orthogonal: d must be >= 1, got ", d);
+  c10::NoGradGuard no_grad;
+  const at::Tensor g = at::randn({d, d}, at::TensorOptions().dtype(at::kDouble));
+  const auto [q, r] = at::linalg_qr(g);
+  // QR's Q is Haar-distributed once each column takes the sign of R's diagonal.
+  const at::Tensor signs = at::where(r.diagonal() < 0, -at::ones({d}, g.options()), at::ones({d}, g.options()));
+  return (q * signs).to(at::kFloat).to(device);
+}
+
 at::Tensor dequantize(const at::Tensor& values, const at::Tensor& descale, at::ScalarType to) {
   return (values.to(at::kFloat) * descale.view({values.size(0), values.size(1), 1, 1})).to(to);
 }
 
-Inputs fp8_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+Inputs fp8_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& rotation) {
   Inputs in;
-  const Quantized qq = quantize_e4m3(q), kq = quantize_e4m3(k), vq = quantize_e4m3(v);
+  c10::NoGradGuard no_grad;
+  const auto rotated = [&](const at::Tensor& x) {
+    return rotation.defined() ? at::matmul(x.detach().to(at::kFloat), rotation) : x;
+  };
+  const Quantized qq = quantize_e4m3(rotated(q)), kq = quantize_e4m3(rotated(k)), vq = quantize_e4m3(v);
   in.q = qq.values, in.k = kq.values, in.v = vq.values;
   in.fp8.q_descale = qq.descale, in.fp8.k_descale = kq.descale, in.fp8.v_descale = vq.descale;
   in.fp8.q_original = q.detach(), in.fp8.k_original = k.detach(), in.fp8.v_original = v.detach();

@@ -34,8 +34,16 @@ Quantized quantize_e4m3(const at::Tensor& x);
 at::Tensor dequantize(const at::Tensor& values, const at::Tensor& descale, at::ScalarType to = at::kFloat);
 
 // An fp8 problem's inputs from its bf16 (or any floating) q, k, v: each
-// quantised by quantize_e4m3, the originals kept in Fp8Scales.
-Inputs fp8_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
+// quantised by quantize_e4m3, the originals kept in Fp8Scales. With a
+// `rotation` R [D, D] (orthogonal, float32, on their device), q and k are
+// quantised as q·R and k·R (incoherent processing: the scores are the same);
+// the originals kept are the unrotated ones.
+Inputs fp8_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& rotation = {});
+
+// A random orthogonal [d, d] matrix, Haar-distributed (QR of a float64
+// Gaussian drawn from the CPU generator, column signs fixed by R's
+// diagonal), as float32 on `device`: Problem::fp8_rotated's R.
+at::Tensor random_orthogonal(int64_t d, const at::Device& device);
 
 // The plain FP8 implementation the fp8 kernels are held to (at most twice its
 // error against float64): the dequantised inputs in float32, scores and

@@ -38,7 +38,8 @@ Inputs random_inputs(const Problem& p) {
     const at::Tensor q = at::randn({p.batch, p.heads_q, p.seq_q, p.head_dim}, opt);
     const at::Tensor k = at::randn({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, opt);
     const at::Tensor v = at::randn({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, opt);
-    return fp8_inputs(q, k, v);
+    // Drawn after q, k and v, so a rotated run quantises the same draws.
+    return fp8_inputs(q, k, v, p.fp8_rotated ? random_orthogonal(p.head_dim, torch_device(p)) : at::Tensor());
   }
   const auto opt = tensor_options(p);
   Inputs in{at::randn({p.batch, p.heads_q, p.seq_q, p.head_dim}, opt),
