@@ -15,6 +15,9 @@ from HBM. TFLOP/s count 4*B*H*S^2*D, half for causal. The ratio to cuDNN is last
     power nvidia-smi reads meanwhile: how the kernels compare in a long run of one of them
   --record DIR [--commit SHA]: also add the table to DIR/op_forward.json (op_forward_sustained.json
     with --sustain), the records BENCHMARKS.md is made from (scripts/bench_records.py)
+  --fp8: attnprof::flash_attention_sm90_fp8 on the same draws quantised to e4m3 (per-head scales)
+    beside the bf16 kernel and cuDNN (bf16), head_dim 128 shapes; adds the fp8 / bf16-kernel ratio
+    (issue 32's target); with --check, the fp8 errors against float64 and a plain FP8 implementation
 """
 import argparse
 import math
@@ -161,6 +164,80 @@ def time_sustained(fns, inputs, seconds, reps):
     return [tuple(statistics.median(r[i] for r in rs) for i in range(3)) for rs in results]
 
 
+def quantize_e4m3(x):
+    """x [B, H, S, D] to e4m3 with one scale per (b, h) from its amax (mapped to 448), as
+    attnprof's --dtype fp8 does (variants/fp8.cpp): (values, float32 descale [B, H])."""
+    amax = x.float().abs().amax(dim=(2, 3))
+    descale = torch.where(amax > 0, amax / 448.0, torch.ones_like(amax)).contiguous()
+    return (x.float() / descale[..., None, None]).clamp(-448, 448).to(torch.float8_e4m3fn), descale
+
+
+def fp8_set(q, k, v):
+    """One bf16 input set and its e4m3 quantisation: (q, k, v, q8, k8, v8, q_descale, k_descale, v_descale)."""
+    (q8, qd), (k8, kd), (v8, vd) = quantize_e4m3(q), quantize_e4m3(k), quantize_e4m3(v)
+    return (q, k, v, q8, k8, v8, qd, kd, vd)
+
+
+def ours_fp8(causal, scale):
+    op = torch.ops.attnprof.flash_attention_sm90_fp8
+    return lambda q, k, v, q8, k8, v8, qd, kd, vd: op(q8, k8, v8, qd, kd, vd, causal, scale)[0]
+
+
+def bf16_of(fn):
+    """A bf16 fn taking an fp8_set (its first three tensors)."""
+    return lambda *t: fn(t[0], t[1], t[2])
+
+
+def plain_fp8(q8, k8, v8, qd, kd, vd, causal, scale):
+    """The plain FP8 implementation attnprof holds fp8 kernels to (variants/fp8.cpp): float32 scores of
+    the dequantised q, k; P scaled by 256, rounded to e4m3, times V's e4m3 values; the float32 row sum
+    and v's descale applied after."""
+    group = q8.shape[1] // k8.shape[1]
+    q = q8.float() * qd[..., None, None]
+    k = (k8.float() * kd[..., None, None]).repeat_interleave(group, 1)
+    v8f = v8.float().repeat_interleave(group, 1)
+    s = q @ k.transpose(-2, -1) * scale
+    if causal:
+        sq, sk = q.shape[2], k.shape[2]
+        s = s.masked_fill(torch.ones(sq, sk, dtype=torch.bool, device=q.device).triu(sk - sq + 1), -math.inf)
+    m = s.amax(-1, keepdim=True).nan_to_num(0.0, neginf=0.0)
+    prob = torch.exp(s - m)
+    l = prob.sum(-1, keepdim=True)
+    p8 = (prob * 256).to(torch.float8_e4m3fn).float()
+    out = (p8 @ v8f) * vd.repeat_interleave(group, 1)[..., None, None] / (l * 256)
+    return torch.where(l > 0, out, torch.zeros_like(out))
+
+
+def check_fp8():
+    """fp8 errors against float64 of the dequantised inputs, beside the plain FP8 implementation's
+    (attnprof's pass rule: at most twice it), and the lse."""
+    print("check fp8: case | out rel err | plain fp8 rel err | lse max abs err")
+    op = torch.ops.attnprof.flash_attention_sm90_fp8
+    ok = True
+    for (b, hq, sq, d), (hkv, sk) in [((1, 1, 128, 128), (1, 128)), ((1, 2, 300, 128), (2, 300)),
+                                      ((2, 4, 1000, 128), (2, 1000)), ((1, 8, 4096, 128), (2, 4096)),
+                                      ((1, 4, 17, 128), (1, 1000)), ((1, 2, 77, 128), (1, 33))]:
+        for causal in (False, True):
+            t = [torch.randn(b, hq if i == 0 else hkv, sq if i == 0 else sk, d, device="cuda", dtype=torch.bfloat16)
+                 for i in range(3)]
+            _, _, _, q8, k8, v8, qd, kd, vd = fp8_set(*t)
+            scale = d ** -0.5
+            out, lse = op(q8, k8, v8, qd, kd, vd, causal, scale)
+            torch.cuda.synchronize()
+            deq = [x.float() * s_[..., None, None] for x, s_ in ((q8, qd), (k8, kd), (v8, vd))]
+            ref, lse_ref = reference(*deq, causal, scale)
+            plain = plain_fp8(q8, k8, v8, qd, kd, vd, causal, scale)
+            err = ((out.double() - ref).norm() / ref.norm()).item()
+            perr = ((plain.double() - ref).norm() / ref.norm()).item()
+            fin = torch.isfinite(lse_ref)
+            lerr = (lse.double()[fin] - lse_ref[fin]).abs().max().item() if fin.any() else 0.0
+            good = math.isfinite(err) and err <= 2 * perr + 1e-6 and lerr < 1e-2
+            ok &= good
+            print(f"  {b}x{hq}x{sq}x{d} kv {hkv}x{sk} {'causal' if causal else 'full'}"
+                  f" | {err:.2e} | {perr:.2e} | {lerr:.2e} {'ok' if good else 'FAIL'}")
+    return ok
+
+
 def ours(op_ns, causal, scale):
     op = getattr(torch.ops, op_ns).flash_attention_sm90
     return lambda q, k, v: op(q, k, v, causal, scale)[0]
@@ -231,10 +308,14 @@ def main():
     ap.add_argument("--profile", type=parse_shape, help="BxHxSxD: run the op once after warm-up (for ncu) and exit")
     ap.add_argument("--causal", action="store_true", help="with --profile")
     ap.add_argument("--shapes", type=parse_shapes, help="comma-separated BxHxSxD (default: the four benchmark shapes)")
+    ap.add_argument("--fp8", action="store_true",
+                    help="time the fp8 (e4m3) kernel beside the bf16 one and cuDNN (head_dim 128 shapes)")
     ap.add_argument("--sustain", type=float, metavar="SECONDS",
                     help="time each backend alone for SECONDS per repetition (see above); --reps repetitions")
     bench_records.add_record_flags(ap)
     args = ap.parse_args()
+    if args.fp8 and args.sustain is not None:
+        ap.error("--fp8 times back-to-back calls; it does not take --sustain")
     if args.sustain is not None and not 0 < args.sustain <= 60:
         ap.error(f"--sustain {args.sustain}: expected seconds in (0, 60]")
     if args.reps < 1:
@@ -249,17 +330,21 @@ def main():
 
     if args.profile:
         shape = args.profile
-        q, k, v = make_inputs(shape, torch.bfloat16, 1)[0]
-        fn = ours("attnprof", args.causal, shape[3] ** -0.5)
+        inputs = fp8_set(*make_inputs(shape, torch.bfloat16, 1)[0])
+        fn = ours_fp8(args.causal, shape[3] ** -0.5) if args.fp8 else bf16_of(ours("attnprof", args.causal, shape[3] ** -0.5))
         for _ in range(3):
-            fn(q, k, v)
+            fn(*inputs)
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_push("profiled")
-        fn(q, k, v)
+        fn(*inputs)
         torch.cuda.nvtx.range_pop()
         torch.cuda.synchronize()
         return 0
 
+    if args.fp8:
+        if args.check and not check_fp8():
+            print("check FAILED for fp8 (timings follow anyway)")
+        return fp8_table(args, prop, commit)
     if args.check:
         for ns, label in ops:
             print(f"[{label}]")
@@ -294,6 +379,32 @@ def main():
         ratios = [f"{t / tf[cudnn]:.2f}" for t in tf[:len(ops)]]
         print(f"| {'x'.join(map(str, shape))} | {'causal' if causal else 'full'} | " +
               " | ".join(f"{t:.0f}" for t in tf) + " | " + " | ".join(ratios) + " |")
+    return record("op_forward", points, args, commit)
+
+
+def fp8_table(args, prop, commit):
+    """sm90 (bf16), sm90 fp8 and cuDNN (bf16) on the same draws, interleaved; fp8 / bf16 kernel is the
+    ratio issue 32 sets targets on (1.5x at 1x16x16384x128 and 4x16x8192x128, 1.3x at 4x16x4096x128)."""
+    shapes = args.shapes or [s for s in SHAPES if s[3] == 128]
+    names = ["sm90", "sm90 fp8", "cudnn"]
+    print("| shape | mask | sm90 TFLOP/s | sm90 fp8 TFLOP/s | cudnn TFLOP/s | fp8 / bf16 kernel | fp8 / cudnn |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    points = []
+    for shape in shapes:
+        inputs = [fp8_set(*t) for t in timing_inputs(shape, prop)]
+        for causal in (True, False):
+            scale = shape[3] ** -0.5
+            fns = [bf16_of(ours("attnprof", causal, scale)), ours_fp8(causal, scale),
+                   bf16_of(sdpa(SDPBackend.CUDNN_ATTENTION, causal, scale))]
+            us = time_fns(fns, inputs, args.calls, args.reps, args.settle)
+            tf = [flops(shape, causal) / (t * 1e-6) / 1e12 for t in us]
+            print(f"| {'x'.join(map(str, shape))} | {'causal' if causal else 'full'} | " +
+                  " | ".join(f"{t:.0f}" for t in tf) + f" | {us[0] / us[1]:.2f} | {us[2] / us[1]:.2f} |", flush=True)
+            for n, t in zip(names, us):
+                extra = {"vs_sm90_bf16": us[0] / t} if n == "sm90 fp8" else {}
+                points.append(op_point(shape, causal, n, t, us[2], **extra))
+        del inputs
+        torch.cuda.empty_cache()
     return record("op_forward", points, args, commit)
 
 

@@ -224,9 +224,10 @@ SECTIONS = [
             among({"sm90", "portable"}), by("shape", "mask", "variant")),
     Section("op_forward", "Forward kernels from Python",
             "`scripts/bench_flash_sm90.py`, bf16: the operator and SDPA in one process, interleaved in a random "
-            "order. `vs`: cudnn's time over the kernel's, same run.",
+            "order (with `--fp8`, `sm90 fp8` too: the e4m3 kernel on the same draws quantised per head). `vs`: "
+            "cudnn's time over the kernel's, same run; vs sm90 bf16: the bf16 kernel's over the fp8 one's.",
             [text("shape", "shape"), text("mask", "mask"), text("backend", "variant"), num("µs", "us", "us"),
-             num("TFLOP/s", "tflops", ".0f"), num("vs", "vs", "x")],
+             num("TFLOP/s", "tflops", ".0f"), num("vs", "vs", "x"), num("vs sm90 bf16", "vs_sm90_bf16", "x")],
             sort=by("shape", "mask", "variant")),
     Section("op_forward_sustained", "Forward at the power cap",
             "`scripts/bench_flash_sm90.py --sustain`, bf16: each kernel alone for seconds of back-to-back calls, "
