@@ -16,7 +16,9 @@
 #                 (COUNTERS_SHAPES; `none` skips), and the wall time the pass adds
 #     run         wall time of the README's first command; `--variant all --kernels` at
 #                 8x16x1024x64 and 4x16x4096x128 (at-a-glance, merged trace, timeline)
-#     bench       scripts/bench_kernels.py, suites from BENCH_SUITES (forward,shapes,backward)
+#     bench       scripts/bench_kernels.py, suites from BENCH_SUITES (forward,shapes,backward; fp8 too)
+#     opfp8       scripts/bench_flash_sm90.py --fp8 --check: the e4m3 kernel against the bf16 one and
+#                 cuDNN from Python, its errors against float64 first (issue 32's ratio)
 #     crosscheck  scripts/crosscheck.py against torch.profiler, forward and backward
 #     nvtx        scripts/nvtx_proof.py (ncu counts inside the attn_fwd ranges)
 #     pyops       only the Python part of `test` (PYOPS=0 leaves it out of `test`)
@@ -99,6 +101,12 @@ if has bench; then
   PYTHONUNBUFFERED=1 timeout 560 python3 scripts/bench_kernels.py --attnprof build/attnprof --suite "${BENCH_SUITES:-forward,shapes,backward}" \
     --markdown "$W/bench_kernels.md" --json "$W/bench_kernels.json" ${REC_FLAGS[@]+"${REC_FLAGS[@]}"} > "$W/bench_kernels.log" 2>&1
   summary+=("bench_kernels (${BENCH_SUITES:-forward,shapes,backward}) rc=$?")
+fi
+if has opfp8; then
+  PYTHONUNBUFFERED=1 timeout 300 python3 scripts/bench_flash_sm90.py --fp8 --check ${REC_FLAGS[@]+"${REC_FLAGS[@]}"} \
+    > "$W/op_fp8.log" 2>&1
+  summary+=("bench_flash_sm90 --fp8 rc=$?: $(grep -c ' ok$' "$W/op_fp8.log") checks ok, $(grep -c 'FAIL' "$W/op_fp8.log") failed")
+  while read -r l; do summary+=("  $l"); done < <(grep -E '^\| [0-9]' "$W/op_fp8.log" | head -8)
 fi
 if has crosscheck; then
   PYTHONUNBUFFERED=1 timeout 400 python3 scripts/crosscheck.py --attnprof build/attnprof --device cuda --pass fwd,bwd \
