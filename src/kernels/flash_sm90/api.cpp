@@ -296,7 +296,8 @@ void check_descale_values(const at::Tensor& qd, const at::Tensor& kd, const at::
   if (known || qd.numel() + kd.numel() == 0 ||
       c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None)
     return;
-  const auto bad = [](const at::Tensor& d) { return at::logical_not(at::isfinite(d) & (d > 0)).sum(); };
+  const auto invalid = [](const at::Tensor& d) { return at::logical_not(at::isfinite(d) & (d > 0)); };
+  const auto bad = [&](const at::Tensor& d) { return invalid(d).sum(); };
   // Each query head's q and k descales multiply into its scores' scale: their product must stay finite too.
   const int64_t batch = qd.size(0), heads_kv = kd.size(1), group = qd.size(1) / heads_kv;
   const at::Tensor qk = qd.view({batch, heads_kv, group}) * kd.view({batch, heads_kv, 1});
@@ -306,7 +307,7 @@ void check_descale_values(const at::Tensor& qd, const at::Tensor& kd, const at::
     const int64_t n = counts[i].item<int64_t>();
     if (n > 0) {
       const at::Tensor d = ds[i]->flatten();
-      const int64_t first = at::logical_not(at::isfinite(d) & (d > 0)).nonzero()[0][0].item<int64_t>();
+      const int64_t first = invalid(d).nonzero()[0][0].item<int64_t>();
       TORCH_CHECK(false, kFp8Op, ": ", kNames[i], " must be finite and positive, got ", d[first].item<float>(),
                   " at [", first / ds[i]->size(1), ", ", first % ds[i]->size(1), "] (", n, " such values)");
     }
@@ -424,7 +425,11 @@ TORCH_LIBRARY_IMPL(attnprof, CUDA, m) {
 
 namespace attnprof::flash_sm90 {
 
-std::optional<std::string> unsupported(const kernels::KernelQuery& query) {
+namespace {
+
+// What any of the family's kernels needs, whatever the dtype and head dim: a
+// build with the sm_90a kernels and a compute capability 9.0 device.
+std::optional<std::string> device_unsupported(const kernels::KernelQuery& query) {
 #if !defined(ATTNPROF_HAVE_CUDA_KERNELS)
   (void)query;
   return "needs attnprof built with the CUDA kernels (this build has none: no CUDA toolkit at configure time)";
@@ -448,6 +453,14 @@ std::optional<std::string> unsupported(const kernels::KernelQuery& query) {
         << "." << prop->minor;
     return why.str();
   }
+  return std::nullopt;
+#endif
+}
+
+}  // namespace
+
+std::optional<std::string> unsupported(const kernels::KernelQuery& query) {
+  if (std::optional<std::string> why = device_unsupported(query)) return why;
   if (query.dtype != at::kBFloat16 && query.dtype != at::kHalf)
     return "supports bf16 and fp16, not " + kernels::dtype_phrase(query.dtype) + " (wgmma takes 16-bit inputs here)";
   // The head dims of its configurations (flash_sm90_traits.h, flash_bwd_sm90_traits.h).
@@ -458,7 +471,6 @@ std::optional<std::string> unsupported(const kernels::KernelQuery& query) {
            (query.backward ? kernels::head_dims_phrase(Sm90BwdConfigs{}) : kernels::head_dims_phrase(Sm90FwdConfigs{})) +
            ", not " + std::to_string(query.head_dim);
   return std::nullopt;
-#endif
 }
 
 std::optional<std::string> fp8_unsupported(const kernels::KernelQuery& query) {
@@ -470,10 +482,7 @@ std::optional<std::string> fp8_unsupported(const kernels::KernelQuery& query) {
   if (!kernels::has_head_dim(Sm90FwdFp8Configs{}, query.head_dim))
     return "runs fp8 at head_dim " + kernels::head_dims_phrase(Sm90FwdFp8Configs{}) + ", not " +
            std::to_string(query.head_dim) + " (other head dims: docs/notes/flash_sm90_fp8.md)";
-  kernels::KernelQuery as_16_bit = query;
-  as_16_bit.dtype = at::kBFloat16;
-  as_16_bit.head_dim = kernels::head_dims(Sm90FwdConfigs{}).front();  // the device and build checks only
-  return unsupported(as_16_bit);
+  return device_unsupported(query);
 }
 
 std::optional<std::string> layout_unsupported(const at::Tensor& t, const char* name) {

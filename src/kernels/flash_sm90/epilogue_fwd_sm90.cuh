@@ -43,7 +43,7 @@ struct HeadScales {
 template <typename Traits>
 __device__ __forceinline__ HeadScales head_scales(const KernelArgs& a, const Tile& t) {
   if constexpr (Traits::kFp8) {
-    const int kv = (t.bh / a.heads_q) * a.heads_kv + (t.bh % a.heads_q) / (a.heads_q / a.heads_kv);
+    const int kv = dense_kv_head(a, t.bh, a.heads_q / a.heads_kv);
     const float qk = __ldg(a.q_descale + t.bh) * __ldg(a.k_descale + kv);
     return {a.scale * qk, a.scale_log2 * qk, __ldg(a.v_descale + kv)};
   } else {

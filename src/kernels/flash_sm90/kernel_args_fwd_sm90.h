@@ -46,4 +46,11 @@ struct KernelArgs {
   bool causal;
 };
 
+// The K/V head (the slab of tma_k and tma_v; the index of k_descale and
+// v_descale) that (batch, query head) slab bh of a dense launch reads: query
+// head h reads K/V head h / group.
+__device__ __forceinline__ int dense_kv_head(const KernelArgs& a, int bh, int group) {
+  return (bh / a.heads_q) * a.heads_kv + (bh % a.heads_q) / group;
+}
+
 }  // namespace attnprof::flash_sm90

@@ -107,8 +107,7 @@ __device__ __forceinline__ void load_kv_tiles(const KernelArgs& a, const Smem<Tr
                                               RingPos<Traits::kStages>& pos) {
   // A packed batch: the slab is the K/V head, its rows from the sequence's
   // first (keys past the sequence, the next one's or zeros, are masked).
-  const int kv_slab =
-      Traits::kVarlen ? t.bh / group : (t.bh / a.heads_q) * a.heads_kv + (t.bh % a.heads_q) / group;
+  const int kv_slab = Traits::kVarlen ? t.bh / group : dense_kv_head(a, t.bh, group);
   const int row0 = Traits::kVarlen ? t.k0 : 0;
   // K and V of one key block into the current stage, each once its buffer is free.
   auto load_kv = [&](const CUtensorMap* map, uint32_t dst, uint32_t full, uint32_t empty, int n) {
