@@ -17,7 +17,8 @@ from HBM. TFLOP/s count 4*B*H*S^2*D, half for causal. The ratio to cuDNN is last
     with --sustain), the records BENCHMARKS.md is made from (scripts/bench_records.py)
   --fp8: attnprof::flash_attention_sm90_fp8 on the same draws quantised to e4m3 (per-head scales)
     beside the bf16 kernel and cuDNN (bf16), head_dim 128 shapes; adds the fp8 / bf16-kernel ratio
-    (issue 32's target); with --check, the fp8 errors against float64 and a plain FP8 implementation
+    (issue 32's target); with --check, the fp8 errors against float64 and a plain FP8 implementation;
+    --fp8-configs A,B: also fp8 configurations by name (alternatives built with -DATTNPROF_KERNEL_CONFIGS)
 """
 import argparse
 import math
@@ -178,9 +179,13 @@ def fp8_set(q, k, v):
     return (q, k, v, q8, k8, v8, qd, kd, vd)
 
 
-def ours_fp8(causal, scale):
-    op = torch.ops.attnprof.flash_attention_sm90_fp8
-    return lambda q, k, v, q8, k8, v8, qd, kd, vd: op(q8, k8, v8, qd, kd, vd, causal, scale)[0]
+def ours_fp8(causal, scale, config=None):
+    """The fp8 operator, or with `config` its by-name form running that fp8 configuration."""
+    if config is None:
+        op = torch.ops.attnprof.flash_attention_sm90_fp8
+        return lambda q, k, v, q8, k8, v8, qd, kd, vd: op(q8, k8, v8, qd, kd, vd, causal, scale)[0]
+    op = torch.ops.attnprof.flash_attention_sm90_fp8_config
+    return lambda q, k, v, q8, k8, v8, qd, kd, vd: op(q8, k8, v8, qd, kd, vd, causal, scale, config)[0]
 
 
 def bf16_of(fn):
@@ -208,11 +213,15 @@ def plain_fp8(q8, k8, v8, qd, kd, vd, causal, scale):
     return torch.where(l > 0, out, torch.zeros_like(out))
 
 
-def check_fp8():
+def check_fp8(config=None):
     """fp8 errors against float64 of the dequantised inputs, beside the plain FP8 implementation's
-    (attnprof's pass rule: at most twice it), and the lse."""
-    print("check fp8: case | out rel err | plain fp8 rel err | lse max abs err")
-    op = torch.ops.attnprof.flash_attention_sm90_fp8
+    (attnprof's pass rule: at most twice it), and the lse; of the operator's configuration or `config`."""
+    print(f"check fp8{' ' + config if config else ''}: case | out rel err | plain fp8 rel err | lse max abs err")
+    if config is None:
+        op = torch.ops.attnprof.flash_attention_sm90_fp8
+    else:
+        named = torch.ops.attnprof.flash_attention_sm90_fp8_config
+        op = lambda *a: named(*a, config)
     ok = True
     for (b, hq, sq, d), (hkv, sk) in [((1, 1, 128, 128), (1, 128)), ((1, 2, 300, 128), (2, 300)),
                                       ((2, 4, 1000, 128), (2, 1000)), ((1, 8, 4096, 128), (2, 4096)),
@@ -310,10 +319,15 @@ def main():
     ap.add_argument("--shapes", type=parse_shapes, help="comma-separated BxHxSxD (default: the four benchmark shapes)")
     ap.add_argument("--fp8", action="store_true",
                     help="time the fp8 (e4m3) kernel beside the bf16 one and cuDNN (head_dim 128 shapes)")
+    ap.add_argument("--fp8-configs", type=lambda t: [c for c in t.split(",") if c], default=[],
+                    help="with --fp8: also time these fp8 configurations by name (flash_attention_sm90_fp8_configs() "
+                         "lists this build's), each as a column with its ratio to the operator's")
     ap.add_argument("--sustain", type=float, metavar="SECONDS",
                     help="time each backend alone for SECONDS per repetition (see above); --reps repetitions")
     bench_records.add_record_flags(ap)
     args = ap.parse_args()
+    if args.fp8_configs and not args.fp8:
+        ap.error("--fp8-configs times fp8 configurations: it needs --fp8")
     if args.fp8 and args.sustain is not None:
         ap.error("--fp8 times back-to-back calls; it does not take --sustain")
     if args.sustain is not None and not 0 < args.sustain <= 60:
@@ -342,8 +356,15 @@ def main():
         return 0
 
     if args.fp8:
-        if args.check and not check_fp8():
-            print("check FAILED for fp8 (timings follow anyway)")
+        built = list(torch.ops.attnprof.flash_attention_sm90_fp8_configs())
+        for c in args.fp8_configs:
+            if c not in built:
+                ap.error(f"--fp8-configs {c}: not in this build (built: {', '.join(built)}; alternatives are built "
+                         "with -DATTNPROF_KERNEL_CONFIGS)")
+        if args.check:
+            for c in [None] + args.fp8_configs:
+                if not check_fp8(c):
+                    print(f"check FAILED for fp8{' ' + c if c else ''} (timings follow anyway)")
         return fp8_table(args, prop, commit)
     if args.check:
         for ns, label in ops:
@@ -386,22 +407,26 @@ def fp8_table(args, prop, commit):
     """sm90 (bf16), sm90 fp8 and cuDNN (bf16) on the same draws, interleaved; fp8 / bf16 kernel is the
     ratio issue 32 sets targets on (1.5x at 1x16x16384x128 and 4x16x8192x128, 1.3x at 4x16x4096x128)."""
     shapes = args.shapes or [s for s in SHAPES if s[3] == 128]
-    names = ["sm90", "sm90 fp8", "cudnn"]
-    print("| shape | mask | sm90 TFLOP/s | sm90 fp8 TFLOP/s | cudnn TFLOP/s | fp8 / bf16 kernel | fp8 / cudnn |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    configs = args.fp8_configs
+    names = ["sm90", "sm90 fp8", "cudnn"] + [f"sm90 fp8 {c}" for c in configs]
+    print("| shape | mask | sm90 TFLOP/s | sm90 fp8 TFLOP/s | cudnn TFLOP/s | fp8 / bf16 kernel | fp8 / cudnn |" +
+          "".join(f" {c} TFLOP/s | {c} / fp8 |" for c in configs))
+    print("|---|---|---:|---:|---:|---:|---:|" + "---:|---:|" * len(configs))
     points = []
     for shape in shapes:
         inputs = [fp8_set(*t) for t in timing_inputs(shape, prop)]
         for causal in (True, False):
             scale = shape[3] ** -0.5
             fns = [bf16_of(ours("attnprof", causal, scale)), ours_fp8(causal, scale),
-                   bf16_of(sdpa(SDPBackend.CUDNN_ATTENTION, causal, scale))]
+                   bf16_of(sdpa(SDPBackend.CUDNN_ATTENTION, causal, scale))] + [
+                ours_fp8(causal, scale, c) for c in configs]
             us = time_fns(fns, inputs, args.calls, args.reps, args.settle)
             tf = [flops(shape, causal) / (t * 1e-6) / 1e12 for t in us]
             print(f"| {'x'.join(map(str, shape))} | {'causal' if causal else 'full'} | " +
-                  " | ".join(f"{t:.0f}" for t in tf) + f" | {us[0] / us[1]:.2f} | {us[2] / us[1]:.2f} |", flush=True)
+                  " | ".join(f"{t:.0f}" for t in tf[:3]) + f" | {us[0] / us[1]:.2f} | {us[2] / us[1]:.2f} |" +
+                  "".join(f" {t:.0f} | {us[1] / u:.2f} |" for t, u in zip(tf[3:], us[3:])), flush=True)
             for n, t in zip(names, us):
-                extra = {"vs_sm90_bf16": us[0] / t} if n == "sm90 fp8" else {}
+                extra = {"vs_sm90_bf16": us[0] / t} if n.startswith("sm90 fp8") else {}
                 points.append(op_point(shape, causal, n, t, us[2], **extra))
         del inputs
         torch.cuda.empty_cache()

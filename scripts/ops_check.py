@@ -375,10 +375,12 @@ def softmax_cases(dev):
     ]
 
 
-def fp8_cases(dev):
+def fp8_cases(dev, name="flash_attention_sm90_fp8", config=None):
     """attnprof::flash_attention_sm90_fp8: e4m3 q, k, v at head_dim 128 with
-    float32 descales [batch, heads]; a valid call, then every input wrong once."""
-    f = op("flash_attention_sm90_fp8")
+    float32 descales [batch, heads]; a valid call, then every input wrong once
+    (with `config`, the by-name operator `name` running that configuration)."""
+    named = op(name)
+    f = named if config is None else (lambda *a: named(*a, config))
     q, k, v = flash_inputs(dev, torch.float32, d=128)
     e4m3 = torch.float8_e4m3fn
     q8, k8, v8 = q.to(e4m3), k.to(e4m3), v.to(e4m3)
@@ -450,6 +452,32 @@ def config_cases(dev, name, backward):
     ]
 
 
+def fp8_config_cases(dev):
+    """The fp8 by-name operator: the fp8 cases with the operator's configuration, then names
+    that are not built or run 16-bit inputs."""
+    name = "flash_attention_sm90_fp8_config"
+    q, k, v = flash_inputs(dev, torch.float32, d=128)
+    e4m3 = torch.float8_e4m3fn
+    d = torch.full((2, 2), 0.01, device=dev)
+    call = lambda c: op(name)(q.to(e4m3), k.to(e4m3), v.to(e4m3), torch.full((2, 4), 0.01, device=dev), d, d,
+                              True, 0.088, c)
+    return hopper_only(fp8_cases(dev, name, "sm90_fwd_hdim128_fp8"), dev, name) + [
+        ("a configuration that is not built", lambda: call("no_such_config"), "error"),
+        ("an empty configuration name", lambda: call(""), "error"),
+        ("a 16-bit configuration", lambda: call("sm90_fwd_hdim128"), "error"),
+    ]
+
+
+def fp8_configs_list_cases(dev):
+    f = op("flash_attention_sm90_fp8_configs")
+    def names():
+        got = f()
+        if not isinstance(got, list) or not all(isinstance(n, str) and n for n in got):
+            raise AssertionError(f"not a list of names: {got!r}")
+        return got
+    return [("fp8 names", names, "ok")]
+
+
 def configs_list_cases(dev):
     f = op("flash_attention_sm90_configs")
     def names(backward):
@@ -475,6 +503,8 @@ KNOWN = {
                                                            "flash_attention_sm90_varlen"),
     "flash_attention_backward_sm90": lambda dev: hopper_only(flash_backward_cases(dev, "flash_attention_backward_sm90")),
     "flash_attention_sm90_fp8": lambda dev: hopper_only(fp8_cases(dev), dev, "flash_attention_sm90_fp8"),
+    "flash_attention_sm90_fp8_config": fp8_config_cases,
+    "flash_attention_sm90_fp8_configs": fp8_configs_list_cases,
     "scaled_masked_softmax_backward": softmax_backward_cases,
 }
 SCHEMAS = {  # what the Python user calls; the test fails if one changes unnoticed
@@ -492,6 +522,10 @@ SCHEMAS = {  # what the Python user calls; the test fails if one changes unnotic
     "flash_attention_sm90_fp8": "attnprof::flash_attention_sm90_fp8(Tensor q, Tensor k, Tensor v, Tensor q_descale, "
                                 "Tensor k_descale, Tensor v_descale, bool causal, float scale) -> "
                                 "(Tensor out, Tensor lse)",
+    "flash_attention_sm90_fp8_config": "attnprof::flash_attention_sm90_fp8_config(Tensor q, Tensor k, Tensor v, "
+                                       "Tensor q_descale, Tensor k_descale, Tensor v_descale, bool causal, "
+                                       "float scale, str config) -> (Tensor out, Tensor lse)",
+    "flash_attention_sm90_fp8_configs": "attnprof::flash_attention_sm90_fp8_configs() -> str[]",
     "scaled_masked_softmax": "attnprof::scaled_masked_softmax(Tensor scores, float scale, bool causal) -> Tensor",
     "flash_attention_sm90_config": "attnprof::flash_attention_sm90_config(Tensor q, Tensor k, Tensor v, bool causal, "
                                    "float scale, str config) -> (Tensor out, Tensor lse)",
@@ -534,7 +568,7 @@ def generic_cases(name, dev):
 
 
 # Known operators whose table also runs on the CPU: they take no tensor.
-NO_TENSORS = {"flash_attention_sm90_configs"}
+NO_TENSORS = {"flash_attention_sm90_configs", "flash_attention_sm90_fp8_configs"}
 
 
 def cases_for(name, dev):

@@ -13,6 +13,7 @@
 #include <torch/cuda.h>
 
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <random>
@@ -98,30 +99,73 @@ TEST(Fp8Layout, PFragmentIsTheAOperandOfVtsKeyOrder) {
   }
 }
 
-// fp8_vt: [B, H, D, S'] with S' = S rounded up to 32, column 32g + k holding
-// key 32g + fp8_vt_key(k) of v (zeros past S), on the CPU.
+namespace {
+
+// Vᵀ's expected bytes: [B, H, D, S'] with S' = S rounded up to 32, column
+// 32g + k holding key 32g + fp8_vt_key(k) of v (zeros past S).
+at::Tensor expected_vt(const at::Tensor& v) {
+  const int64_t s = v.size(2), padded = (s + 31) / 32 * 32;
+  std::vector<int64_t> key_of(static_cast<size_t>(padded));
+  for (int64_t col = 0; col < padded; ++col) key_of[col] = col / 32 * 32 + fp8_vt_key(static_cast<int>(col % 32));
+  const at::Tensor order = at::tensor(key_of, at::kLong).to(v.device());
+  const at::Tensor real = order.lt(s);
+  return v.transpose(2, 3).index_select(3, order.clamp_max(s - 1)).masked_fill(real.logical_not(), 0).contiguous();
+}
+
+// A distinct byte per (head, key, column) modulo 251, never 0 (so a missing key shows).
+at::Tensor numbered_bytes(int64_t b, int64_t h, int64_t s, int64_t d) {
+  const at::Tensor idx = at::arange(b * h * s * d, at::kLong).view({b, h, s, d});
+  return (idx % 251 + 1).to(at::kByte);
+}
+
+}  // namespace
+
+// The ATen copy (fp8_vt_reference, and fp8_vt on the CPU) against the layout.
 TEST(Fp8Vt, KeysPermutedWithinGroupsAndZerosPastTheEnd) {
   for (const int64_t s : {1, 31, 32, 33, 77, 128, 130}) {
     SCOPED_TRACE("seq " + std::to_string(s));
     const int64_t b = 2, h = 3, d = 128;
-    // A distinct byte per (head, key, column) modulo 251, never 0 (so a missing key shows).
-    const at::Tensor idx = at::arange(b * h * s * d, at::kLong).view({b, h, s, d});
-    const at::Tensor v = (idx % 251 + 1).to(at::kByte);
-    const at::Tensor vt = flash_sm90::fp8_vt(v.view(at::kFloat8_e4m3fn));
-    const int64_t padded = (s + 31) / 32 * 32;
-    ASSERT_EQ(vt.sizes(), (std::vector<int64_t>{b, h, d, padded}));
-    ASSERT_EQ(vt.scalar_type(), at::kByte);
-    ASSERT_TRUE(vt.is_contiguous());
-    std::vector<int64_t> key_of(static_cast<size_t>(padded));
-    for (int64_t col = 0; col < padded; ++col) key_of[col] = col / 32 * 32 + fp8_vt_key(static_cast<int>(col % 32));
-    const at::Tensor order = at::tensor(key_of, at::kLong);
-    const at::Tensor real = order.lt(s);
-    // Vᵀ's real columns are v's keys in that order; the rest zeros.
-    const at::Tensor expect = v.transpose(2, 3).index_select(3, order.clamp_max(s - 1)).masked_fill(real.logical_not(), 0);
-    EXPECT_TRUE(at::equal(vt, expect));
+    const at::Tensor v = numbered_bytes(b, h, s, d);
+    const at::Tensor expect = expected_vt(v);
+    for (const at::Tensor& vt : {flash_sm90::fp8_vt_reference(v.view(at::kFloat8_e4m3fn)),
+                                 flash_sm90::fp8_vt(v.view(at::kFloat8_e4m3fn))}) {
+      ASSERT_EQ(vt.sizes(), (std::vector<int64_t>{b, h, d, (s + 31) / 32 * 32}));
+      ASSERT_EQ(vt.scalar_type(), at::kByte);
+      ASSERT_TRUE(vt.is_contiguous());
+      EXPECT_TRUE(at::equal(vt, expect));
+    }
   }
   EXPECT_THROW(flash_sm90::fp8_vt(at::zeros({2, 4, 8}, at::kByte)), c10::Error);
   EXPECT_THROW(flash_sm90::fp8_vt(at::zeros({1, 1, 8, 16}, at::kBFloat16)), c10::Error);
+  EXPECT_THROW(flash_sm90::fp8_vt_reference(at::zeros({1, 1, 8, 16}, at::kBFloat16)), c10::Error);
+}
+
+// attnprof's Vᵀ kernel on the GPU, byte for byte the layout, over lengths
+// around its 64-key tiles and the 32-key groups, head dims 16 to 256, more
+// tiles than its grid, an offset view and a non-contiguous v (the ATen path).
+TEST(Fp8Vt, KernelMatchesTheLayoutOnTheGpu) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  struct Case {
+    int64_t b, h, s, d;
+  };
+  for (const Case c : {Case{1, 1, 1, 128}, Case{2, 3, 31, 128}, Case{1, 2, 32, 64}, Case{1, 1, 63, 16},
+                       Case{2, 1, 64, 256}, Case{1, 3, 65, 128}, Case{1, 1, 96, 48}, Case{4, 8, 1000, 128},
+                       Case{1, 2, 4099, 128}, Case{64, 16, 33, 128}}) {
+    SCOPED_TRACE("v [" + std::to_string(c.b) + ", " + std::to_string(c.h) + ", " + std::to_string(c.s) + ", " +
+                 std::to_string(c.d) + "]");
+    const at::Tensor v = numbered_bytes(c.b, c.h, c.s, c.d).cuda();
+    const at::Tensor vt = flash_sm90::fp8_vt(v.view(at::kFloat8_e4m3fn));
+    ASSERT_EQ(vt.device(), v.device());
+    EXPECT_TRUE(at::equal(vt, expected_vt(v)));
+  }
+  // A view starting 16 bytes in (aligned) and one starting 1 byte in (not: the ATen copy).
+  const at::Tensor flat = numbered_bytes(1, 1, 1, 2 * 3 * 70 * 64 + 16).cuda().flatten();
+  for (const int64_t offset : {16, 1}) {
+    const at::Tensor v = flat.narrow(0, offset, 2 * 3 * 70 * 64).view({2, 3, 70, 64});
+    EXPECT_TRUE(at::equal(flash_sm90::fp8_vt(v.view(at::kFloat8_e4m3fn)), expected_vt(v))) << "offset " << offset;
+  }
+  const at::Tensor strided = numbered_bytes(1, 2, 40, 128).cuda().transpose(1, 2).contiguous().transpose(1, 2);
+  EXPECT_TRUE(at::equal(flash_sm90::fp8_vt(strided.view(at::kFloat8_e4m3fn)), expected_vt(strided)));
 }
 
 namespace {
@@ -159,14 +203,15 @@ Inputs climbing_max_inputs(const Problem& p) {
 
 }  // namespace
 
+namespace {
+
+using Fp8Call = std::function<std::tuple<at::Tensor, at::Tensor>(const Problem&, const Inputs&)>;
+
 // Shapes across the kernel's cases: odd lengths, GQA, decode, keys longer
 // and shorter than queries (rows that see no key), more tiles than SMs,
 // both masks; inputs normal, outlier-heavy and with a climbing row max.
-TEST(FlashSm90Fp8Op, WithinTwicePlainFp8OfFloat64) {
-  const std::string why = why_not_runnable();
-  if (!why.empty()) GTEST_SKIP() << why;
-  const uint64_t seed = fresh_seed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
+// Returns the worst error as a share of the bound, and counts the cases.
+double expect_within_twice_plain_fp8(const Fp8Call& call, int& cases) {
   struct Shape {
     int64_t b, hq, hkv, sq, skv;
   };
@@ -174,18 +219,18 @@ TEST(FlashSm90Fp8Op, WithinTwicePlainFp8OfFloat64) {
                                      {2, 8, 2, 200, 1100}, {1, 2, 2, 300, 100}, {3, 16, 16, 1000, 1000},
                                      {1, 2, 1, 3000, 3000}};
   double worst = 0;
-  int cases = 0;
   for (const Shape& s : shapes)
     for (const bool causal : {false, true})
       for (const int kind : {0, 1, 2}) {
         const Problem p = fp8_problem(s.b, s.hq, s.hkv, s.sq, s.skv, 128, causal, "cuda:0");
         SCOPED_TRACE(p.shape_string() + " " + p.config_string() + (kind == 0 ? " normal" : kind == 1 ? " outliers" : " climbing max"));
         const Inputs in = kind == 0 ? random_inputs(p) : kind == 1 ? attnprof::testing::outlier_inputs(p) : climbing_max_inputs(p);
-        auto [out, lse] = call_fp8(p, in);
-        ASSERT_EQ(out.sizes(), in.q.sizes());
-        ASSERT_EQ(out.scalar_type(), at::kBFloat16);
-        ASSERT_EQ(lse.sizes(), (std::vector<int64_t>{s.b, s.hq, s.sq}));
-        ASSERT_TRUE(at::isfinite(out).all().item<bool>()) << "output not fully written (NaN/inf left)";
+        auto [out, lse] = call(p, in);
+        EXPECT_EQ(out.sizes(), in.q.sizes());
+        EXPECT_EQ(out.scalar_type(), at::kBFloat16);
+        EXPECT_EQ(lse.sizes(), (std::vector<int64_t>{s.b, s.hq, s.sq}));
+        if (out.sizes() != in.q.sizes() || lse.sizes() != (std::vector<int64_t>{s.b, s.hq, s.sq})) return worst;
+        EXPECT_TRUE(at::isfinite(out).all().item<bool>()) << "output not fully written (NaN/inf left)";
         const at::Tensor ref = reference_attention(p, in);
         const at::Tensor plain = plain_fp8_attention(p, in);
         const double err = relative_frobenius_error(out, ref), err_plain = relative_frobenius_error(plain, ref);
@@ -203,7 +248,61 @@ TEST(FlashSm90Fp8Op, WithinTwicePlainFp8OfFloat64) {
             (lse.to(at::kDouble).masked_select(seen) - lse_ref.masked_select(seen)).abs().max().item<double>();
         EXPECT_LE(lse_err, 1e-3 * (1 + lse_max)) << "lse: the descaled scores' log-sum-exp";
       }
+  return worst;
+}
+
+}  // namespace
+
+TEST(FlashSm90Fp8Op, WithinTwicePlainFp8OfFloat64) {
+  const std::string why = why_not_runnable();
+  if (!why.empty()) GTEST_SKIP() << why;
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  int cases = 0;
+  const double worst = expect_within_twice_plain_fp8(call_fp8, cases);
   std::cout << "[ sm90 fp8 ] " << cases << " cases, worst error " << worst << " of the bound\n";
+}
+
+// Every fp8 configuration of this build by name (the operator's and the
+// alternatives built with -DATTNPROF_KERNEL_CONFIGS) under the same rule;
+// a name that is not built, or a 16-bit one, raises naming it.
+TEST(FlashSm90Fp8Op, EveryConfigurationByName) {
+  const std::string why = why_not_runnable();
+  if (!why.empty()) GTEST_SKIP() << why;
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const auto names = c10::Dispatcher::singleton()
+                         .findSchemaOrThrow("attnprof::flash_attention_sm90_fp8_configs", "")
+                         .typed<std::vector<std::string>()>()
+                         .call();
+  ASSERT_FALSE(names.empty());
+  using NamedFn = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                                     const at::Tensor&, const at::Tensor&, const at::Tensor&, bool,
+                                                     double, c10::string_view);
+  const auto named = c10::Dispatcher::singleton()
+                         .findSchemaOrThrow("attnprof::flash_attention_sm90_fp8_config", "")
+                         .typed<NamedFn>();
+  for (const std::string& name : names) {
+    SCOPED_TRACE(name);
+    int cases = 0;
+    const double worst = expect_within_twice_plain_fp8(
+        [&](const Problem& p, const Inputs& in) {
+          return named.call(in.q, in.k, in.v, in.fp8.q_descale, in.fp8.k_descale, in.fp8.v_descale, p.causal(),
+                            p.softmax_scale(), name);
+        },
+        cases);
+    std::cout << "[ sm90 fp8 " << name << " ] " << cases << " cases, worst error " << worst << " of the bound\n";
+  }
+  const Problem p = fp8_problem(1, 2, 2, 64, 64, 128, true, "cuda:0");
+  const Inputs in = random_inputs(p);
+  for (const std::string bad : {"no_such_config", "sm90_fwd_hdim128"}) {
+    try {
+      named.call(in.q, in.k, in.v, in.fp8.q_descale, in.fp8.k_descale, in.fp8.v_descale, true, 0.088, bad);
+      ADD_FAILURE() << "no error for " << bad;
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("'" + bad + "'"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // Launch after launch on one stream (the causal tile counter the kernel

@@ -232,6 +232,11 @@ TEST(Fingerprint, OurKernelsAsSeenOnTheH200) {
   EXPECT_EQ(softmax.family, KernelFamily::attnprof);
   EXPECT_EQ(softmax.math_unit, MathUnit::memory);
   EXPECT_EQ(softmax.precision, Precision::bf16);
+  const auto vt = fingerprint_kernel(
+      "attnprof::flash_sm90::(anonymous namespace)::fp8_vt_kernel(unsigned char const*, unsigned char*, long, int, "
+      "int, int)");
+  EXPECT_EQ(vt.family, KernelFamily::attnprof);
+  EXPECT_EQ(vt.math_unit, MathUnit::memory);
 }
 
 }  // namespace attnprof::report

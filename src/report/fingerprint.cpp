@@ -274,12 +274,13 @@ MathAndPrecision decode_fmha(const std::vector<std::string_view>& tokens) {
 }
 
 // Our kernels are known by name: the flash forward is mma.sync on tensor cores;
-// the scale-mask-softmax kernel is a memory-bound pass over the score rows.
+// the scale-mask-softmax kernel is a memory-bound pass over the score rows, and
+// the fp8 forward's Vᵀ kernel one over V.
 MathAndPrecision decode_attnprof(std::string_view name) {
   MathAndPrecision out{MathUnit::unknown, first_template_scalar(name)};
   if (contains(name, "wgmma") || contains(name, "mma") || contains(name, "flash_fwd"))
     out.math = MathUnit::tensor_cores;
-  else if (contains(name, "softmax"))
+  else if (contains(name, "softmax") || contains(name, "fp8_vt"))
     out.math = MathUnit::memory;
   return out;
 }

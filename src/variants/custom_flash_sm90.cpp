@@ -128,8 +128,9 @@ class CustomFlashSm90 final : public CustomOpVariant {
                              "(attnprof::flash_attention_sm90_fp8): Q·Kᵀ and P·V on e4m3 wgmma (k32) with fp32 "
                              "accumulators, P scaled by 2^8 and rounded to e4m3 in registers, q's and k's descales "
                              "folded into the softmax scale and v's into the output's normalisation, bf16 output; "
-                             "first one copy writes V transposed (Vᵀ, keys contiguous, as 8-bit wgmma reads its B "
-                             "operand), inside the measured forward and in the trace"});
+                             "first attnprof::flash_sm90::fp8_vt_kernel writes V transposed (Vᵀ, keys contiguous, as 8-bit "
+                             "wgmma reads its B operand: one read and one write of V), inside the measured forward "
+                             "and in the trace"});
       std::string tiles;
       kernels::for_each_config(flash_sm90::Sm90FwdFp8Configs{}, [&](auto c) {
         tiles += (tiles.empty() ? "" : " | ") + ("head_dim " + std::to_string(decltype(c)::kHeadDim) + ": ") +

@@ -64,7 +64,7 @@ TORCH_LIBRARY_FRAGMENT(attnprof, m) {
   // once per version of the tensors, as the varlen offsets: a sync the first
   // time; none during graph capture). Q·Kᵀ and P·V run on e4m3 tensor cores,
   // P scaled by 2^8 and rounded to e4m3; V is first written transposed
-  // (a copy of v per call, in the trace). out: bf16 like q's shape; lse as
+  // (one pass of fp8_vt_kernel over v per call, in the trace). out: bf16 like q's shape; lse as
   // flash_attention_sm90's, of the descaled scores. Forward only.
   m.def("flash_attention_sm90_fp8(Tensor q, Tensor k, Tensor v, Tensor q_descale, Tensor k_descale, Tensor v_descale, bool causal, float scale) -> (Tensor out, Tensor lse)");
   // The gradients of flash_attention (flash_attention/api.cpp) from the Hopper
@@ -84,6 +84,10 @@ TORCH_LIBRARY_FRAGMENT(attnprof, m) {
   m.def("flash_attention_sm90_configs(bool backward=False) -> str[]", [](bool backward) {
     return backward ? attnprof::flash_sm90::bwd_config_names() : attnprof::flash_sm90::fwd_config_names();
   });
+  // flash_attention_sm90_fp8 with one named fp8 configuration (Sm90FwdFp8Configs and the
+  // Sm90FwdFp8Alternatives built with -DATTNPROF_KERNEL_CONFIGS), and the names this build has.
+  m.def("flash_attention_sm90_fp8_config(Tensor q, Tensor k, Tensor v, Tensor q_descale, Tensor k_descale, Tensor v_descale, bool causal, float scale, str config) -> (Tensor out, Tensor lse)");
+  m.def("flash_attention_sm90_fp8_configs() -> str[]", [] { return attnprof::flash_sm90::fp8_config_names(); });
 }
 
 
@@ -274,17 +278,18 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_varlen_cuda(const at::Te
 // device, contiguous; its values finite and positive, checked on the host
 // once per version of the three tensors together (one sync), none during
 // graph capture (the kernel then reads whatever they hold, as scale factors).
-void check_descale(const at::Tensor& d, const char* name, int64_t batch, int64_t heads, const at::Tensor& q) {
-  TORCH_CHECK(d.defined(), kFp8Op, ": ", name, " is undefined; fp8 inputs need their descale factors");
-  TORCH_CHECK(d.device() == q.device(), kFp8Op, ": ", name, " must be on q's device ", q.device(), ", got ",
+void check_descale(const at::Tensor& d, const char* name, int64_t batch, int64_t heads, const at::Tensor& q,
+                   const char* op) {
+  TORCH_CHECK(d.defined(), op, ": ", name, " is undefined; fp8 inputs need their descale factors");
+  TORCH_CHECK(d.device() == q.device(), op, ": ", name, " must be on q's device ", q.device(), ", got ",
               d.device());
-  TORCH_CHECK(d.scalar_type() == at::kFloat, kFp8Op, ": ", name, " must be float32, got ",
+  TORCH_CHECK(d.scalar_type() == at::kFloat, op, ": ", name, " must be float32, got ",
               kernels::dtype_phrase(d.scalar_type()));
-  TORCH_CHECK(d.dim() == 2 && d.size(0) == batch && d.size(1) == heads, kFp8Op, ": ", name, " must be [batch ",
+  TORCH_CHECK(d.dim() == 2 && d.size(0) == batch && d.size(1) == heads, op, ": ", name, " must be [batch ",
               batch, ", heads ", heads, "], got ", d.sizes());
-  TORCH_CHECK(d.is_contiguous(), kFp8Op, ": ", name, " must be contiguous (strides ", d.strides(), ")");
+  TORCH_CHECK(d.is_contiguous(), op, ": ", name, " must be contiguous (strides ", d.strides(), ")");
 }
-void check_descale_values(const at::Tensor& qd, const at::Tensor& kd, const at::Tensor& vd) {
+void check_descale_values(const at::Tensor& qd, const at::Tensor& kd, const at::Tensor& vd, const char* op) {
   static flash::CheckedTables checked[3];
   const at::Tensor* ds[3] = {&qd, &kd, &vd};
   std::optional<flash::CheckedTables::Key> keys[3];
@@ -308,30 +313,30 @@ void check_descale_values(const at::Tensor& qd, const at::Tensor& kd, const at::
     if (n > 0) {
       const at::Tensor d = ds[i]->flatten();
       const int64_t first = invalid(d).nonzero()[0][0].item<int64_t>();
-      TORCH_CHECK(false, kFp8Op, ": ", kNames[i], " must be finite and positive, got ", d[first].item<float>(),
+      TORCH_CHECK(false, op, ": ", kNames[i], " must be finite and positive, got ", d[first].item<float>(),
                   " at [", first / ds[i]->size(1), ", ", first % ds[i]->size(1), "] (", n, " such values)");
     }
   }
-  TORCH_CHECK(counts[3].item<int64_t>() == 0, kFp8Op, ": q_descale x k_descale overflows float32 (largest ",
+  TORCH_CHECK(counts[3].item<int64_t>() == 0, op, ": q_descale x k_descale overflows float32 (largest ",
               qd.max().item<float>(), " and ", kd.max().item<float>(), ")");
   for (int i = 0; i < 3; ++i)
     if (keys[i]) checked[i].add(*keys[i]);
 }
 
-std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_fp8_cuda(const at::Tensor& q, const at::Tensor& k,
-                                                                 const at::Tensor& v, const at::Tensor& q_descale,
-                                                                 const at::Tensor& k_descale,
-                                                                 const at::Tensor& v_descale, bool causal,
-                                                                 double scale) {
-  check_inputs(kFp8Op, q, k, v, scale, /*fp8=*/true);
+// The fp8 forward with the operator's configuration (config null) or a named one; `op` names the operator in errors.
+std::tuple<at::Tensor, at::Tensor> fp8_forward(const char* op, const at::Tensor& q, const at::Tensor& k,
+                                               const at::Tensor& v, const at::Tensor& q_descale,
+                                               const at::Tensor& k_descale, const at::Tensor& v_descale, bool causal,
+                                               double scale, const FwdConfigEntry* config) {
+  check_inputs(op, q, k, v, scale, /*fp8=*/true);
   const int64_t batch = q.size(0), heads_q = q.size(1), heads_kv = k.size(1);
   // Vᵀ's rows hold seq_kv keys rounded up to 32, in a 32-bit int.
-  TORCH_CHECK(k.size(2) <= kInt32Max - 31, kFp8Op, ": seq_kv ", k.size(2), " too large (at most ", kInt32Max - 31, ")");
-  check_descale(q_descale, "q_descale", batch, heads_q, q);
-  check_descale(k_descale, "k_descale", batch, heads_kv, q);
-  check_descale(v_descale, "v_descale", batch, heads_kv, q);
+  TORCH_CHECK(k.size(2) <= kInt32Max - 31, op, ": seq_kv ", k.size(2), " too large (at most ", kInt32Max - 31, ")");
+  check_descale(q_descale, "q_descale", batch, heads_q, q, op);
+  check_descale(k_descale, "k_descale", batch, heads_kv, q, op);
+  check_descale(v_descale, "v_descale", batch, heads_kv, q, op);
   c10::cuda::CUDAGuard guard(q.device());
-  check_descale_values(q_descale, k_descale, v_descale);
+  check_descale_values(q_descale, k_descale, v_descale, op);
   at::Tensor out = at::empty(q.sizes(), q.options().dtype(at::kBFloat16));
   at::Tensor lse = at::empty({batch, heads_q, q.size(2)}, q.options().dtype(at::kFloat));
   if (q.numel() == 0) return {out, lse};
@@ -350,8 +355,30 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_fp8_cuda(const at::Tenso
   p.q_descale = q_descale.data_ptr<float>();
   p.k_descale = k_descale.data_ptr<float>();
   p.v_descale = v_descale.data_ptr<float>();
-  launch(p, q, nullptr);
+  launch(p, q, config);
   return {out, lse};
+}
+
+std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_fp8_cuda(const at::Tensor& q, const at::Tensor& k,
+                                                                 const at::Tensor& v, const at::Tensor& q_descale,
+                                                                 const at::Tensor& k_descale,
+                                                                 const at::Tensor& v_descale, bool causal,
+                                                                 double scale) {
+  return fp8_forward(kFp8Op, q, k, v, q_descale, k_descale, v_descale, causal, scale, nullptr);
+}
+
+std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_fp8_config_cuda(
+    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& q_descale,
+    const at::Tensor& k_descale, const at::Tensor& v_descale, bool causal, double scale, c10::string_view config) {
+  constexpr const char* op = "attnprof::flash_attention_sm90_fp8_config";
+  const std::string name(config);
+  // fp8 configurations register as not bf16, as fp16 ones do; their names differ.
+  const FwdConfigEntry* found = find_fwd_config(name, false);
+  // A 16-bit configuration of that name: say what it runs, not that it is missing.
+  TORCH_CHECK((found == nullptr || found->fp8) && find_fwd_config(name, true) == nullptr, op, ": configuration '", name,
+              "' runs 16-bit inputs (attnprof::flash_attention_sm90_config runs it)");
+  const FwdConfigEntry& entry = config_entry(found, name, q, op, fp8_config_names());
+  return fp8_forward(op, q, k, v, q_descale, k_descale, v_descale, causal, scale, &entry);
 }
 
 std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_config_cuda(const at::Tensor& q, const at::Tensor& k,
@@ -417,6 +444,7 @@ TORCH_LIBRARY_IMPL(attnprof, CUDA, m) {
   m.impl("flash_attention_backward_sm90", &attnprof::flash_sm90::flash_attention_backward_sm90_cuda);
   m.impl("flash_attention_sm90_varlen", &attnprof::flash_sm90::flash_attention_sm90_varlen_cuda);
   m.impl("flash_attention_sm90_fp8", &attnprof::flash_sm90::flash_attention_sm90_fp8_cuda);
+  m.impl("flash_attention_sm90_fp8_config", &attnprof::flash_sm90::flash_attention_sm90_fp8_config_cuda);
   m.impl("flash_attention_sm90_config", &attnprof::flash_sm90::flash_attention_sm90_config_cuda);
   m.impl("flash_attention_backward_sm90_config", &attnprof::flash_sm90::flash_attention_backward_sm90_config_cuda);
 }

@@ -68,6 +68,9 @@ const BwdConfigEntry* find_bwd_config(const std::string& name, bool is_bf16) {
 std::vector<std::string> fwd_config_names() {
   return fwd_registry().names([](const FwdConfigEntry& e) { return !e.varlen && !e.fp8; });
 }
+std::vector<std::string> fp8_config_names() {
+  return fwd_registry().names([](const FwdConfigEntry& e) { return e.fp8; });
+}
 std::vector<std::string> bwd_config_names() {
   return bwd_registry().names([](const BwdConfigEntry&) { return true; });
 }

@@ -11,7 +11,7 @@ attnprof_config_instances(_instances HEADER src/kernels/flash_sm90/flash_sm90_tr
   CONFIGS Sm90FwdConfigs ALTERNATIVES Sm90FwdAlternatives
   TEMPLATE src/kernels/flash_sm90/fwd_sm90_instance.cu.in ELEMENTS __nv_bfloat16 __half)
 attnprof_config_instances(_instances HEADER src/kernels/flash_sm90/flash_sm90_traits.h
-  CONFIGS Sm90FwdFp8Configs
+  CONFIGS Sm90FwdFp8Configs ALTERNATIVES Sm90FwdFp8Alternatives
   TEMPLATE src/kernels/flash_sm90/fwd_sm90_instance.cu.in ELEMENTS __nv_fp8_e4m3)
 attnprof_config_instances(_instances HEADER src/kernels/flash_sm90/flash_bwd_sm90_traits.h
   CONFIGS Sm90BwdConfigs ALTERNATIVES Sm90BwdAlternatives

@@ -83,6 +83,13 @@ void run_fwd_config(const FwdParams& params, CUstream_st* stream);
 template <typename Config, typename Element>
 FwdWorkspace fwd_workspace_config(const FwdParams& params);
 
+// Vᵀ of 8-bit v [slabs][seqlen][head_dim] (contiguous, 16-byte aligned,
+// head_dim a multiple of 16 up to 256) into vt [slabs][head_dim][padded]
+// (padded: seqlen rounded up to kFp8KeyGroup), in fp8_vt.h's layout, on
+// `stream`. Defined in fp8_vt_kernel.cu.
+void run_fp8_vt(const void* v, void* vt, int64_t slabs, int seqlen, int padded, int head_dim, int num_sms,
+                CUstream_st* stream);
+
 // The backward: the portable preprocessing, the Hopper main kernel (dK, dV,
 // dQ into the fp32 workspace), the portable dQ conversion; all on `stream`.
 // q, k, v, dout must be contiguous with 16-byte aligned bases (tensor maps);
@@ -95,7 +102,8 @@ template <typename Config, typename Element>
 void run_bwd_config(const flash::BwdParams& params, CUstream_st* stream);
 
 // A configuration built into this library, by its kName, for the operators
-// that run one by name (attnprof::flash_attention_sm90_config and
+// that run one by name (attnprof::flash_attention_sm90_config,
+// attnprof::flash_attention_sm90_fp8_config and
 // attnprof::flash_attention_backward_sm90_config): the defaults and the
 // alternatives requested with -DATTNPROF_KERNEL_CONFIGS. Each generated
 // instantiation file registers its own (config_registry.cpp).
@@ -120,5 +128,7 @@ const BwdConfigEntry* find_bwd_config(const std::string& name, bool is_bf16);
 // the packed-batch (varlen) and fp8 configurations, which no by-name operator runs.
 std::vector<std::string> fwd_config_names();
 std::vector<std::string> bwd_config_names();
+// The fp8 configurations' names (attnprof::flash_attention_sm90_fp8_config runs them).
+std::vector<std::string> fp8_config_names();
 
 }  // namespace attnprof::flash_sm90

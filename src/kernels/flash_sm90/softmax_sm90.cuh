@@ -111,7 +111,7 @@ __device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st,
   float sum[2] = {0.f, 0.f};
 #pragma unroll
   for (int t = 0; t < kN / 8; ++t) {
-    const bool poly = kPolyEvery > 0 && t % kPolyEvery == kPolyEvery - 1;  // resolved at compile time
+    const bool poly = kPolyEvery > 0 && t % (kPolyEvery > 0 ? kPolyEvery : 1) == kPolyEvery - 1;  // resolved at compile time
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const float x0 = fmaf(s[4 * t + 2 * i], scale_log2, -m_scaled[i]);
