@@ -225,9 +225,10 @@ class Page(unittest.TestCase):
             self.assertEqual(len(bad.stderr.strip().splitlines()), 1)
             self.assertIn("forward.json: not valid JSON", bad.stderr)
 
-    def test_the_committed_records_are_valid_and_make_a_page_under_320_lines(self):
+    def test_the_committed_records_are_valid_and_make_a_page_under_360_lines(self):
         page = md.render(br.load_dir(os.path.join(ROOT, "docs", "bench")))
-        self.assertLess(page.count("\n"), 320)  # 300 until the variable-length prefill section
+        # 300 until the variable-length prefill section, 320 until the op-level forward's (fp8) one
+        self.assertLess(page.count("\n"), 360)
 
 
 FAKE_ATTNPROF = r'''#!{python}
