@@ -211,7 +211,7 @@ using Fp8Call = std::function<std::tuple<at::Tensor, at::Tensor>(const Problem&,
 // and shorter than queries (rows that see no key), more tiles than SMs,
 // both masks; inputs normal, outlier-heavy and with a climbing row max.
 // Returns the worst error as a share of the bound, and counts the cases.
-double expect_within_twice_plain_fp8(const Fp8Call& call, int& cases) {
+double expect_within_twice_plain_fp8(const Fp8Call& call, int& cases, int64_t head_dim = 128) {
   struct Shape {
     int64_t b, hq, hkv, sq, skv;
   };
@@ -222,7 +222,7 @@ double expect_within_twice_plain_fp8(const Fp8Call& call, int& cases) {
   for (const Shape& s : shapes)
     for (const bool causal : {false, true})
       for (const int kind : {0, 1, 2}) {
-        const Problem p = fp8_problem(s.b, s.hq, s.hkv, s.sq, s.skv, 128, causal, "cuda:0");
+        const Problem p = fp8_problem(s.b, s.hq, s.hkv, s.sq, s.skv, head_dim, causal, "cuda:0");
         SCOPED_TRACE(p.shape_string() + " " + p.config_string() + (kind == 0 ? " normal" : kind == 1 ? " outliers" : " climbing max"));
         const Inputs in = kind == 0 ? random_inputs(p) : kind == 1 ? attnprof::testing::outlier_inputs(p) : climbing_max_inputs(p);
         auto [out, lse] = call(p, in);
@@ -264,7 +264,8 @@ TEST(FlashSm90Fp8Op, WithinTwicePlainFp8OfFloat64) {
 }
 
 // Every fp8 configuration of this build by name (the operator's and the
-// alternatives built with -DATTNPROF_KERNEL_CONFIGS) under the same rule;
+// alternatives built with -DATTNPROF_KERNEL_CONFIGS) under the same rule, at
+// its head dim (sm90_fwd_hdim64_fp8's 64-byte swizzled Q and K included);
 // a name that is not built, or a 16-bit one, raises naming it.
 TEST(FlashSm90Fp8Op, EveryConfigurationByName) {
   const std::string why = why_not_runnable();
@@ -284,13 +285,15 @@ TEST(FlashSm90Fp8Op, EveryConfigurationByName) {
                          .typed<NamedFn>();
   for (const std::string& name : names) {
     SCOPED_TRACE(name);
+    const flash_sm90::FwdConfigEntry* entry = flash_sm90::find_fwd_config(name, false);
+    ASSERT_NE(entry, nullptr);
     int cases = 0;
     const double worst = expect_within_twice_plain_fp8(
         [&](const Problem& p, const Inputs& in) {
           return named.call(in.q, in.k, in.v, in.fp8.q_descale, in.fp8.k_descale, in.fp8.v_descale, p.causal(),
                             p.softmax_scale(), name);
         },
-        cases);
+        cases, entry->head_dim);
     std::cout << "[ sm90 fp8 " << name << " ] " << cases << " cases, worst error " << worst << " of the bound\n";
   }
   const Problem p = fp8_problem(1, 2, 2, 64, 64, 128, true, "cuda:0");

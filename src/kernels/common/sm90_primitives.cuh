@@ -263,5 +263,25 @@ __device__ __forceinline__ uint64_t smem_desc_sw128_join(uint32_t lo, uint32_t s
 __device__ __forceinline__ uint64_t smem_desc_sw128(uint32_t smem_addr, uint32_t lbo, uint32_t sbo) {
   return smem_desc_sw128_join(smem_desc_sw128_lo(smem_addr, lbo), sbo);
 }
+// The same low word with the 64-byte swizzle mode (rows of 64 bytes, 8-row
+// groups sbo = 512 bytes apart, tiles 512-byte aligned).
+__device__ __forceinline__ uint64_t smem_desc_sw64_join(uint32_t lo, uint32_t sbo) {
+  return (static_cast<uint64_t>(((sbo >> 4) & 0x3FFF) | (2u << 30)) << 32) | lo;
+}
+
+// Byte offset of 16-byte chunk c of row r in a tile of kRowBytes-byte rows
+// as TMA's kRowBytes swizzle writes it (and wgmma's matching descriptor mode
+// reads it): the chunk index XOR the address bits above the 128-byte line
+// (CuTe's Swizzle<3,4,3> for 128 bytes, <2,4,3> for 64).
+template <int kRowBytes>
+__device__ __forceinline__ uint32_t swizzled_chunk(int r, int c) {
+  static_assert(kRowBytes == 128 || kRowBytes == 64, "the 128- or 64-byte swizzle");
+  if constexpr (kRowBytes == 128) {
+    return static_cast<uint32_t>(r * 128 + ((c ^ (r % 8)) << 4));
+  } else {
+    const uint32_t off = static_cast<uint32_t>(r * kRowBytes + c * 16);
+    return off ^ (((off >> 7) & (kRowBytes / 16 - 1)) << 4);
+  }
+}
 
 }  // namespace attnprof::kernels

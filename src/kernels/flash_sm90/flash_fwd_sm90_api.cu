@@ -42,7 +42,8 @@ namespace {
 // slab_stride elements apart; boxes of box_cols × box_rows (box_cols ·
 // element size = 128 bytes, the widest box the 128-byte swizzle allows).
 CUtensorMap encode(const void* base, CUtensorMapDataType type, cuuint64_t elem_bytes, int cols, int rows, int slabs,
-                   int64_t row_stride, int64_t slab_stride, int box_cols, int box_rows, const char* op) {
+                   int64_t row_stride, int64_t slab_stride, int box_cols, int box_rows, const char* op,
+                   CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B) {
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
                               static_cast<cuuint64_t>(slabs)};
   // Byte strides of dims 1 and 2 (dim 0 is contiguous).
@@ -59,7 +60,7 @@ CUtensorMap encode(const void* base, CUtensorMapDataType type, cuuint64_t elem_b
   C10_CUDA_CHECK(cudaSetDevice(device));
   CUtensorMap map;
   const CUresult r = tensor_map_encoder()(&map, type, 3, const_cast<void*>(base), dims, strides, box, elem_strides,
-                                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                          CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   TORCH_CHECK(r == CUDA_SUCCESS, op, ": cuTensorMapEncodeTiled failed (CUresult ", static_cast<int>(r), ") for a [",
               slabs, ", ", rows, ", ", cols, "] tensor at ", base);
@@ -81,9 +82,11 @@ CUtensorMap make_packed_tensor_map(const void* base, bool is_bf16, int head_dim,
 }
 
 CUtensorMap make_tensor_map_8bit(const void* base, int cols, int rows, int slabs, int64_t row_stride,
-                                 int64_t slab_stride, int box_rows, const char* op) {
-  return encode(base, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, cols, rows, slabs, row_stride, slab_stride, 128, box_rows,
-                op);
+                                 int64_t slab_stride, int box_rows, int box_bytes, const char* op) {
+  TORCH_CHECK(box_bytes == 128 || box_bytes == 64, op, ": an 8-bit tensor map's box is 128 or 64 bytes wide, not ",
+              box_bytes);
+  return encode(base, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, cols, rows, slabs, row_stride, slab_stride, box_bytes,
+                box_rows, op, box_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B);
 }
 
 CUtensorMap make_tensor_map_f32(float* base, int cols, int rows, int slabs, int box_rows, const char* op) {

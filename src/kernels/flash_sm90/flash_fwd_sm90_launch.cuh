@@ -94,11 +94,11 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
                     p.k_descale != nullptr && p.v_descale != nullptr,
                 op, ": an fp8 launch needs Vᵀ (", p.vt_keys, " keys for ", p.seqlen_k, ") and the three descales");
     a.tma_q = make_tensor_map_8bit(p.q, kHeadDim, p.seqlen_q, p.batch * p.heads_q, kHeadDim,
-                                   int64_t{p.seqlen_q} * kHeadDim, Traits::kBlockM, op);
+                                   int64_t{p.seqlen_q} * kHeadDim, Traits::kBlockM, Traits::kSwizzleBytes, op);
     a.tma_k = make_tensor_map_8bit(p.k, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, kHeadDim,
-                                   int64_t{p.seqlen_k} * kHeadDim, Traits::kBlockN, op);
+                                   int64_t{p.seqlen_k} * kHeadDim, Traits::kBlockN, Traits::kSwizzleBytes, op);
     a.tma_v = make_tensor_map_8bit(p.vt, p.vt_keys, kHeadDim, p.batch * p.heads_kv, p.vt_keys,
-                                   int64_t{kHeadDim} * p.vt_keys, kHeadDim, op);
+                                   int64_t{kHeadDim} * p.vt_keys, kHeadDim, 128, op);
     a.q_descale = p.q_descale;
     a.k_descale = p.k_descale;
     a.v_descale = p.v_descale;

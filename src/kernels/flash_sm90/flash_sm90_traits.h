@@ -50,11 +50,15 @@ struct FwdTraits : Config {
   static_assert(kConsumerWarpgroups >= 2 && kConsumerWarpgroups <= 3,
                 "2 or 3 consumer warpgroups (the GEMM-issue token ring needs a neighbour)");
 
-  // Shared-memory tiles: [kHeadDim / kColElems column blocks][rows][kColElems elements].
-  static constexpr int kColElems = 128 / static_cast<int>(sizeof(Element));
+  // Shared-memory tiles: [kHeadDim / kColElems column blocks][rows][kColElems elements],
+  // kSwizzleBytes per row of a block: 128 (the 128-byte swizzle), or with
+  // 8-bit inputs at head_dim 64 the whole 64-byte row (the 64-byte swizzle).
+  static constexpr int kRowBytes = kHeadDim * static_cast<int>(sizeof(Element));
+  static constexpr int kSwizzleBytes = kRowBytes < 128 ? kRowBytes : 128;
+  static constexpr int kColElems = kSwizzleBytes / static_cast<int>(sizeof(Element));
   static constexpr int kColBlocks = kHeadDim / kColElems;
-  static constexpr int kQColBytes = kBlockM * 128;
-  static constexpr int kKVColBytes = kBlockN * 128;
+  static constexpr int kQColBytes = kBlockM * kSwizzleBytes;
+  static constexpr int kKVColBytes = kBlockN * kSwizzleBytes;
   static constexpr int kQBytes = kQColBytes * kColBlocks;
   static constexpr int kKVBytes = kKVColBytes * kColBlocks;  // one K or one V stage
   // V's stage: as K's (MN-major B of P·V), or with 8-bit inputs Vᵀ
@@ -100,6 +104,8 @@ struct FwdTraits : Config {
 
   static_assert(sizeof(Element) == 2 || sizeof(Element) == 1, "wgmma with 16-bit (bf16, fp16) or 8-bit (e4m3) inputs");
   static_assert(kHeadDim % kColElems == 0, "head_dim: whole 128-byte column blocks");
+  static_assert(kSwizzleBytes == 128 || (kFp8 && kSwizzleBytes == 64),
+                "Q and K rows of 128-byte column blocks, or 64 bytes (8-bit inputs, head_dim 64)");
   static_assert(kBlockN % kKStep == 0 && kBlockN % 16 == 0 && kBlockN >= 64 && kBlockN <= 256,
                 "kBlockN: wgmma n (a whole number of P·V k steps), a TMA box of <= 256 rows");
   // 8-bit: Vᵀ's stage in whole 128-key column blocks (fp8_layout.h permutes
@@ -231,10 +237,20 @@ struct Sm90FwdHdim128Fp8 : Sm90FwdDefaults {
 // inputs runs the first one of its head dim (CMake reads this line too).
 using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim128Fp8>;
 
-// fp8 alternatives to time against it by name
+// e4m3 at head_dim 64: Q and K rows of 64 bytes, so their tiles and
+// descriptors use the 64-byte swizzle (Vᵀ's rows stay 128-key blocks). The
+// head_dim 128 configuration's choices otherwise, untimed; built and
+// checked in its machine code, not yet run on a GPU: an alternative (by
+// name) until its GPU tests pass, then one of Sm90FwdFp8Configs.
+struct Sm90FwdHdim64Fp8 : Sm90FwdHdim128Fp8 {
+  static constexpr const char* kName = "sm90_fwd_hdim64_fp8";
+  static constexpr int kHeadDim = 64;
+};
+
+// fp8 alternatives to time or check by name
 // (attnprof::flash_attention_sm90_fp8_config, built with
-// -DATTNPROF_KERNEL_CONFIGS; CMake reads this line too): none kept.
-using Sm90FwdFp8Alternatives = kernels::ConfigList<>;
+// -DATTNPROF_KERNEL_CONFIGS; CMake reads this line too).
+using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim64Fp8>;
 
 // Alternatives to time against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS) and run by name through

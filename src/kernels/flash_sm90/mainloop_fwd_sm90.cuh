@@ -143,11 +143,12 @@ __device__ __forceinline__ void load_kv_tiles(const KernelArgs& a, const Smem<Tr
 // byte offsets / 16 to the address field.
 template <typename Traits>
 struct DescSteps {
+  static constexpr int kStepsPerCol = Traits::kSwizzleBytes / 32;  // k steps along one swizzled Q/K row
   static __device__ __forceinline__ uint32_t q_step(int ks) {
-    return static_cast<uint32_t>(((ks / 4) * Traits::kQColBytes + (ks % 4) * 32) >> 4);
+    return static_cast<uint32_t>(((ks / kStepsPerCol) * Traits::kQColBytes + (ks % kStepsPerCol) * 32) >> 4);
   }
   static __device__ __forceinline__ uint32_t k_step(int ks) {
-    return static_cast<uint32_t>(((ks / 4) * Traits::kKVColBytes + (ks % 4) * 32) >> 4);
+    return static_cast<uint32_t>(((ks / kStepsPerCol) * Traits::kKVColBytes + (ks % kStepsPerCol) * 32) >> 4);
   }
   // P·V's k step kk in V's stage: 16 rows down MN-major V (16-bit), or 32
   // bytes along Vᵀ's K-major rows, then its next column block (8-bit).
@@ -160,7 +161,15 @@ struct DescSteps {
   static __device__ __forceinline__ uint32_t stage_off(uint32_t s) {
     return static_cast<uint32_t>((s * Traits::kKVBytes) >> 4);
   }
-  static __device__ __forceinline__ uint64_t desc(uint32_t lo) { return smem_desc_sw128_join(lo, 1024); }
+  // Q and K: kSwizzleBytes-swizzled rows, 8-row groups 8 rows of kSwizzleBytes apart; V
+  // (or 8-bit Vᵀ): the 128-byte swizzle.
+  static __device__ __forceinline__ uint64_t desc_qk(uint32_t lo) {
+    if constexpr (Traits::kSwizzleBytes == 128)
+      return smem_desc_sw128_join(lo, 1024);
+    else
+      return smem_desc_sw64_join(lo, 512);
+  }
+  static __device__ __forceinline__ uint64_t desc_v(uint32_t lo) { return smem_desc_sw128_join(lo, 1024); }
 };
 
 // S = Q·Kᵀ over head_dim, Q from registers (qf) or shared memory (dq).
@@ -171,9 +180,9 @@ __device__ __forceinline__ void qk_gemm(float (&s)[kSN / 2], const QFragments& q
 #pragma unroll
   for (int ks = 0; ks < Traits::kQKSteps; ++ks) {
     if constexpr (Traits::kQInRegs)
-      GemmSx::template rs<0>(s, qf[ks], D::desc(dk + D::k_step(ks)), ks > 0);
+      GemmSx::template rs<0>(s, qf[ks], D::desc_qk(dk + D::k_step(ks)), ks > 0);
     else
-      GemmSx::template ss<0>(s, D::desc(dq + D::q_step(ks)), D::desc(dk + D::k_step(ks)), ks > 0);
+      GemmSx::template ss<0>(s, D::desc_qk(dq + D::q_step(ks)), D::desc_qk(dk + D::k_step(ks)), ks > 0);
   }
 }
 
@@ -185,7 +194,7 @@ __device__ __forceinline__ void pv_gemm(float (&o)[Traits::kORegs], const uint32
   constexpr int kTransV = Traits::kFp8 ? 0 : 1;
 #pragma unroll
   for (int kk = 0; kk < kSteps; ++kk)
-    GemmO::template rs<kTransV>(o, p[kk], DescSteps<Traits>::desc(dv + DescSteps<Traits>::v_step(kk)), 1);
+    GemmO::template rs<kTransV>(o, p[kk], DescSteps<Traits>::desc_v(dv + DescSteps<Traits>::v_step(kk)), 1);
 }
 
 // P·V done: O and the P registers are free, and the V stage goes back.
@@ -309,7 +318,7 @@ struct FwdConsumerMainloop {
     lane = tid % 32;
     warp_leader = lane == 0;
     row_in_wg = 16 * warp + lane / 4;
-    desc_q0 = smem_desc_sw128_lo(sm.q + cwg * 64 * 128, 16);
+    desc_q0 = smem_desc_sw128_lo(sm.q + cwg * 64 * Traits::kSwizzleBytes, 16);
     desc_k = smem_desc_sw128_lo(sm.k, 16);
     desc_v = smem_desc_sw128_lo(sm.v, Traits::kFp8 ? 16 : Traits::kKVColBytes);
     my_barrier = Traits::kSchedulerBarrier + cwg;
@@ -414,14 +423,15 @@ struct FwdConsumerMainloop {
   // rows 0-7 / 8-15 of the step's first 16 bytes, lanes 16-31 the same rows
   // of the next 16: registers 0..3 then hold a[0..3] of sm90_wgmma.cuh's A
   // layout, for 16-bit values and, 4 bytes per lane, for 8-bit ones alike.
-  // The tile is 128-byte swizzled (16-byte chunk c of row r at c ^ (r % 8)).
+  // The tile is swizzled as TMA writes it (swizzled_chunk).
   __device__ __forceinline__ void load_q_fragments(const ConsumerTile& w, QFragments& qf) const {
     const int r = cwg * 64 + 16 * warp + (lane % 8) + 8 * ((lane / 8) % 2);  // row in the Q tile
-    const uint32_t row_base = sm.q_tile(w.q_stage) + r * 128;
+    constexpr int kChunks = Traits::kSwizzleBytes / 16;  // 16-byte chunks per row of a column block
 #pragma unroll
     for (int ks = 0; ks < Traits::kQKSteps; ++ks) {
       const int chunk = 2 * ks + lane / 16;  // 16-byte chunk along head_dim
-      ldmatrix_x4(qf[ks], row_base + (chunk / 8) * Traits::kQColBytes + (((chunk % 8) ^ (r % 8)) << 4));
+      ldmatrix_x4(qf[ks], sm.q_tile(w.q_stage) + (chunk / kChunks) * Traits::kQColBytes +
+                              swizzled_chunk<Traits::kSwizzleBytes>(r, chunk % kChunks));
     }
     // The warp's reads are done (ldmatrix is warp-collective): the
     // producer may load the tile after next into this buffer.

@@ -22,9 +22,9 @@ CUtensorMap make_packed_tensor_map(const void* base, bool is_bf16, int head_dim,
 
 // The same over an 8-bit (e4m3) tensor [slabs][rows][cols], rows and slabs
 // row_stride and slab_stride bytes apart (multiples of 16), boxes of
-// box_rows × 128 bytes.
+// box_rows × box_bytes (128, 128-byte swizzled, or 64, 64-byte swizzled).
 CUtensorMap make_tensor_map_8bit(const void* base, int cols, int rows, int slabs, int64_t row_stride,
-                                 int64_t slab_stride, int box_rows, const char* op);
+                                 int64_t slab_stride, int box_rows, int box_bytes, const char* op);
 
 // The same over a contiguous [slabs][rows][cols] float32 tensor, boxes of
 // box_rows × 32 elements (128 bytes), 128-byte swizzled: the target of TMA
