@@ -62,9 +62,12 @@ struct FwdTraits : Config {
   static constexpr int kQBytes = kQColBytes * kColBlocks;
   static constexpr int kKVBytes = kKVColBytes * kColBlocks;  // one K or one V stage
   // V's stage: as K's (MN-major B of P·V), or with 8-bit inputs Vᵀ
-  // [kBlockN / 128 column blocks][kHeadDim rows][128 keys] (K-major B).
-  static constexpr int kVColBlocks = kFp8 ? kBlockN / 128 : kColBlocks;
-  static constexpr int kVColBytes = kFp8 ? kHeadDim * 128 : kKVColBytes;
+  // [kBlockN / kVColKeys column blocks][kHeadDim rows][kVColKeys keys]
+  // (K-major B): blocks of 128 keys (128-byte swizzle), or of 64 (64-byte
+  // swizzle) when kBlockN is not a multiple of 128.
+  static constexpr int kVColKeys = !kFp8 ? 0 : kBlockN % 128 == 0 ? 128 : 64;
+  static constexpr int kVColBlocks = kFp8 ? kBlockN / kVColKeys : kColBlocks;
+  static constexpr int kVColBytes = kFp8 ? kHeadDim * kVColKeys : kKVColBytes;
   static_assert(kVColBlocks * kVColBytes == kKVBytes, "a V stage is as large as a K stage (one expect_tx size)");
 
   static constexpr int kOffQ = 0;
@@ -108,14 +111,14 @@ struct FwdTraits : Config {
                 "Q and K rows of 128-byte column blocks, or 64 bytes (8-bit inputs, head_dim 64)");
   static_assert(kBlockN % kKStep == 0 && kBlockN % 16 == 0 && kBlockN >= 64 && kBlockN <= 256,
                 "kBlockN: wgmma n (a whole number of P·V k steps), a TMA box of <= 256 rows");
-  // 8-bit: Vᵀ's stage in whole 128-key column blocks (fp8_layout.h permutes
+  // 8-bit: Vᵀ's stage in whole 64- or 128-key column blocks (fp8_layout.h permutes
   // keys within groups of 32); the max moves on every increase so P <= 2^8
   // before e4m3's 448 (with kRescaleSlack 8 it would reach 2^16 and
   // saturate); dense batches of one length, no tail split (its merge reads
   // the launch's scale, not a head's descaled one), no half first block.
-  static_assert(!kFp8 || (kBlockN % 128 == 0 && kHeadDim <= 256 && Config::kRescaleSlack < 0 && !Config::kVarlen &&
+  static_assert(!kFp8 || (kBlockN % 64 == 0 && kHeadDim <= 256 && Config::kRescaleSlack < 0 && !Config::kVarlen &&
                           !Config::kTailSplit && !Config::kHalfFirstBlock),
-                "8-bit configuration: 128-key column blocks, kRescaleSlack < 0, no varlen, tail split or half block");
+                "8-bit configuration: 64- or 128-key column blocks, kRescaleSlack < 0, no varlen, tail split or half block");
   static_assert(kBlockM <= 256, "a TMA box has at most 256 rows");
   static_assert(kStages >= 2, "TMA needs at least double buffering to overlap");
   static_assert(kQStages == 1 || kQStages == 2, "one or two Q tiles");
@@ -247,10 +250,20 @@ struct Sm90FwdHdim64Fp8 : Sm90FwdHdim128Fp8 {
   static constexpr int kHeadDim = 64;
 };
 
+// 192-key tiles (FlashAttention-3 runs 224 for e4m3 at head_dim 128): the
+// waits, the issue token and the row max's shuffles of a key block spread
+// over 1.5x the keys (in ncu they are a third of the consumers' samples at
+// 128); Vᵀ in 64-key column blocks (64-byte swizzle), 3 stages (176 KiB).
+// Built and checked in its machine code, not yet timed on a GPU.
+struct Sm90FwdHdim128Fp8N192 : Sm90FwdHdim128Fp8 {
+  static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192";
+  static constexpr int kBlockN = 192, kStages = 3;
+};
+
 // fp8 alternatives to time or check by name
 // (attnprof::flash_attention_sm90_fp8_config, built with
 // -DATTNPROF_KERNEL_CONFIGS; CMake reads this line too).
-using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim64Fp8>;
+using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim64Fp8, Sm90FwdHdim128Fp8N192>;
 
 // Alternatives to time against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS) and run by name through

@@ -118,14 +118,15 @@ __device__ __forceinline__ void load_kv_tiles(const KernelArgs& a, const Smem<Tr
       tma_load_3d(dst + cb * Traits::kKVColBytes, map, full, cb * Traits::kColElems, row0 + n * Traits::kBlockN,
                   kv_slab);
   };
-  // 8-bit: Vᵀ's key block n, [head_dim rows][kBlockN keys] in 128-key column
-  // blocks (keys past the padded end read as zeros, under masked P).
+  // 8-bit: Vᵀ's key block n, [head_dim rows][kBlockN keys] in kVColKeys-key
+  // column blocks (keys past the padded end read as zeros, under masked P).
   auto load_vt = [&](uint32_t dst, uint32_t full, uint32_t empty, int n) {
     mbar_wait(empty, pos.phase ^ 1);
     mbar_arrive_expect_tx(full, Traits::kKVBytes);
 #pragma unroll
     for (int cb = 0; cb < Traits::kVColBlocks; ++cb)
-      tma_load_3d(dst + cb * Traits::kVColBytes, &a.tma_v, full, n * Traits::kBlockN + cb * 128, 0, kv_slab);
+      tma_load_3d(dst + cb * Traits::kVColBytes, &a.tma_v, full, n * Traits::kBlockN + cb * Traits::kVColKeys, 0,
+                  kv_slab);
   };
   for (int n = t.n_hi - 1; n >= t.n_lo; --n) {
     const uint32_t kv_off = pos.stage * Traits::kKVBytes;
@@ -144,6 +145,7 @@ __device__ __forceinline__ void load_kv_tiles(const KernelArgs& a, const Smem<Tr
 template <typename Traits>
 struct DescSteps {
   static constexpr int kStepsPerCol = Traits::kSwizzleBytes / 32;  // k steps along one swizzled Q/K row
+  static constexpr int kStepsPerVCol = Traits::kFp8 ? Traits::kVColKeys / 32 : 0;  // along a Vᵀ row
   static __device__ __forceinline__ uint32_t q_step(int ks) {
     return static_cast<uint32_t>(((ks / kStepsPerCol) * Traits::kQColBytes + (ks % kStepsPerCol) * 32) >> 4);
   }
@@ -154,7 +156,7 @@ struct DescSteps {
   // bytes along Vᵀ's K-major rows, then its next column block (8-bit).
   static __device__ __forceinline__ uint32_t v_step(int kk) {
     if constexpr (Traits::kFp8)
-      return static_cast<uint32_t>(((kk / 4) * Traits::kVColBytes + (kk % 4) * 32) >> 4);
+      return static_cast<uint32_t>(((kk / kStepsPerVCol) * Traits::kVColBytes + (kk % kStepsPerVCol) * 32) >> 4);
     else
       return static_cast<uint32_t>((kk * 16 * 128) >> 4);
   }
@@ -169,7 +171,12 @@ struct DescSteps {
     else
       return smem_desc_sw64_join(lo, 512);
   }
-  static __device__ __forceinline__ uint64_t desc_v(uint32_t lo) { return smem_desc_sw128_join(lo, 1024); }
+  static __device__ __forceinline__ uint64_t desc_v(uint32_t lo) {
+    if constexpr (Traits::kFp8 && Traits::kVColKeys == 64)
+      return smem_desc_sw64_join(lo, 512);
+    else
+      return smem_desc_sw128_join(lo, 1024);
+  }
 };
 
 // S = Q·Kᵀ over head_dim, Q from registers (qf) or shared memory (dq).
