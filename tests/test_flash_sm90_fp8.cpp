@@ -26,6 +26,7 @@
 #include "attention_test_inputs.h"
 #include "fp8_test_inputs.h"
 #include "sm90_test_util.h"
+#include "kernels/flash_sm90/api.h"
 #include "kernels/flash_sm90/flash_sm90_params.h"
 #include "kernels/flash_sm90/fp8_layout.h"
 #include "kernels/flash_sm90/fp8_vt.h"
@@ -119,6 +120,23 @@ at::Tensor numbered_bytes(int64_t b, int64_t h, int64_t s, int64_t d) {
 }
 
 }  // namespace
+
+// The operator takes the head dims of Sm90FwdFp8Configs; the by-name one any
+// (its configuration's, checked after), so an alternative may add one.
+TEST(Fp8Boundary, TheOperatorsHeadDimsAndByNameAny) {
+  const auto query = [](int64_t head_dim) {
+    return kernels::query_of(at::empty({1, 1, 8, head_dim}, at::TensorOptions().dtype(at::kFloat8_e4m3fn)));
+  };
+  const std::optional<std::string> d64 = flash_sm90::fp8_unsupported(query(64));
+  ASSERT_TRUE(d64.has_value());
+  EXPECT_NE(d64->find("head_dim 128, not 64"), std::string::npos) << *d64;
+  const std::optional<std::string> any64 = flash_sm90::fp8_unsupported_any_head_dim(query(64));
+  if (any64) EXPECT_EQ(any64->find("head_dim"), std::string::npos) << "only the device may refuse: " << *any64;
+  EXPECT_EQ(flash_sm90::fp8_unsupported_any_head_dim(query(128)), flash_sm90::fp8_unsupported(query(128)));
+  const auto e5m2 = kernels::query_of(at::empty({1, 1, 8, 64}, at::TensorOptions().dtype(at::kFloat8_e5m2)));
+  ASSERT_TRUE(flash_sm90::fp8_unsupported_any_head_dim(e5m2).has_value());
+  EXPECT_NE(flash_sm90::fp8_unsupported_any_head_dim(e5m2)->find("e5m2"), std::string::npos);
+}
 
 // The ATen copy (fp8_vt_reference, and fp8_vt on the CPU) against the layout.
 TEST(Fp8Vt, KeysPermutedWithinGroupsAndZerosPastTheEnd) {

@@ -107,12 +107,20 @@ void check_layout(const at::Tensor& t, const char* name, const char* op) {
   TORCH_CHECK(!why, op, ": ", *why);
 }
 
+// What the fp8 operator checks of its inputs: the operator's head dims, or
+// (by name) any, the named configuration's checked after.
+enum class Fp8Inputs { no, operators_head_dims, any_head_dim };
+
 // The shared checks (common/boundary.h), what the family supports (its fp8
 // kernels': `fp8`), the layout the tensor maps need, then the kernel's index limits.
 void check_inputs(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
-                  bool fp8 = false) {
+                  Fp8Inputs fp8 = Fp8Inputs::no) {
   kernels::check_flash_fwd_inputs(op, q, k, v, scale);
-  kernels::check_supported(fp8 ? fp8_unsupported(kernels::query_of(q)) : unsupported(kernels::query_of(q)), op);
+  const kernels::KernelQuery query = kernels::query_of(q);
+  kernels::check_supported(fp8 == Fp8Inputs::no                    ? unsupported(query)
+                           : fp8 == Fp8Inputs::operators_head_dims ? fp8_unsupported(query)
+                                                                   : fp8_unsupported_any_head_dim(query),
+                           op);
   check_layout(q, "q", op);
   check_layout(k, "k", op);
   check_layout(v, "v", op);
@@ -323,12 +331,12 @@ void check_descale_values(const at::Tensor& qd, const at::Tensor& kd, const at::
     if (keys[i]) checked[i].add(*keys[i]);
 }
 
-// The fp8 forward with the operator's configuration (config null) or a named one; `op` names the operator in errors.
+// The fp8 forward of inputs check_inputs took, with the operator's configuration (config null) or a
+// named one; `op` names the operator in errors.
 std::tuple<at::Tensor, at::Tensor> fp8_forward(const char* op, const at::Tensor& q, const at::Tensor& k,
                                                const at::Tensor& v, const at::Tensor& q_descale,
                                                const at::Tensor& k_descale, const at::Tensor& v_descale, bool causal,
                                                double scale, const FwdConfigEntry* config) {
-  check_inputs(op, q, k, v, scale, /*fp8=*/true);
   const int64_t batch = q.size(0), heads_q = q.size(1), heads_kv = k.size(1);
   // Vᵀ's rows hold seq_kv keys rounded up to 32, in a 32-bit int.
   TORCH_CHECK(k.size(2) <= kInt32Max - 31, op, ": seq_kv ", k.size(2), " too large (at most ", kInt32Max - 31, ")");
@@ -364,6 +372,7 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_fp8_cuda(const at::Tenso
                                                                  const at::Tensor& k_descale,
                                                                  const at::Tensor& v_descale, bool causal,
                                                                  double scale) {
+  check_inputs(kFp8Op, q, k, v, scale, Fp8Inputs::operators_head_dims);
   return fp8_forward(kFp8Op, q, k, v, q_descale, k_descale, v_descale, causal, scale, nullptr);
 }
 
@@ -371,6 +380,7 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_fp8_config_cuda(
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& q_descale,
     const at::Tensor& k_descale, const at::Tensor& v_descale, bool causal, double scale, c10::string_view config) {
   constexpr const char* op = "attnprof::flash_attention_sm90_fp8_config";
+  check_inputs(op, q, k, v, scale, Fp8Inputs::any_head_dim);  // the configuration's head dim: config_entry
   const std::string name(config);
   // fp8 configurations register as not bf16, as fp16 ones do; their names differ.
   const FwdConfigEntry* found = find_fwd_config(name, false);
@@ -501,16 +511,27 @@ std::optional<std::string> unsupported(const kernels::KernelQuery& query) {
   return std::nullopt;
 }
 
-std::optional<std::string> fp8_unsupported(const kernels::KernelQuery& query) {
+namespace {
+
+std::optional<std::string> fp8_unsupported_of(const kernels::KernelQuery& query, bool any_head_dim) {
   // What this build's fp8 kernels take first (true on any machine), then the device.
   if (query.backward) return std::string("has no fp8 backward (the fp8 kernel is a forward)");
   if (query.dtype != at::kFloat8_e4m3fn)
     return "runs fp8 as e4m3 (float8_e4m3fn), not " + kernels::dtype_phrase(query.dtype) +
            (query.dtype == at::kFloat8_e5m2 ? " (e5m2 has too few mantissa bits for attention's inputs)" : "");
-  if (!kernels::has_head_dim(Sm90FwdFp8Configs{}, query.head_dim))
+  if (!any_head_dim && !kernels::has_head_dim(Sm90FwdFp8Configs{}, query.head_dim))
     return "runs fp8 at head_dim " + kernels::head_dims_phrase(Sm90FwdFp8Configs{}) + ", not " +
            std::to_string(query.head_dim) + " (other head dims: docs/notes/flash_sm90_fp8.md)";
   return device_unsupported(query);
+}
+
+}  // namespace
+
+std::optional<std::string> fp8_unsupported(const kernels::KernelQuery& query) {
+  return fp8_unsupported_of(query, false);
+}
+std::optional<std::string> fp8_unsupported_any_head_dim(const kernels::KernelQuery& query) {
+  return fp8_unsupported_of(query, true);
 }
 
 std::optional<std::string> layout_unsupported(const at::Tensor& t, const char* name) {
