@@ -10,7 +10,8 @@
 // K and V stream through kStages buffers, each guarded by a full and an empty
 // mbarrier. Tiles are stored as TMA writes them with 128-byte swizzling:
 // column blocks of 128 bytes (64 16-bit or 128 8-bit elements) × rows,
-// 1024-byte aligned.
+// 1024-byte aligned; 8-bit rows of 64 bytes (head_dim 64, or Vᵀ's 64-key
+// blocks) with the 64-byte swizzle.
 //
 // With 8-bit (e4m3) inputs both GEMMs are k32 wgmma, which read B K-major
 // only: V comes as Vᵀ [head_dim rows][keys], its keys permuted within each
@@ -106,7 +107,7 @@ struct FwdTraits : Config {
   static_assert(kZeroVBarrier + kConsumerWarpgroups <= 16, "16 named barriers");
 
   static_assert(sizeof(Element) == 2 || sizeof(Element) == 1, "wgmma with 16-bit (bf16, fp16) or 8-bit (e4m3) inputs");
-  static_assert(kHeadDim % kColElems == 0, "head_dim: whole 128-byte column blocks");
+  static_assert(kHeadDim % kColElems == 0, "head_dim: whole swizzled column blocks");
   static_assert(kSwizzleBytes == 128 || (kFp8 && kSwizzleBytes == 64),
                 "Q and K rows of 128-byte column blocks, or 64 bytes (8-bit inputs, head_dim 64)");
   static_assert(kBlockN % kKStep == 0 && kBlockN % 16 == 0 && kBlockN >= 64 && kBlockN <= 256,
@@ -122,7 +123,7 @@ struct FwdTraits : Config {
   static_assert(kBlockM <= 256, "a TMA box has at most 256 rows");
   static_assert(kStages >= 2, "TMA needs at least double buffering to overlap");
   static_assert(kQStages == 1 || kQStages == 2, "one or two Q tiles");
-  static_assert(kQColBytes % 1024 == 0 && kKVColBytes % 1024 == 0,
+  static_assert(kQColBytes % 1024 == 0 && kKVColBytes % 1024 == 0 && kVColBytes % 1024 == 0,
                 "every tile and column block must start on a 1024-byte swizzle atom");
   static_assert(kSmemBytes <= 227 * 1024, "over the per-block shared memory limit of sm_90");
 };

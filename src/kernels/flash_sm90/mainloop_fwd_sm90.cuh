@@ -140,7 +140,7 @@ __device__ __forceinline__ void load_kv_tiles(const KernelArgs& a, const Smem<Tr
 }
 
 // Low words of the operand descriptors: the k steps along a K-major row
-// (32 bytes, then the next 128-byte column block) and the K/V ring stages add
+// (32 bytes, then the next swizzled column block) and the K/V ring stages add
 // byte offsets / 16 to the address field.
 template <typename Traits>
 struct DescSteps {
@@ -164,7 +164,8 @@ struct DescSteps {
     return static_cast<uint32_t>((s * Traits::kKVBytes) >> 4);
   }
   // Q and K: kSwizzleBytes-swizzled rows, 8-row groups 8 rows of kSwizzleBytes apart; V
-  // (or 8-bit Vᵀ): the 128-byte swizzle.
+  // the 128-byte swizzle, 8-bit Vᵀ that of its kVColKeys-byte rows. (The low words come from
+  // smem_desc_sw128_lo whatever the mode: address and leading offset only.)
   static __device__ __forceinline__ uint64_t desc_qk(uint32_t lo) {
     if constexpr (Traits::kSwizzleBytes == 128)
       return smem_desc_sw128_join(lo, 1024);
