@@ -261,10 +261,20 @@ struct Sm90FwdHdim128Fp8N192 : Sm90FwdHdim128Fp8 {
   static constexpr int kBlockN = 192, kStages = 3;
 };
 
+// e4m3 at head_dim 256: two 128-byte column blocks per Q and K row, O of
+// 128 registers a thread, so Q stays in shared memory; 2 K/V stages and one
+// Q buffer (160 KiB). Built and checked in its machine code, not yet run on
+// a GPU: an alternative until its GPU tests pass.
+struct Sm90FwdHdim256Fp8 : Sm90FwdHdim128Fp8 {
+  static constexpr const char* kName = "sm90_fwd_hdim256_fp8";
+  static constexpr int kHeadDim = 256, kStages = 2, kQStages = 1;
+  static constexpr bool kQInRegs = false;
+};
+
 // fp8 alternatives to time or check by name
 // (attnprof::flash_attention_sm90_fp8_config, built with
 // -DATTNPROF_KERNEL_CONFIGS; CMake reads this line too).
-using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim64Fp8, Sm90FwdHdim128Fp8N192>;
+using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim64Fp8, Sm90FwdHdim128Fp8N192, Sm90FwdHdim256Fp8>;
 
 // Alternatives to time against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS) and run by name through
