@@ -179,13 +179,18 @@ def fp8_set(q, k, v):
     return (q, k, v, q8, k8, v8, qd, kd, vd)
 
 
-def ours_fp8(causal, scale, config=None):
-    """The fp8 operator, or with `config` its by-name form running that fp8 configuration."""
+def fp8_op(config=None):
+    """(q8, k8, v8, qd, kd, vd, causal, scale) -> (out, lse): the fp8 operator, or with `config` its
+    by-name form running that fp8 configuration."""
     if config is None:
-        op = torch.ops.attnprof.flash_attention_sm90_fp8
-        return lambda q, k, v, q8, k8, v8, qd, kd, vd: op(q8, k8, v8, qd, kd, vd, causal, scale)[0]
-    op = torch.ops.attnprof.flash_attention_sm90_fp8_config
-    return lambda q, k, v, q8, k8, v8, qd, kd, vd: op(q8, k8, v8, qd, kd, vd, causal, scale, config)[0]
+        return torch.ops.attnprof.flash_attention_sm90_fp8
+    named = torch.ops.attnprof.flash_attention_sm90_fp8_config
+    return lambda *a: named(*a, config)
+
+
+def ours_fp8(causal, scale, config=None):
+    op = fp8_op(config)
+    return lambda q, k, v, q8, k8, v8, qd, kd, vd: op(q8, k8, v8, qd, kd, vd, causal, scale)[0]
 
 
 def bf16_of(fn):
@@ -217,11 +222,7 @@ def check_fp8(config=None):
     """fp8 errors against float64 of the dequantised inputs, beside the plain FP8 implementation's
     (attnprof's pass rule: at most twice it), and the lse; of the operator's configuration or `config`."""
     print(f"check fp8{' ' + config if config else ''}: case | out rel err | plain fp8 rel err | lse max abs err")
-    if config is None:
-        op = torch.ops.attnprof.flash_attention_sm90_fp8
-    else:
-        named = torch.ops.attnprof.flash_attention_sm90_fp8_config
-        op = lambda *a: named(*a, config)
+    op = fp8_op(config)
     ok = True
     for (b, hq, sq, d), (hkv, sk) in [((1, 1, 128, 128), (1, 128)), ((1, 2, 300, 128), (2, 300)),
                                       ((2, 4, 1000, 128), (2, 1000)), ((1, 8, 4096, 128), (2, 4096)),

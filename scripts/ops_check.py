@@ -468,24 +468,22 @@ def fp8_config_cases(dev):
     ]
 
 
+def names_of(f, *args):
+    """f(*args), which must be a list of non-empty configuration names."""
+    got = f(*args)
+    if not isinstance(got, list) or not all(isinstance(n, str) and n for n in got):
+        raise AssertionError(f"not a list of names: {got!r}")
+    return got
+
+
 def fp8_configs_list_cases(dev):
     f = op("flash_attention_sm90_fp8_configs")
-    def names():
-        got = f()
-        if not isinstance(got, list) or not all(isinstance(n, str) and n for n in got):
-            raise AssertionError(f"not a list of names: {got!r}")
-        return got
-    return [("fp8 names", names, "ok")]
+    return [("fp8 names", lambda: names_of(f), "ok")]
 
 
 def configs_list_cases(dev):
     f = op("flash_attention_sm90_configs")
-    def names(backward):
-        got = f(backward)
-        if not isinstance(got, list) or not all(isinstance(n, str) and n for n in got):
-            raise AssertionError(f"not a list of names: {got!r}")
-        return got
-    return [("forward names", lambda: names(False), "ok"), ("backward names", lambda: names(True), "ok")]
+    return [("forward names", lambda: names_of(f, False), "ok"), ("backward names", lambda: names_of(f, True), "ok")]
 
 
 KNOWN = {
