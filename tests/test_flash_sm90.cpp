@@ -34,6 +34,7 @@
 #include "sm90_test_util.h"
 #include "attnprof/problem.h"
 #include "kernels/flash_attention/flash_fwd_plan.h"
+#include "kernels/flash_sm90/api.h"
 #include "kernels/flash_sm90/decode_route.h"
 #include "kernels/flash_sm90/flash_bwd_sm90_traits.h"
 #include "kernels/flash_sm90/flash_sm90_traits.h"
@@ -931,6 +932,30 @@ TEST(CustomFlashSm90Variant, SupportsGivesReasons) {
   bool facts_name_the_kernel = false;
   for (const auto& f : v->facts()) facts_name_the_kernel |= f.value.find("flash_fwd_sm90_kernel") != std::string::npos;
   EXPECT_TRUE(facts_name_the_kernel);
+}
+
+
+// The operator takes the head dims of its configuration lists; the by-name one any (its configuration's,
+// checked after), so an alternative may add one. Off a Hopper GPU both give the device's reason.
+TEST(FlashSm90Boundary, TheOperatorsHeadDimsAndByNameAny) {
+  attnprof::kernels::KernelQuery query;
+  query.head_dim = 96;
+  if (why_not_runnable().empty()) query.device = c10::Device(c10::kCUDA, 0);
+  const std::optional<std::string> own = attnprof::flash_sm90::unsupported(query);
+  const std::optional<std::string> any = attnprof::flash_sm90::unsupported_any_head_dim(query);
+  ASSERT_TRUE(own.has_value());
+  if (why_not_runnable().empty()) {
+    EXPECT_NE(own->find("head_dim 64 and 128, not 96"), std::string::npos) << *own;
+    EXPECT_FALSE(any.has_value()) << *any;
+  } else {
+    EXPECT_EQ(any, own);
+  }
+  query.head_dim = 128;
+  EXPECT_EQ(attnprof::flash_sm90::unsupported_any_head_dim(query), attnprof::flash_sm90::unsupported(query));
+  query.dtype = at::kFloat;
+  ASSERT_TRUE(attnprof::flash_sm90::unsupported_any_head_dim(query).has_value());
+  if (why_not_runnable().empty())
+    EXPECT_NE(attnprof::flash_sm90::unsupported_any_head_dim(query)->find("not fp32"), std::string::npos);
 }
 
 

@@ -107,20 +107,22 @@ void check_layout(const at::Tensor& t, const char* name, const char* op) {
   TORCH_CHECK(!why, op, ": ", *why);
 }
 
-// What the fp8 operator checks of its inputs: the operator's head dims, or
-// (by name) any, the named configuration's checked after.
-enum class Fp8Inputs { no, operators_head_dims, any_head_dim };
+// Which kernels an operator's inputs are checked against: the 16-bit or the fp8 ones, and their head
+// dims as the operator's own list or (by name) any, the named configuration's checked after.
+enum class Inputs { bf16, bf16_any_head_dim, fp8, fp8_any_head_dim };
 
-// The shared checks (common/boundary.h), what the family supports (its fp8
-// kernels': `fp8`), the layout the tensor maps need, then the kernel's index limits.
+// The shared checks (common/boundary.h), what the family supports for `inputs`, the layout the
+// tensor maps need, then the kernel's index limits.
 void check_inputs(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
-                  Fp8Inputs fp8 = Fp8Inputs::no) {
+                  Inputs inputs = Inputs::bf16) {
   kernels::check_flash_fwd_inputs(op, q, k, v, scale);
   const kernels::KernelQuery query = kernels::query_of(q);
-  kernels::check_supported(fp8 == Fp8Inputs::no                    ? unsupported(query)
-                           : fp8 == Fp8Inputs::operators_head_dims ? fp8_unsupported(query)
-                                                                   : fp8_unsupported_any_head_dim(query),
-                           op);
+  switch (inputs) {
+    case Inputs::bf16: kernels::check_supported(unsupported(query), op); break;
+    case Inputs::bf16_any_head_dim: kernels::check_supported(unsupported_any_head_dim(query), op); break;
+    case Inputs::fp8: kernels::check_supported(fp8_unsupported(query), op); break;
+    case Inputs::fp8_any_head_dim: kernels::check_supported(fp8_unsupported_any_head_dim(query), op); break;
+  }
   check_layout(q, "q", op);
   check_layout(k, "k", op);
   check_layout(v, "v", op);
@@ -372,7 +374,7 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_fp8_cuda(const at::Tenso
                                                                  const at::Tensor& k_descale,
                                                                  const at::Tensor& v_descale, bool causal,
                                                                  double scale) {
-  check_inputs(kFp8Op, q, k, v, scale, Fp8Inputs::operators_head_dims);
+  check_inputs(kFp8Op, q, k, v, scale, Inputs::fp8);
   return fp8_forward(kFp8Op, q, k, v, q_descale, k_descale, v_descale, causal, scale, nullptr);
 }
 
@@ -380,7 +382,7 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_fp8_config_cuda(
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& q_descale,
     const at::Tensor& k_descale, const at::Tensor& v_descale, bool causal, double scale, c10::string_view config) {
   constexpr const char* op = "attnprof::flash_attention_sm90_fp8_config";
-  check_inputs(op, q, k, v, scale, Fp8Inputs::any_head_dim);  // the configuration's head dim: config_entry
+  check_inputs(op, q, k, v, scale, Inputs::fp8_any_head_dim);  // the configuration's head dim: config_entry
   const std::string name(config);
   // fp8 configurations register as not bf16, as fp16 ones do; their names differ.
   const FwdConfigEntry* found = find_fwd_config(name, false);
@@ -395,7 +397,7 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_config_cuda(const at::Te
                                                                     const at::Tensor& v, bool causal, double scale,
                                                                     c10::string_view config) {
   constexpr const char* op = "attnprof::flash_attention_sm90_config";
-  check_inputs(op, q, k, v, scale);
+  check_inputs(op, q, k, v, scale, Inputs::bf16_any_head_dim);  // the configuration's head dim: config_entry
   const std::string name(config);
   const bool bf16 = q.scalar_type() == at::kBFloat16;
   // An fp8 configuration registers as not bf16: named with bf16 inputs, say what it runs, not that it is missing.
@@ -495,12 +497,11 @@ std::optional<std::string> device_unsupported(const kernels::KernelQuery& query)
 #endif
 }
 
-}  // namespace
-
-std::optional<std::string> unsupported(const kernels::KernelQuery& query) {
+std::optional<std::string> unsupported_of(const kernels::KernelQuery& query, bool any_head_dim) {
   if (std::optional<std::string> why = device_unsupported(query)) return why;
   if (query.dtype != at::kBFloat16 && query.dtype != at::kHalf)
     return "supports bf16 and fp16, not " + kernels::dtype_phrase(query.dtype) + " (wgmma takes 16-bit inputs here)";
+  if (any_head_dim) return std::nullopt;
   // The head dims of its configurations (flash_sm90_traits.h, flash_bwd_sm90_traits.h).
   const bool listed = query.backward ? kernels::has_head_dim(Sm90BwdConfigs{}, query.head_dim)
                                      : kernels::has_head_dim(Sm90FwdConfigs{}, query.head_dim);
@@ -509,6 +510,13 @@ std::optional<std::string> unsupported(const kernels::KernelQuery& query) {
            (query.backward ? kernels::head_dims_phrase(Sm90BwdConfigs{}) : kernels::head_dims_phrase(Sm90FwdConfigs{})) +
            ", not " + std::to_string(query.head_dim);
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> unsupported(const kernels::KernelQuery& query) { return unsupported_of(query, false); }
+std::optional<std::string> unsupported_any_head_dim(const kernels::KernelQuery& query) {
+  return unsupported_of(query, true);
 }
 
 namespace {

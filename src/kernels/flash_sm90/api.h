@@ -18,6 +18,9 @@ namespace attnprof::flash_sm90 {
 // bf16 or fp16, head_dim 64 or 128, a compute capability 9.0 GPU (wgmma and
 // TMA are sm_90a instructions), a build with the sm_90a kernels.
 std::optional<std::string> unsupported(const kernels::KernelQuery& query);
+// The same at any head dim: the by-name operator (attnprof::flash_attention_sm90_config),
+// whose named configuration's head dim is checked after (alternatives may add head dims).
+std::optional<std::string> unsupported_any_head_dim(const kernels::KernelQuery& query);
 
 // The same for its fp8 forward (attnprof::flash_attention_sm90_fp8): e4m3
 // inputs at a head dim of Sm90FwdFp8Configs (128), forward only.
