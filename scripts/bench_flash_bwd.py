@@ -14,6 +14,8 @@ explains why). TFLOP/s count 2.5 x the forward's 4*B*H*S^2*D, half for causal.
   python3 scripts/bench_flash_bwd.py [--lib build/libattnprof_core.so] [--shapes 8x16x1024x64,...]
   --host: host time per call of each operator on a tiny problem (the GPU idles; launch cost only)
   --profile BxHxSxD [--causal]: run the Hopper backward 3 times, then once more (for ncu) and exit
+  --configs A,B: also the Hopper backward's configurations by name (alternatives are built with
+    -DATTNPROF_KERNEL_CONFIGS); a configuration for another head dim is refused at that shape
   --record DIR [--commit SHA]: also add the table to DIR/op_backward.json, the records
     BENCHMARKS.md is made from (scripts/bench_records.py)
 """
@@ -39,9 +41,11 @@ def bwd_flops(shape, causal):
     return f / 2 if causal else f
 
 
-def ours(op_name, q, k, v, dout, causal, scale, ns="attnprof"):
+def ours(op_name, q, k, v, dout, causal, scale, ns="attnprof", config=None):
     out, lse = torch.ops.attnprof.flash_attention_sm90(q, k, v, causal, scale)
     op = getattr(getattr(torch.ops, ns), op_name)
+    if config is not None:
+        return lambda: op(dout, q, k, v, out, lse, causal, scale, config)
     return lambda: op(dout, q, k, v, out, lse, causal, scale)
 
 
@@ -96,6 +100,8 @@ def main():
     ap.add_argument("--profile", type=parse_shape,
                     help="BxHxSxD: run the Hopper backward after 3 warm-up calls (for ncu) and exit")
     ap.add_argument("--causal", action="store_true", help="with --profile")
+    ap.add_argument("--configs", type=lambda t: [c for c in t.split(",") if c], default=[],
+                    help="comma-separated: also these Hopper backward configurations by name")
     bench_records.add_record_flags(ap)
     args = ap.parse_args()
     require_cuda(ap)
@@ -103,10 +109,17 @@ def main():
     torch.ops.load_library(args.lib)
     prop = torch.cuda.get_device_properties(0)
     print(f"device: {prop.name}, {prop.multi_processor_count} SMs, torch {torch.__version__}")
+    built = list(torch.ops.attnprof.flash_attention_sm90_configs(True))
+    for c in args.configs:
+        if c not in built:
+            ap.error(f"--configs {c}: not in this build (built: {', '.join(built)}; alternatives are built with "
+                     "-DATTNPROF_KERNEL_CONFIGS)")
     if args.profile:
         b, h, s, d = args.profile
         q, k, v, dout = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
-        fn = ours("flash_attention_backward_sm90", q, k, v, dout, args.causal, d ** -0.5)
+        fn = (ours("flash_attention_backward_sm90_config", q, k, v, dout, args.causal, d ** -0.5,
+                   config=args.configs[0]) if args.configs else
+              ours("flash_attention_backward_sm90", q, k, v, dout, args.causal, d ** -0.5))
         for _ in range(4):
             fn()
         torch.cuda.synchronize()
@@ -114,7 +127,7 @@ def main():
     if args.host:
         host_costs()
     shapes = args.shapes or SHAPES
-    names = ["sm90", "portable", "sdpa-flash", "sdpa-cudnn"]
+    names = ["sm90", "portable", "sdpa-flash", "sdpa-cudnn"] + [f"sm90 {c}" for c in args.configs]
     rows = []
     for shape in shapes:
         b, h, s, d = shape
@@ -129,20 +142,22 @@ def main():
                 except RuntimeError as e:
                     print(f"  {backend} refused: {str(e).splitlines()[0]}")
                     fns.append(lambda: (_ for _ in ()).throw(RuntimeError("refused")))
+            fns += [ours("flash_attention_backward_sm90_config", q, k, v, dout, causal, scale, config=c)
+                    for c in args.configs]
             us = time_fns([lambda *_, f=f: f() for f in fns], [()], args.calls, args.reps, args.settle)
             rows.append((shape, causal, us))
             del fns
         del q, k, v, dout
         torch.cuda.empty_cache()
     print("| shape | mask | " + " | ".join(f"{n} µs (TFLOP/s)" for n in names) +
-          " | sm90 / sdpa-flash | sm90 / sdpa-cudnn |")
-    print("|---|---|" + "---|" * (2 * len(names) - 2))
+          " | sm90 / sdpa-flash | sm90 / sdpa-cudnn |" + "".join(f" {c} / sm90 |" for c in args.configs))
+    print("|---|---|" + "---|" * (len(names) + 2 + len(args.configs)))
     points = []
     for shape, causal, us in rows:
         tf = [bwd_flops(shape, causal) / (t * 1e-6) / 1e12 for t in us]
         cells = " | ".join(f"{t:.0f} ({x:.0f})" if math.isfinite(t) else "refused" for t, x in zip(us, tf))
         print(f"| {'x'.join(map(str, shape))} | {'causal' if causal else 'full'} | {cells} | "
-              f"{us[2] / us[0]:.2f} | {us[3] / us[0]:.2f} |" + "".join(f" {u / us[0]:.2f} |" for u in us[4:]))
+              f"{us[2] / us[0]:.2f} | {us[3] / us[0]:.2f} |" + "".join(f" {us[0] / u:.2f} |" for u in us[4:]))
         points += record_points(shape, causal, names, us, tf)
     if not args.record:
         return 0

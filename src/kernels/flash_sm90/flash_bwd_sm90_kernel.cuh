@@ -93,6 +93,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   for (int r = 0; r < Traits::kAccRegs; ++r) dv[r] = dk[r] = 0.f;
 
   const int c2 = 2 * (lane % 4);
+  int prev_q0 = 0, prev_q_slab = 0;  // kDeferDq: the step whose dQ is computed next
   if (iters > 0) mbar_wait(sm.kv_full(), 0);
   for (int it = 0; it < iters; ++it) {
     const int stage = it % Traits::kStages;
@@ -142,14 +143,51 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     uint32_t pds[Traits::kMSteps][4];
     pack_a_fragments<Element>(dp, pds);
     issue_acc<Traits>(dk, pds, d.desc_q_mn + q_off);  // dK += dSᵀ·Q
-    store_ds<Traits>(sm.ds + (it % 2) * Traits::kDSBytes, d.ds_lane, wg, pds);
+    if constexpr (Traits::kDeferDq) {
+      // dS of this step into buffer it % 2 once the other warpgroup's dQ of step it - 2 has read it;
+      // then the dQ of step it - 1, whose dS both warpgroups wrote a step ago.
+      const int buf = it % 2;
+      if (it >= 2) named_bar_sync(Traits::ds_empty_barrier(1 - wg, buf), Traits::kThreads);
+      write_ds<Traits>(sm.ds + buf * Traits::kDSBytes, d.ds_lane, pds);
+      named_bar_arrive(Traits::ds_full_barrier(wg, buf), Traits::kThreads);
+      if (it >= 1) {
+        float dq[kDqMTiles][GemmDq::kAccRegs];
+        named_bar_sync(Traits::ds_full_barrier(1 - wg, 1 - buf), Traits::kThreads);
+        issue_dq<Traits>(d, ((1 - buf) * Traits::kDSBytes) >> 4, dq);
+        wgmma_wait<0>();
+        pin_step_registers<Traits>(dq, dv, dk, pp, pds);
+        if (lane == 0) mbar_arrive(sm.empty(stage));  // this warp's last read of Q and dO of this stage
+        // The other warpgroup waits for this before writing step it + 1's dS over the buffer.
+        if (it + 1 < iters) named_bar_arrive(Traits::ds_empty_barrier(wg, 1 - buf), Traits::kThreads);
+        reduce_dq<Traits>(a, sm, d, wg, tid, warp, lane, c2, prev_q0, prev_q_slab, dq);
+      } else {
+        wgmma_wait<0>();
+        pin_dv_dk<Traits>(dv, dk, pp, pds);
+        if (lane == 0) mbar_arrive(sm.empty(stage));
+      }
+      prev_q0 = q0;
+      prev_q_slab = st.q_slab;
+    } else {
+      store_ds<Traits>(sm.ds + (it % 2) * Traits::kDSBytes, d.ds_lane, wg, pds);
 
-    float dq[kDqMTiles][GemmDq::kAccRegs];
-    issue_dq<Traits>(d, ((it % 2) * Traits::kDSBytes) >> 4, dq);
-    wgmma_wait<0>();
-    pin_step_registers<Traits>(dq, dv, dk, pp, pds);
-    if (lane == 0) mbar_arrive(sm.empty(stage));  // this warp's last read of Q and dO of this stage
-    reduce_dq<Traits>(a, sm, d, wg, tid, warp, lane, c2, q0, st.q_slab, dq);
+      float dq[kDqMTiles][GemmDq::kAccRegs];
+      issue_dq<Traits>(d, ((it % 2) * Traits::kDSBytes) >> 4, dq);
+      wgmma_wait<0>();
+      pin_step_registers<Traits>(dq, dv, dk, pp, pds);
+      if (lane == 0) mbar_arrive(sm.empty(stage));  // this warp's last read of Q and dO of this stage
+      reduce_dq<Traits>(a, sm, d, wg, tid, warp, lane, c2, q0, st.q_slab, dq);
+    }
+  }
+  if constexpr (Traits::kDeferDq) {
+    if (iters > 0) {  // the last step's dQ
+      float dq[kDqMTiles][GemmDq::kAccRegs];
+      named_bar_sync(Traits::ds_full_barrier(1 - wg, (iters - 1) % 2), Traits::kThreads);
+      issue_dq<Traits>(d, (((iters - 1) % 2) * Traits::kDSBytes) >> 4, dq);
+      wgmma_wait<0>();
+#pragma unroll
+      for (int mt = 0; mt < kDqMTiles; ++mt) pin_registers(dq[mt]);
+      reduce_dq<Traits>(a, sm, d, wg, tid, warp, lane, c2, prev_q0, prev_q_slab, dq);
+    }
   }
 
   // The dQ reductions must have read shared memory before the block exits.

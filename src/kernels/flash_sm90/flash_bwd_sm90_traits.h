@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "kernels/common/config_list.h"
+#include "kernels/common/host_device.h"
 
 namespace attnprof::flash_sm90 {
 
@@ -91,11 +92,16 @@ struct BwdTraits : Config {
   // (3 + warpgroup).
   static constexpr int kDsBarrier = 1;
   static constexpr int kDqBarrier = 3;
+  // kDeferDq: warpgroup w's half of dS in buffer b is written (ds_full) and, by the other warpgroup's dQ,
+  // read (ds_empty); each one warpgroup arrives at and the other waits on (5-8, 9-12 of the 16 ids).
+  static ATTNPROF_HOST_DEVICE constexpr int ds_full_barrier(int w, int b) { return 5 + 2 * w + b; }
+  static ATTNPROF_HOST_DEVICE constexpr int ds_empty_barrier(int w, int b) { return 9 + 2 * w + b; }
 
   static_assert(sizeof(Element) == 2, "wgmma with 16-bit inputs: bf16 or fp16");
   static_assert(kHeadDim == 64 || kHeadDim == 128, "head_dim 64 or 128");
   static_assert(kBlockM == 64 || kBlockM == 128, "kBlockM: wgmma n of Sᵀ, a divisor of the workspace padding");
   static_assert(kDqSplit != DqSplit::kRows || kBlockM == 64 * kWarpgroups, "row split: 64 rows per warpgroup");
+  static_assert(!Config::kDeferDq || kDqSplit != DqSplit::kKeys, "a deferred dQ reads both warpgroups' dS");
   static_assert(kQColBytes % 1024 == 0 && kKVColBytes % 1024 == 0 && kDSColBytes % 1024 == 0,
                 "every tile and column block must start on a 1024-byte swizzle atom");
   static_assert(kSmemBytes <= 227 * 1024, "over the per-block shared memory limit of sm_90");
@@ -116,12 +122,14 @@ struct Sm90BwdHdim64 {
   // block of sm_90 gets: rows there.
   static constexpr int kHeadDim = 64, kBlockM = 128;
   static constexpr bool kDqByKeys = false;
+  static constexpr bool kDeferDq = false;
 };
 
 struct Sm90BwdHdim128 {
   static constexpr const char* kName = "sm90_bwd_hdim128";
   static constexpr int kHeadDim = 128, kBlockM = 64;
   static constexpr bool kDqByKeys = false;  // see Sm90BwdHdim128DqByKeys
+  static constexpr bool kDeferDq = false;   // see Sm90BwdHdim128DeferDq
 };
 
 // The configurations the operator is built with, one per head dim. CMake
@@ -138,6 +146,14 @@ struct Sm90BwdHdim128DqByKeys : Sm90BwdHdim128 {
   static constexpr const char* kName = "sm90_bwd_hdim128_dq_by_keys";
   static constexpr bool kDqByKeys = true;
 };
-using Sm90BwdAlternatives = kernels::ConfigList<Sm90BwdHdim128DqByKeys>;
+// dQ of a step computed a step later: a warpgroup writes its dS, signals it (named barrier arrive, no
+// wait) and goes on to the previous step's dQ, whose dS both warpgroups wrote a step ago; the two may
+// then drift up to a step apart instead of meeting every step (ncu at 4x16x4096x128 full: 0.26
+// eligible warps per scheduler, tensor pipe 54%, the per-step barrier keeping them in lockstep).
+struct Sm90BwdHdim128DeferDq : Sm90BwdHdim128 {
+  static constexpr const char* kName = "sm90_bwd_hdim128_defer_dq";
+  static constexpr bool kDeferDq = true;
+};
+using Sm90BwdAlternatives = kernels::ConfigList<Sm90BwdHdim128DqByKeys, Sm90BwdHdim128DeferDq>;
 
 }  // namespace attnprof::flash_sm90

@@ -223,11 +223,16 @@ __device__ __forceinline__ void issue_acc(float (&acc)[Traits::kAccRegs], const 
 // 16kk..16kk+15 in the order stmatrix .x4 takes them), then the barrier
 // after which dQ's A operand is complete.
 template <typename Traits>
-__device__ __forceinline__ void store_ds(uint32_t ds_buf, uint32_t ds_lane, int wg,
-                                         const uint32_t (&pds)[Traits::kMSteps][4]) {
+__device__ __forceinline__ void write_ds(uint32_t ds_buf, uint32_t ds_lane, const uint32_t (&pds)[Traits::kMSteps][4]) {
 #pragma unroll
   for (int kk = 0; kk < Traits::kMSteps; ++kk) stmatrix_x4_trans(ds_buf + ds_lane + kk * 16 * 128, pds[kk]);
-  fence_proxy_async_shared();
+  fence_proxy_async_shared();  // the generic-proxy writes before wgmma (async proxy) reads them
+}
+
+template <typename Traits>
+__device__ __forceinline__ void store_ds(uint32_t ds_buf, uint32_t ds_lane, int wg,
+                                         const uint32_t (&pds)[Traits::kMSteps][4]) {
+  write_ds<Traits>(ds_buf, ds_lane, pds);
   if constexpr (Traits::kDqSplit == DqSplit::kKeys) {
     named_bar_sync(Traits::kDsBarrier + wg, 128);  // this warpgroup's dS is written
   } else {
@@ -251,6 +256,19 @@ __device__ __forceinline__ void issue_dq(const BwdOperands<Traits>& d, uint64_t 
   wgmma_commit();
 }
 
+// dV and dK done: their accumulators and A operands (Pᵀ, dSᵀ) pinned.
+template <typename Traits>
+__device__ __forceinline__ void pin_dv_dk(float (&dv)[Traits::kAccRegs], float (&dk)[Traits::kAccRegs],
+                                          uint32_t (&pp)[Traits::kMSteps][4], uint32_t (&pds)[Traits::kMSteps][4]) {
+  pin_registers(dv);
+  pin_registers(dk);
+#pragma unroll
+  for (int kk = 0; kk < Traits::kMSteps; ++kk) {
+    pin_registers(pp[kk]);
+    pin_registers(pds[kk]);
+  }
+}
+
 // Every wgmma of the step done: its accumulators and A operands pinned.
 template <typename Traits>
 __device__ __forceinline__ void pin_step_registers(
@@ -259,13 +277,7 @@ __device__ __forceinline__ void pin_step_registers(
     uint32_t (&pds)[Traits::kMSteps][4]) {
 #pragma unroll
   for (int mt = 0; mt < Traits::kDqMTiles; ++mt) pin_registers(dq[mt]);
-  pin_registers(dv);
-  pin_registers(dk);
-#pragma unroll
-  for (int kk = 0; kk < Traits::kMSteps; ++kk) {
-    pin_registers(pp[kk]);
-    pin_registers(pds[kk]);
-  }
+  pin_dv_dk<Traits>(dv, dk, pp, pds);
 }
 
 // dQ through shared memory (the map's 128-byte swizzled box layout: row r,
