@@ -95,6 +95,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   const int c2 = 2 * (lane % 4);
   int prev_q0 = 0, prev_q_slab = 0;  // kDeferDq: the step whose dQ is computed next
   if (iters > 0) mbar_wait(sm.kv_full(), 0);
+  if constexpr (Traits::kPingPong) {  // warpgroup 0 issues first
+    if (wg == 1 && iters > 0) named_bar_arrive(Traits::issue_barrier(0), Traits::kThreads);
+  }
   for (int it = 0; it < iters; ++it) {
     const int stage = it % Traits::kStages;
     const uint32_t phase = (it / Traits::kStages) & 1;
@@ -107,7 +110,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // insert a warpgroup.arrive of its own (C7519).
     mbar_wait(sm.q_full(stage), phase);
     mbar_wait(sm.do_full(stage), phase);
+    if constexpr (Traits::kPingPong) named_bar_sync(Traits::issue_barrier(wg), Traits::kThreads);
     issue_s_dp<Traits>(d, q_off, s, dp);
+    if constexpr (Traits::kPingPong) {  // the other's turn (warpgroup 1's last turn is nobody's)
+      if (wg == 0 || it + 1 < iters) named_bar_arrive(Traits::issue_barrier(1 - wg), Traits::kThreads);
+    }
     refill_previous_stage<Traits>(a, sm, it, iters, b, hkv, m_begin, m_count);
     wgmma_wait<1>();  // Sᵀ done; dPᵀ may still run
     pin_registers(s);

@@ -96,12 +96,15 @@ struct BwdTraits : Config {
   // read (ds_empty); each one warpgroup arrives at and the other waits on (5-8, 9-12 of the 16 ids).
   static ATTNPROF_HOST_DEVICE constexpr int ds_full_barrier(int w, int b) { return 5 + 2 * w + b; }
   static ATTNPROF_HOST_DEVICE constexpr int ds_empty_barrier(int w, int b) { return 9 + 2 * w + b; }
+  // kPingPong: warpgroup w may issue its Sᵀ and dPᵀ GEMMs (13, 14).
+  static ATTNPROF_HOST_DEVICE constexpr int issue_barrier(int w) { return 13 + w; }
 
   static_assert(sizeof(Element) == 2, "wgmma with 16-bit inputs: bf16 or fp16");
   static_assert(kHeadDim == 64 || kHeadDim == 128, "head_dim 64 or 128");
   static_assert(kBlockM == 64 || kBlockM == 128, "kBlockM: wgmma n of Sᵀ, a divisor of the workspace padding");
   static_assert(kDqSplit != DqSplit::kRows || kBlockM == 64 * kWarpgroups, "row split: 64 rows per warpgroup");
   static_assert(!Config::kDeferDq || kDqSplit != DqSplit::kKeys, "a deferred dQ reads both warpgroups' dS");
+  static_assert(!Config::kPingPong || Config::kDeferDq, "ping-pong needs the warpgroups free to drift (kDeferDq)");
   static_assert(kQColBytes % 1024 == 0 && kKVColBytes % 1024 == 0 && kDSColBytes % 1024 == 0,
                 "every tile and column block must start on a 1024-byte swizzle atom");
   static_assert(kSmemBytes <= 227 * 1024, "over the per-block shared memory limit of sm_90");
@@ -123,6 +126,7 @@ struct Sm90BwdHdim64 {
   static constexpr int kHeadDim = 64, kBlockM = 128;
   static constexpr bool kDqByKeys = false;
   static constexpr bool kDeferDq = false;
+  static constexpr bool kPingPong = false;
 };
 
 struct Sm90BwdHdim128 {
@@ -130,6 +134,7 @@ struct Sm90BwdHdim128 {
   static constexpr int kHeadDim = 128, kBlockM = 64;
   static constexpr bool kDqByKeys = false;  // see Sm90BwdHdim128DqByKeys
   static constexpr bool kDeferDq = false;   // see Sm90BwdHdim128DeferDq
+  static constexpr bool kPingPong = false;  // see Sm90BwdHdim128PingPong
 };
 
 // The configurations the operator is built with, one per head dim. CMake
@@ -154,6 +159,12 @@ struct Sm90BwdHdim128DeferDq : Sm90BwdHdim128 {
   static constexpr const char* kName = "sm90_bwd_hdim128_defer_dq";
   static constexpr bool kDeferDq = true;
 };
-using Sm90BwdAlternatives = kernels::ConfigList<Sm90BwdHdim128DqByKeys, Sm90BwdHdim128DeferDq>;
+// On top, the warpgroups take turns issuing their first GEMMs of a step (Sᵀ, dPᵀ), as the forward's
+// two consumers do, so one's exponentials run while the other's GEMMs hold the tensor cores.
+struct Sm90BwdHdim128PingPong : Sm90BwdHdim128DeferDq {
+  static constexpr const char* kName = "sm90_bwd_hdim128_ping_pong";
+  static constexpr bool kPingPong = true;
+};
+using Sm90BwdAlternatives = kernels::ConfigList<Sm90BwdHdim128DqByKeys, Sm90BwdHdim128DeferDq, Sm90BwdHdim128PingPong>;
 
 }  // namespace attnprof::flash_sm90
