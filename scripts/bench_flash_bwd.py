@@ -11,7 +11,8 @@ back-to-back calls between two CUDA events, the backends interleaved in a
 random order with --settle untimed calls each first (scripts/bench_flash_sm90.py
 explains why). TFLOP/s count 2.5 x the forward's 4*B*H*S^2*D, half for causal.
 
-  python3 scripts/bench_flash_bwd.py [--lib build/libattnprof_core.so] [--shapes 8x16x1024x64,...]
+  python3 scripts/bench_flash_bwd.py [--lib build/libattnprof_core.so] [--shapes 8x16x1024x64,4x32/8x4096x128,...]
+    (BxHxSxD, or BxHq/HkvxSxD for grouped-query heads)
   --host: host time per call of each operator on a tiny problem (the GPU idles; launch cost only)
   --profile BxHxSxD [--causal]: run the Hopper backward 3 times, then once more (for ncu) and exit
   --configs A,B: also the Hopper backward's configurations by name (alternatives are built with
@@ -30,13 +31,36 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_records  # noqa: E402
-from bench_flash_sm90 import parse_shape, parse_shapes, require_cuda, time_fns  # noqa: E402
+from bench_flash_sm90 import parse_shape, require_cuda, time_fns  # noqa: E402
 
-SHAPES = [(8, 16, 1024, 64), (4, 16, 4096, 128), (1, 16, 16384, 128)]
+SHAPES = [(8, 16, 1024, 64, 16), (4, 16, 4096, 128, 16), (1, 16, 16384, 128, 16)]
+
+
+def parse_bwd_shape(text):
+    """BxHxSxD or BxHq/HkvxSxD -> (b, hq, s, d, hkv)."""
+    head, _, rest = text.partition("/")
+    try:
+        if rest:
+            b, hq = (int(x) for x in head.split("x"))
+            hkv, sq, d = (int(x) for x in rest.split("x"))
+            shape = (b, hq, sq, d, hkv)
+        else:
+            shape = parse_shape(text) + (parse_shape(text)[1],)
+    except (ValueError, argparse.ArgumentTypeError):
+        shape = ()
+    if len(shape) != 5 or min(shape) < 1 or shape[1] % shape[4]:
+        raise argparse.ArgumentTypeError(f"{text!r} is not BxHxSxD or BxHq/HkvxSxD (positive integers, Hq a multiple "
+                                         "of Hkv, e.g. 8x16x1024x64 or 4x32/8x4096x128)")
+    return shape
+
+
+def label(shape):
+    b, hq, s, d, hkv = shape
+    return f"{b}x{hq}" + (f"/{hkv}" if hkv != hq else "") + f"x{s}x{d}"
 
 
 def bwd_flops(shape, causal):
-    b, h, s, d = shape
+    b, h, s, d = shape[:4]
     f = 2.5 * 4.0 * b * h * s * s * d
     return f / 2 if causal else f
 
@@ -85,7 +109,8 @@ def sdpa_fwd(backend, q, k, v):
 def sdpa(backend, q, k, v, dout, causal, scale):
     qg, kg, vg = (t.detach().requires_grad_(True) for t in (q, k, v))
     with sdpa_kernel([backend]):
-        out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal, scale=scale)
+        out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal, scale=scale,
+                                             enable_gqa=q.shape[1] != k.shape[1])
     return lambda: torch.autograd.grad(out, (qg, kg, vg), dout, retain_graph=True)
 
 
@@ -95,7 +120,8 @@ def main():
     ap.add_argument("--calls", type=int, default=10)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--settle", type=int, default=10)
-    ap.add_argument("--shapes", type=parse_shapes, help="comma-separated BxHxSxD (default: the three benchmark shapes)")
+    ap.add_argument("--shapes", type=lambda t: [parse_bwd_shape(x) for x in t.split(",")],
+                    help="comma-separated BxHxSxD or BxHq/HkvxSxD (default: the three benchmark shapes)")
     ap.add_argument("--host", action="store_true", help="print the host cost per operator call first")
     ap.add_argument("--profile", type=parse_shape,
                     help="BxHxSxD: run the Hopper backward after 3 warm-up calls (for ncu) and exit")
@@ -130,8 +156,9 @@ def main():
     names = ["sm90", "portable", "sdpa-flash", "sdpa-cudnn"] + [f"sm90 {c}" for c in args.configs]
     rows = []
     for shape in shapes:
-        b, h, s, d = shape
-        q, k, v, dout = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+        b, h, s, d, hkv = shape
+        q, dout = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        k, v = (torch.randn(b, hkv, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
         for causal in (True, False):
             scale = d ** -0.5
             fns = [ours("flash_attention_backward_sm90", q, k, v, dout, causal, scale),
@@ -156,7 +183,7 @@ def main():
     for shape, causal, us in rows:
         tf = [bwd_flops(shape, causal) / (t * 1e-6) / 1e12 for t in us]
         cells = " | ".join(f"{t:.0f} ({x:.0f})" if math.isfinite(t) else "refused" for t, x in zip(us, tf))
-        print(f"| {'x'.join(map(str, shape))} | {'causal' if causal else 'full'} | {cells} | "
+        print(f"| {label(shape)} | {'causal' if causal else 'full'} | {cells} | "
               f"{us[2] / us[0]:.2f} | {us[3] / us[0]:.2f} |" + "".join(f" {us[0] / u:.2f} |" for u in us[4:]))
         points += record_points(shape, causal, names, us, tf)
     if not args.record:
@@ -169,7 +196,7 @@ def record_points(shape, causal, names, us, tf):
     sdpa = {"sdpa-flash": us[names.index("sdpa-flash")], "sdpa-cudnn": us[names.index("sdpa-cudnn")]}
     points = []
     for name, t, x in zip(names, us, tf):
-        p = {"shape": "x".join(map(str, shape)), "mask": "causal" if causal else "full", "variant": name}
+        p = {"shape": label(shape), "mask": "causal" if causal else "full", "variant": name}
         if not math.isfinite(t):
             points.append(dict(p, skipped="refused the shape"))
             continue

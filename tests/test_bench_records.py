@@ -320,5 +320,27 @@ class BenchKernelsRecord(unittest.TestCase):
             self.assertIn("| 8x16x1024x64 | full | sdpa-auto fp8 |", page)
 
 
+class BenchShapes(unittest.TestCase):
+    """The op-level benches' shape arguments (parsed on any machine; timing needs a GPU)."""
+
+    def test_backward_shapes_take_grouped_query_heads(self):
+        import argparse
+        import bench_flash_bwd as bwd
+        self.assertEqual(bwd.parse_bwd_shape("4x32/8x4096x128"), (4, 32, 4096, 128, 8))
+        self.assertEqual(bwd.parse_bwd_shape("8x16x1024x64"), (8, 16, 1024, 64, 16))
+        self.assertEqual(bwd.label((4, 32, 4096, 128, 8)), br.shape_label(4, 32, 8, 4096, 4096, 128))
+        self.assertEqual(bwd.label((8, 16, 1024, 64, 16)), "8x16x1024x64")
+        for bad in ("4x30/8x4096x128", "4x16x1", "4x32/8x0x128", "4x32/x4096x128", "axb"):
+            with self.assertRaises(argparse.ArgumentTypeError, msg=bad):
+                bwd.parse_bwd_shape(bad)
+
+    def test_fp8_configuration_head_dim_from_its_name(self):
+        import bench_flash_sm90 as fwd
+        self.assertEqual(fwd.fp8_head_dim(None), 128)
+        self.assertEqual(fwd.fp8_head_dim("sm90_fwd_hdim64_fp8"), 64)
+        self.assertEqual(fwd.fp8_head_dim("sm90_fwd_hdim256_fp8"), 256)
+        self.assertEqual(fwd.fp8_head_dim("sm90_fwd_hdim128_fp8_n192"), 128)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
