@@ -376,7 +376,7 @@ def softmax_cases(dev):
 
 
 def fp8_cases(dev, name="flash_attention_sm90_fp8", config=None):
-    """attnprof::flash_attention_sm90_fp8: e4m3 q, k, v at head_dim 128 with
+    """attnprof::flash_attention_sm90_fp8: e4m3 q, k, v (head_dim 128; 64 and 256 run too) with
     float32 descales [batch, heads]; a valid call, then every input wrong once
     (with `config`, the by-name operator `name` running that configuration)."""
     named = op(name)
@@ -397,8 +397,11 @@ def fp8_cases(dev, name="flash_attention_sm90_fp8", config=None):
         ("e5m2 inputs", lambda: call(q8.float().to(e5m2), k8.float().to(e5m2), v8.float().to(e5m2)), "error"),
         ("bf16 inputs", lambda: call(q.bfloat16(), k.bfloat16(), v.bfloat16()), "error"),
         ("one input bf16", lambda: call(q_=q.bfloat16()), "error"),
-        ("head_dim 64", lambda: call(q8[..., :64].contiguous(), k8[..., :64].contiguous(), v8[..., :64].contiguous()),
+        ("head_dim 96", lambda: call(q8[..., :96].contiguous(), k8[..., :96].contiguous(), v8[..., :96].contiguous()),
          "error"),
+        # The operator's head dims: 64, 128 and 256; a configuration by name runs its own only.
+        ("head_dim 64", lambda: call(q8[..., :64].contiguous(), k8[..., :64].contiguous(), v8[..., :64].contiguous()),
+         "ok" if config is None else "error"),
         ("q_descale [batch, heads_kv]", lambda: call(qd_=kd), "error"),
         ("k_descale 1-D", lambda: call(kd_=kd.flatten()), "error"),
         ("v_descale float64", lambda: call(vd_=kd.double()), "error"),
@@ -461,7 +464,7 @@ def fp8_config_cases(dev):
     d = torch.full((2, 2), 0.01, device=dev)
     call = lambda c: op(name)(q.to(e4m3), k.to(e4m3), v.to(e4m3), torch.full((2, 4), 0.01, device=dev), d, d,
                               True, 0.088, c)
-    return hopper_only(fp8_cases(dev, name, "sm90_fwd_hdim128_fp8"), dev, name) + [
+    return hopper_only(fp8_cases(dev, name, "sm90_fwd_hdim128_fp8_n192"), dev, name) + [
         ("a configuration that is not built", lambda: call("no_such_config"), "error"),
         ("an empty configuration name", lambda: call(""), "error"),
         ("a 16-bit configuration", lambda: call("sm90_fwd_hdim128"), "error"),

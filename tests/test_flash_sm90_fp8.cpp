@@ -5,7 +5,8 @@
 // against float64 of the dequantised inputs, within 2x the plain FP8
 // implementation's error (plain_fp8_attention), on fresh random inputs
 // (normal, outlier-heavy, a row max that climbs), the log-sum-exp within
-// 1e-3 relative; and its bad inputs raise, never crash.
+// 1e-3 relative plus what FP8 accumulation on the tensor cores may lose
+// (fp8_accumulation_slack); and its bad inputs raise, never crash.
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
@@ -127,12 +128,13 @@ TEST(Fp8Boundary, TheOperatorsHeadDimsAndByNameAny) {
   const auto query = [](int64_t head_dim) {
     return kernels::query_of(at::empty({1, 1, 8, head_dim}, at::TensorOptions().dtype(at::kFloat8_e4m3fn)));
   };
-  const std::optional<std::string> d64 = flash_sm90::fp8_unsupported(query(64));
-  ASSERT_TRUE(d64.has_value());
-  EXPECT_NE(d64->find("head_dim 128, not 64"), std::string::npos) << *d64;
-  const std::optional<std::string> any64 = flash_sm90::fp8_unsupported_any_head_dim(query(64));
-  if (any64) EXPECT_EQ(any64->find("head_dim"), std::string::npos) << "only the device may refuse: " << *any64;
-  EXPECT_EQ(flash_sm90::fp8_unsupported_any_head_dim(query(128)), flash_sm90::fp8_unsupported(query(128)));
+  const std::optional<std::string> d96 = flash_sm90::fp8_unsupported(query(96));
+  ASSERT_TRUE(d96.has_value());
+  EXPECT_NE(d96->find("head_dim 64, 128 and 256, not 96"), std::string::npos) << *d96;
+  const std::optional<std::string> any96 = flash_sm90::fp8_unsupported_any_head_dim(query(96));
+  if (any96) EXPECT_EQ(any96->find("head_dim"), std::string::npos) << "only the device may refuse: " << *any96;
+  for (const int64_t d : {64, 128, 256})
+    EXPECT_EQ(flash_sm90::fp8_unsupported_any_head_dim(query(d)), flash_sm90::fp8_unsupported(query(d))) << d;
   const auto e5m2 = kernels::query_of(at::empty({1, 1, 8, 64}, at::TensorOptions().dtype(at::kFloat8_e5m2)));
   ASSERT_TRUE(flash_sm90::fp8_unsupported_any_head_dim(e5m2).has_value());
   EXPECT_NE(flash_sm90::fp8_unsupported_any_head_dim(e5m2)->find("e5m2"), std::string::npos);
@@ -205,6 +207,20 @@ at::Tensor reference_lse(const Problem& p, const Inputs& in) {
   return at::logsumexp(s, -1);
 }
 
+// How far the kernel's scores may stray from exact ones, in the lse's units: Hopper's FP8 wgmma does
+// not accumulate in full fp32 (DeepSeek-V3, section 3.3.2, measured about 14 bits kept on the H800),
+// so each of the head_dim / 32 k-steps may lose about 2^-13 of the sum of the magnitudes of its
+// products. Bounded by the largest such sum of a row over the keys, times the softmax scale (plain
+// FP8 and the float64 reference accumulate exactly, so this part of the kernel's lse error is not
+// theirs). On the H100 the climbing-max inputs (one product of ~180 in each score) measured lse errors
+// up to 0.026 against 1e-3 (1 + |lse|) = 0.021.
+double fp8_accumulation_slack(const Problem& p, const Inputs& in) {
+  const at::Tensor q = dequantize(in.q, in.fp8.q_descale, at::kDouble).abs();
+  const at::Tensor k = expand_kv_heads(dequantize(in.k, in.fp8.k_descale, at::kDouble), p.heads_q).abs();
+  const double magnitude = at::matmul(q, k.transpose(-2, -1)).max().item<double>();
+  return static_cast<double>(p.head_dim / 32) * std::ldexp(1.0, -13) * magnitude * p.softmax_scale();
+}
+
 // Scores whose row max climbs at every key block in the order the kernel
 // walks them (the last block first: the scores fall along the keys,
 // attention_test_inputs.h), quantised: the max moves at every block, P's
@@ -264,7 +280,9 @@ double expect_within_twice_plain_fp8(const Fp8Call& call, int& cases, int64_t he
         const double lse_max = lse_ref.masked_select(seen).abs().max().item<double>();
         const double lse_err =
             (lse.to(at::kDouble).masked_select(seen) - lse_ref.masked_select(seen)).abs().max().item<double>();
-        EXPECT_LE(lse_err, 1e-3 * (1 + lse_max)) << "lse: the descaled scores' log-sum-exp";
+        const double slack = fp8_accumulation_slack(p, in);
+        EXPECT_LE(lse_err, 1e-3 * (1 + lse_max) + slack)
+            << "lse: the descaled scores' log-sum-exp (of which FP8 accumulation " << slack << ")";
       }
   return worst;
 }
@@ -370,8 +388,8 @@ TEST(FlashSm90Fp8Op, RejectsBadInputs) {
   expect_error("not e5m2", q5, kv5, kv5, qd, kd, kd);
   const at::Tensor qb = q.to(at::kBFloat16), kvb = kv.to(at::kBFloat16);
   expect_error("not bf16", qb, kvb, kvb, qd, kd, kd);
-  const at::Tensor q64 = e4m3({1, 4, 64, 64}), kv64 = e4m3({1, 2, 64, 64});
-  expect_error("runs fp8 at head_dim 128, not 64", q64, kv64, kv64, qd, kd, kd);
+  const at::Tensor q96 = e4m3({1, 4, 64, 96}), kv96 = e4m3({1, 2, 64, 96});
+  expect_error("runs fp8 at head_dim 64, 128 and 256, not 96", q96, kv96, kv96, qd, kd, kd);
   expect_error("q_descale must be [batch 1, heads 4]", q, kv, kv, kd, kd, kd);
   expect_error("k_descale must be float32", q, kv, kv, qd, kd.to(at::kDouble), kd);
   expect_error("v_descale must be on q's device", q, kv, kv, qd, kd, kd.cpu());
@@ -398,7 +416,7 @@ TEST(FlashSm90Fp8Op, RejectsBadInputs) {
                                                                      const at::Tensor&, bool, double, c10::string_view)>();
   const at::Tensor qh = q.to(at::kHalf), kvh = kv.to(at::kHalf);
   try {
-    by_name.call(qh, kvh, kvh, true, 0.088, "sm90_fwd_hdim128_fp8");
+    by_name.call(qh, kvh, kvh, true, 0.088, "sm90_fwd_hdim128_fp8_n192");
     ADD_FAILURE() << "the by-name operator ran the fp8 configuration on fp16 inputs";
   } catch (const c10::Error& e) {
     if (hopper)

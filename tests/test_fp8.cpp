@@ -277,7 +277,7 @@ TEST(Fp8Session, ARunRecordsItsErrorAndWhatQuantisingCost) {
 
 // Our operators' refusals need no GPU: a CUDA problem asks them here too.
 // custom-flash takes 16-bit inputs only; custom-flash-sm90 runs e4m3 at
-// head_dim 128 (attnprof::flash_attention_sm90_fp8) and says which head dims.
+// head_dims 64, 128 and 256 (attnprof::flash_attention_sm90_fp8) and says which.
 TEST(Fp8Variants, OurOperatorsSayWhyTheyTakeNoFp8) {
   const auto expect_reason = [](const std::string& variant, const Problem& p, const std::string& says) {
     SCOPED_TRACE(variant + " " + p.shape_string());
@@ -288,8 +288,8 @@ TEST(Fp8Variants, OurOperatorsSayWhyTheyTakeNoFp8) {
     EXPECT_NE(s.reason.find(says), std::string::npos) << s.reason;
   };
   expect_reason("custom-flash", fp8_problem(1, 2, 2, 64, 64, 128, true, "cuda:0"), "takes bf16 or fp16 inputs, not e4m3");
-  expect_reason("custom-flash-sm90", fp8_problem(1, 2, 2, 64, 64, 64, true, "cuda:0"),
-                "runs fp8 at head_dim 128, not 64");
+  expect_reason("custom-flash-sm90", fp8_problem(1, 2, 2, 64, 64, 96, true, "cuda:0"),
+                "runs fp8 at head_dim 64, 128 and 256, not 96");
   EXPECT_EQ(make_variant("custom-flash-sm90")->fp8_path(), Fp8Path::e4m3);
   if (!torch::cuda::is_available())  // head_dim 128 is the kernel's: the device is what is missing
     expect_reason("custom-flash-sm90", fp8_problem(1, 2, 2, 64, 64, 128, true, "cuda:0"),

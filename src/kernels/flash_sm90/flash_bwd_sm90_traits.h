@@ -129,11 +129,17 @@ struct Sm90BwdHdim64 {
   static constexpr bool kPingPong = false;
 };
 
+// dQ of a step computed a step later: a warpgroup writes its dS, signals it (named barrier arrive, no
+// wait) and goes on to the previous step's dQ, whose dS both warpgroups wrote a step ago; the two may
+// then drift up to a step apart instead of meeting every step (ncu at 4x16x4096x128 full: 0.26
+// eligible warps per scheduler, tensor pipe 54%, the per-step barrier keeping them in lockstep).
+// Against meeting every step (Sm90BwdHdim128StepBarrier), H100, two runs: 0.99-1.09x at
+// 4x16x4096x128, 1x16x16384x128 and 4x32/8x4096x128, causal and full (11 of 12 faster).
 struct Sm90BwdHdim128 {
   static constexpr const char* kName = "sm90_bwd_hdim128";
   static constexpr int kHeadDim = 128, kBlockM = 64;
   static constexpr bool kDqByKeys = false;  // see Sm90BwdHdim128DqByKeys
-  static constexpr bool kDeferDq = false;   // see Sm90BwdHdim128DeferDq
+  static constexpr bool kDeferDq = true;
   static constexpr bool kPingPong = false;  // see Sm90BwdHdim128PingPong
 };
 
@@ -146,25 +152,23 @@ using Sm90BwdConfigs = kernels::ConfigList<Sm90BwdHdim64, Sm90BwdHdim128>;
 // attnprof::flash_attention_backward_sm90_config. Every warpgroup computing
 // dQ over its own keys only (no barrier between them, twice the dQ
 // reductions) ran 1.00x/1.01x at 4x16x4096x128 causal/full, 1.06x/1.06x
-// slower at 1x16x16384x128.
+// slower at 1x16x16384x128 (against the step barrier).
 struct Sm90BwdHdim128DqByKeys : Sm90BwdHdim128 {
   static constexpr const char* kName = "sm90_bwd_hdim128_dq_by_keys";
-  static constexpr bool kDqByKeys = true;
+  static constexpr bool kDqByKeys = true, kDeferDq = false;
 };
-// dQ of a step computed a step later: a warpgroup writes its dS, signals it (named barrier arrive, no
-// wait) and goes on to the previous step's dQ, whose dS both warpgroups wrote a step ago; the two may
-// then drift up to a step apart instead of meeting every step (ncu at 4x16x4096x128 full: 0.26
-// eligible warps per scheduler, tensor pipe 54%, the per-step barrier keeping them in lockstep).
-struct Sm90BwdHdim128DeferDq : Sm90BwdHdim128 {
-  static constexpr const char* kName = "sm90_bwd_hdim128_defer_dq";
-  static constexpr bool kDeferDq = true;
+// Both warpgroups' dS written, then both compute this step's dQ: a barrier between them every step.
+struct Sm90BwdHdim128StepBarrier : Sm90BwdHdim128 {
+  static constexpr const char* kName = "sm90_bwd_hdim128_step_barrier";
+  static constexpr bool kDeferDq = false;
 };
-// On top, the warpgroups take turns issuing their first GEMMs of a step (Sᵀ, dPᵀ), as the forward's
-// two consumers do, so one's exponentials run while the other's GEMMs hold the tensor cores.
-struct Sm90BwdHdim128PingPong : Sm90BwdHdim128DeferDq {
+// On top of the deferred dQ, the warpgroups take turns issuing their first GEMMs of a step (Sᵀ, dPᵀ),
+// as the forward's two consumers do, so one's exponentials might run under the other's GEMMs:
+// 0.86-0.93x the deferred dQ alone (H100, one run, the three head_dim-128 shapes above).
+struct Sm90BwdHdim128PingPong : Sm90BwdHdim128 {
   static constexpr const char* kName = "sm90_bwd_hdim128_ping_pong";
   static constexpr bool kPingPong = true;
 };
-using Sm90BwdAlternatives = kernels::ConfigList<Sm90BwdHdim128DqByKeys, Sm90BwdHdim128DeferDq, Sm90BwdHdim128PingPong>;
+using Sm90BwdAlternatives = kernels::ConfigList<Sm90BwdHdim128DqByKeys, Sm90BwdHdim128StepBarrier, Sm90BwdHdim128PingPong>;
 
 }  // namespace attnprof::flash_sm90
