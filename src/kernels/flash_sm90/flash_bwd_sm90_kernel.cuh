@@ -11,8 +11,10 @@
 //   Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ          wgmma, both operands from shared memory
 //   Pᵀ = exp2(Sᵀ·scale·log2 e − lse·log2 e), masked; dSᵀ = Pᵀ ∘ (dPᵀ − D)
 //   dV += Pᵀ·dO, dK += dSᵀ·Q          wgmma, Pᵀ and dSᵀ as register operands
-//   dSᵀ → shared memory as dS (stmatrix .trans), a barrier with the other
-//   warpgroup, then its share of dQ = dS·K (DqSplit), which goes through
+//   dSᵀ → shared memory as dS (stmatrix .trans); once the other warpgroup's
+//   is there too, its share of dQ = dS·K (DqSplit): right after a barrier
+//   between them, or (kDeferDq) a step later, each having signalled its dS
+//   and waiting only for the other's of the step before. dQ goes through
 //   shared memory to the fp32 workspace by TMA reduction (cp.reduce.async.bulk).
 // dK (times the softmax scale) and dV are stored from registers at the end.
 // The preprocessing (D, lse·log2 e, zeroed workspace) and the dQ conversion

@@ -241,7 +241,7 @@ struct Sm90FwdHdim128Fp8 : Sm90FwdDefaults {
 // e4m3 at head_dim 64: Q and K rows of 64 bytes, so their tiles and
 // descriptors use the 64-byte swizzle (Vᵀ's rows stay 128-key blocks); the
 // head_dim 128 configuration's choices otherwise. On the H100 it ran at
-// 0.77-0.86x our bf16 kernel at 8x16x1024x64 and 4x16x4096x64 (the softmax,
+// 0.73-0.79x our bf16 kernel at 8x16x1024x64 and 4x16x4096x64 (the softmax,
 // not the GEMMs, bounds the step, and at head_dim 64 the GEMMs are half of
 // it already).
 struct Sm90FwdHdim64Fp8 : Sm90FwdHdim128Fp8 {
