@@ -225,10 +225,11 @@ class Page(unittest.TestCase):
             self.assertEqual(len(bad.stderr.strip().splitlines()), 1)
             self.assertIn("forward.json: not valid JSON", bad.stderr)
 
-    def test_the_committed_records_are_valid_and_make_a_page_under_360_lines(self):
+    def test_the_committed_records_are_valid_and_make_a_page_under_440_lines(self):
         page = md.render(br.load_dir(os.path.join(ROOT, "docs", "bench")))
-        # 300 until the variable-length prefill section, 320 until the op-level forward's (fp8) one
-        self.assertLess(page.count("\n"), 360)
+        # 300 until the variable-length prefill section, 320 until the op-level forward's (fp8) one,
+        # 360 until the FP8 suite's (issue 32's table: four variants at eight points)
+        self.assertLess(page.count("\n"), 440)
 
 
 FAKE_ATTNPROF = r'''#!{python}
