@@ -133,8 +133,9 @@ struct Sm90BwdHdim64 {
 // wait) and goes on to the previous step's dQ, whose dS both warpgroups wrote a step ago; the two may
 // then drift up to a step apart instead of meeting every step (ncu at 4x16x4096x128 full: 0.26
 // eligible warps per scheduler, tensor pipe 54%, the per-step barrier keeping them in lockstep).
-// Against meeting every step (Sm90BwdHdim128StepBarrier), H100, two runs: 0.99-1.09x at
-// 4x16x4096x128, 1x16x16384x128 and 4x32/8x4096x128, causal and full (11 of 12 faster).
+// Against meeting every step (Sm90BwdHdim128StepBarrier), H100, three runs: 0.99-1.09x at
+// 4x16x4096x128, 1x16x16384x128 and 4x32/8x4096x128, causal and full (16 of 18 faster, the
+// third run 1.00-1.03x).
 struct Sm90BwdHdim128 {
   static constexpr const char* kName = "sm90_bwd_hdim128";
   static constexpr int kHeadDim = 128, kBlockM = 64;

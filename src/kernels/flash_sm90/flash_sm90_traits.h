@@ -241,7 +241,7 @@ struct Sm90FwdHdim128Fp8 : Sm90FwdDefaults {
 // e4m3 at head_dim 64: Q and K rows of 64 bytes, so their tiles and
 // descriptors use the 64-byte swizzle (Vᵀ's rows stay 128-key blocks); the
 // head_dim 128 configuration's choices otherwise. On the H100 it ran at
-// 0.73-0.79x our bf16 kernel at 8x16x1024x64 and 4x16x4096x64 (the softmax,
+// 0.73-0.79x our bf16 kernel (two runs) at 8x16x1024x64 and 4x16x4096x64 (the softmax,
 // not the GEMMs, bounds the step, and at head_dim 64 the GEMMs are half of
 // it already).
 struct Sm90FwdHdim64Fp8 : Sm90FwdHdim128Fp8 {
@@ -253,8 +253,8 @@ struct Sm90FwdHdim64Fp8 : Sm90FwdHdim128Fp8 {
 // waits, the issue token and the row max's shuffles of a key block spread
 // over 1.5x the keys (in ncu they are a third of the consumers' samples at
 // 128); Vᵀ in 64-key column blocks (64-byte swizzle), 3 stages (176 KiB).
-// 1.03-1.08x the 128-key tiles at the three head_dim-128 benchmark shapes,
-// causal and full (H100, one run, interleaved).
+// 1.00-1.08x the 128-key tiles at the three head_dim-128 benchmark shapes,
+// causal and full (H100, two runs, interleaved).
 struct Sm90FwdHdim128Fp8N192 : Sm90FwdHdim128Fp8 {
   static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192";
   static constexpr int kBlockN = 192, kStages = 3;
@@ -262,8 +262,8 @@ struct Sm90FwdHdim128Fp8N192 : Sm90FwdHdim128Fp8 {
 
 // e4m3 at head_dim 256: two 128-byte column blocks per Q and K row, O of
 // 128 registers a thread, so Q stays in shared memory; 2 K/V stages and one
-// Q buffer (160 KiB). 895 / 1024 TFLOP/s at 4x16x4096x256 causal / full
-// (H100; cuDNN bf16 580 / 651 in the same run).
+// Q buffer (160 KiB). 879-895 / 1024-1037 TFLOP/s at 4x16x4096x256 causal /
+// full (H100, two runs; cuDNN bf16 569-580 / 651-669 in the same runs).
 struct Sm90FwdHdim256Fp8 : Sm90FwdHdim128Fp8 {
   static constexpr const char* kName = "sm90_fwd_hdim256_fp8";
   static constexpr int kHeadDim = 256, kStages = 2, kQStages = 1;
