@@ -61,7 +61,7 @@ SUITES = {
     "op_forward": ("shape", "mask", "variant"),                  # bench_flash_sm90.py
     "op_forward_sustained": ("shape", "mask", "variant"),        # bench_flash_sm90.py --sustain
     "op_backward": ("shape", "mask", "variant"),                 # bench_flash_bwd.py
-    "variants": ("shape", "mask", "pass", "variant"),            # attnprof --variant all (at a glance)
+    "variants": ("shape", "mask", "pass", "dtype", "variant"),   # attnprof --variant all (at a glance)
     "ring": ("seq", "mask", "scheme", "inner", "nproc"),         # bench_ring.py
     "crosscheck": ("variant", "shape", "mask", "pass", "scope"), # crosscheck.py
     "checks": ("check",),                                         # tests and one-off checks on the GPU
@@ -80,7 +80,7 @@ def path_of(directory, suite):
 
 
 # Key fields that older records left out, and what they meant there.
-KEY_DEFAULTS = {"scheme": "ring"}
+KEY_DEFAULTS = {"scheme": "ring", "dtype": "bf16"}
 
 
 def key_field(point, f):
@@ -383,7 +383,8 @@ def glance_points(out_dir):
         for r in rows:
             p = {"shape": shape_label(pr["batch"], pr["heads_q"], pr["heads_kv"], pr["seq_q"], pr["seq_kv"],
                                       pr["head_dim"]),
-                 "mask": pr["mask"], "pass": pr["pass"], "variant": r["variant"], "status": r["status"]}
+                 "mask": pr["mask"], "pass": pr["pass"], "dtype": pr.get("dtype", "bf16"), "variant": r["variant"],
+                 "status": r["status"]}
             for src, dst in (("kernels_per_fwd", "kernels"), ("kernels_per_step", "kernels"),
                              ("gpu_time_profiled_us", "profiled_us"), ("gpu_time_event_median_us", "median_us"),
                              ("cpu_time_us", "cpu_us"), ("speedup_vs_naive", "vs"), ("tflops", "tflops"),

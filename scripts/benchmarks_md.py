@@ -122,7 +122,7 @@ def by(*fields):
 
     def key(p):
         return tuple(shape_key(p.get(f)) if f == "shape" else order(orders[f], p.get(f)) if f in orders
-                     else (0, p.get(f)) for f in fields)
+                     else (0, p.get(f, bench_records.KEY_DEFAULTS.get(f, ""))) for f in fields)
     return key
 
 
@@ -237,16 +237,17 @@ SECTIONS = [
              num("SM clock MHz", "clock_mhz", ".0f"), num("power W", "power_w", ".0f"), num("vs", "vs", "x")],
             sort=by("shape", "mask", "variant")),
     Section("variants", "Every variant",
-            "`attnprof --variant all` (its at-a-glance table), bf16: kernels, profiled and event-median GPU time per "
+            "`attnprof --variant all` (its at-a-glance table), bf16 unless the problem names its dtype: kernels, profiled and event-median GPU time per "
             "step, TFLOP/s from the profiled time, speed-up over naive in the same run (sdpa-auto, the backend it "
             "picks, left out; decode, seq_q < seq_kv, in Decode and prefill above).",
-            [Col("problem", lambda p: f"{p['shape']} {p['mask']} {p['pass']}"), text("variant", "variant"),
+            [Col("problem", lambda p: f"{p['shape']} {p['mask']} {p['pass']}" +
+                 ("" if p.get("dtype", "bf16") == "bf16" else f" {p['dtype']}")), text("variant", "variant"),
              Col("kernels", lambda p: fmt(p.get("kernels"), "g") if p.get("status") == "ok" else
                  fmt(p.get("status")), True),
              num("profiled µs", "profiled_us", "us"), num("event median µs", "median_us", "us"),
              num("TFLOP/s", "tflops", "g3"), num("vs naive", "vs", "x")],
             lambda p: p.get("variant") != "sdpa-auto" and "/" not in p.get("shape", "").split("x")[-2],
-            sort=by("pass", "shape", "mask", "variant")),
+            sort=by("pass", "shape", "mask", "dtype", "variant")),
     Section("ring", "Context parallel: ring and Ulysses",
             "`scripts/bench_ring.py`: `--variant <scheme>-<inner> --nproc N`, batch 1, 16 heads, head_dim 128, bf16; the "
             "slower rank's unprofiled time per forward against the inner kernel on one GPU; efficiency = 1-GPU time "

@@ -158,11 +158,24 @@ class Records(unittest.TestCase):
                        {"variant": "sdpa-efficient", "status": "skipped", "kernels_per_fwd": None,
                         "note": "skipped: no kernel"}], fh)
         pts = br.glance_points(out)
-        self.assertEqual(pts[0], {"shape": "8x32/8x1/8192x128", "mask": "causal", "pass": "fwd", "variant": "naive",
-                                  "status": "ok", "kernels": 9, "profiled_us": 1417.0, "median_us": 1385.6,
+        self.assertEqual(pts[0], {"shape": "8x32/8x1/8192x128", "mask": "causal", "pass": "fwd", "dtype": "bf16",
+                                  "variant": "naive", "status": "ok", "kernels": 9, "profiled_us": 1417.0, "median_us": 1385.6,
                                   "cpu_us": 527.7, "vs": 1.0, "tflops": 0.758, "pct_of_peak": 0.08})
         self.assertEqual(pts[1]["reason"], "skipped: no kernel")
         self.assertNotIn("kernels", pts[1])
+
+    def test_an_fp8_glance_keeps_the_bf16_points_of_its_problem(self):
+        bf16 = {"shape": "4x16x4096x128", "mask": "causal", "pass": "fwd", "variant": "sdpa-cudnn", "status": "ok",
+                "median_us": 475.4}  # recorded before points carried a dtype: bf16
+        fp8 = dict(bf16, dtype="fp8", status="skipped", reason="no fp8 path")
+        doc = {"schema": br.SCHEMA, "suite": "variants", "runs": []}
+        for commit, p in (("aaaaaaa", bf16), ("bbbbbbb", fp8)):
+            doc = br.add_run(doc, "variants", {"commit": commit, "date": "2026-12-06", "gpu": "NVIDIA H100",
+                                               "command": "build/attnprof --variant all", "points": [p]})
+        self.assertEqual(sorted(p.get("dtype", "bf16") for r in doc["runs"] for p in r["points"]), ["bf16", "fp8"])
+        page = md.render({"variants": doc})
+        self.assertIn("| 4x16x4096x128 causal fwd | sdpa-cudnn |", page)
+        self.assertIn("| 4x16x4096x128 causal fwd fp8 | sdpa-cudnn |", page)
 
     def test_the_commit_comes_from_the_flag_then_the_environment(self):
         self.assertEqual(br.measured_commit("F184856aa"), "f184856")
