@@ -45,7 +45,8 @@ def parse_bwd_shape(text):
             hkv, sq, d = (int(x) for x in rest.split("x"))
             shape = (b, hq, sq, d, hkv)
         else:
-            shape = parse_shape(text) + (parse_shape(text)[1],)
+            b, hq, sq, d = parse_shape(text)
+            shape = (b, hq, sq, d, hq)
     except (ValueError, argparse.ArgumentTypeError):
         shape = ()
     if len(shape) != 5 or min(shape) < 1 or shape[1] % shape[4]:
@@ -56,7 +57,7 @@ def parse_bwd_shape(text):
 
 def label(shape):
     b, hq, s, d, hkv = shape
-    return f"{b}x{hq}" + (f"/{hkv}" if hkv != hq else "") + f"x{s}x{d}"
+    return bench_records.shape_label(b, hq, hkv, s, s, d)
 
 
 def bwd_flops(shape, causal):
@@ -68,9 +69,8 @@ def bwd_flops(shape, causal):
 def ours(op_name, q, k, v, dout, causal, scale, ns="attnprof", config=None):
     out, lse = torch.ops.attnprof.flash_attention_sm90(q, k, v, causal, scale)
     op = getattr(getattr(torch.ops, ns), op_name)
-    if config is not None:
-        return lambda: op(dout, q, k, v, out, lse, causal, scale, config)
-    return lambda: op(dout, q, k, v, out, lse, causal, scale)
+    by_name = () if config is None else (config,)
+    return lambda: op(dout, q, k, v, out, lse, causal, scale, *by_name)
 
 
 def host_costs():

@@ -107,22 +107,21 @@ void check_layout(const at::Tensor& t, const char* name, const char* op) {
   TORCH_CHECK(!why, op, ": ", *why);
 }
 
-// Which kernels an operator's inputs are checked against: the 16-bit or the fp8 ones, and their head
-// dims as the operator's own list or (by name) any, the named configuration's checked after.
-enum class Inputs { bf16, bf16_any_head_dim, fp8, fp8_any_head_dim };
+std::optional<std::string> unsupported_of(const kernels::KernelQuery& query, bool any_head_dim);
+std::optional<std::string> fp8_unsupported_of(const kernels::KernelQuery& query, bool any_head_dim);
 
-// The shared checks (common/boundary.h), what the family supports for `inputs`, the layout the
-// tensor maps need, then the kernel's index limits.
+// Which kernels an operator's inputs are checked against, and at which head dims: the operator's
+// own list, or (by name) any, the named configuration's checked after (config_entry).
+enum class HeadDims { operators, any };
+
+// The shared checks (common/boundary.h), what the family's 16-bit or (`fp8`) e4m3 kernels support,
+// the layout the tensor maps need, then the kernel's index limits.
 void check_inputs(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
-                  Inputs inputs = Inputs::bf16) {
+                  bool fp8 = false, HeadDims head_dims = HeadDims::operators) {
   kernels::check_flash_fwd_inputs(op, q, k, v, scale);
   const kernels::KernelQuery query = kernels::query_of(q);
-  switch (inputs) {
-    case Inputs::bf16: kernels::check_supported(unsupported(query), op); break;
-    case Inputs::bf16_any_head_dim: kernels::check_supported(unsupported_any_head_dim(query), op); break;
-    case Inputs::fp8: kernels::check_supported(fp8_unsupported(query), op); break;
-    case Inputs::fp8_any_head_dim: kernels::check_supported(fp8_unsupported_any_head_dim(query), op); break;
-  }
+  const bool any = head_dims == HeadDims::any;
+  kernels::check_supported(fp8 ? fp8_unsupported_of(query, any) : unsupported_of(query, any), op);
   check_layout(q, "q", op);
   check_layout(k, "k", op);
   check_layout(v, "v", op);
@@ -374,7 +373,7 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_fp8_cuda(const at::Tenso
                                                                  const at::Tensor& k_descale,
                                                                  const at::Tensor& v_descale, bool causal,
                                                                  double scale) {
-  check_inputs(kFp8Op, q, k, v, scale, Inputs::fp8);
+  check_inputs(kFp8Op, q, k, v, scale, /*fp8=*/true);
   return fp8_forward(kFp8Op, q, k, v, q_descale, k_descale, v_descale, causal, scale, nullptr);
 }
 
@@ -382,7 +381,7 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_fp8_config_cuda(
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& q_descale,
     const at::Tensor& k_descale, const at::Tensor& v_descale, bool causal, double scale, c10::string_view config) {
   constexpr const char* op = "attnprof::flash_attention_sm90_fp8_config";
-  check_inputs(op, q, k, v, scale, Inputs::fp8_any_head_dim);  // the configuration's head dim: config_entry
+  check_inputs(op, q, k, v, scale, /*fp8=*/true, HeadDims::any);
   const std::string name(config);
   // fp8 configurations register as not bf16, as fp16 ones do; their names differ.
   const FwdConfigEntry* found = find_fwd_config(name, false);
@@ -397,7 +396,7 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_sm90_config_cuda(const at::Te
                                                                     const at::Tensor& v, bool causal, double scale,
                                                                     c10::string_view config) {
   constexpr const char* op = "attnprof::flash_attention_sm90_config";
-  check_inputs(op, q, k, v, scale, Inputs::bf16_any_head_dim);  // the configuration's head dim: config_entry
+  check_inputs(op, q, k, v, scale, /*fp8=*/false, HeadDims::any);
   const std::string name(config);
   const bool bf16 = q.scalar_type() == at::kBFloat16;
   // An fp8 configuration registers as not bf16: named with bf16 inputs, say what it runs, not that it is missing.
