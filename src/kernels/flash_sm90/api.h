@@ -23,7 +23,7 @@ std::optional<std::string> unsupported(const kernels::KernelQuery& query);
 std::optional<std::string> unsupported_any_head_dim(const kernels::KernelQuery& query);
 
 // The same for its fp8 forward (attnprof::flash_attention_sm90_fp8): e4m3
-// inputs at a head dim of Sm90FwdFp8Configs (128), forward only.
+// inputs at a head dim of Sm90FwdFp8Configs (64, 128, 256), forward only.
 std::optional<std::string> fp8_unsupported(const kernels::KernelQuery& query);
 // The same at any head dim: the by-name fp8 operator, whose named
 // configuration's head dim is checked after (alternatives may add head dims).
