@@ -2,6 +2,7 @@
 // variables every rank gets, exit codes and error lines collected, a failing
 // rank stopping the others, signals forwarded once, nothing left running.
 #include <fcntl.h>
+#include <pthread.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <thread>
 
+#include "attnprof/interrupt.h"
 #include "distributed/launcher.h"
 #include "test_util.h"
 
@@ -124,6 +126,46 @@ TEST_F(Launcher, SignalIsForwardedOnceAndBecomesTheExitCode) {
   struct sigaction now {};
   ::sigaction(SIGINT, nullptr, &now);
   EXPECT_EQ(now.sa_handler, SIG_DFL);
+}
+
+// SigBlk of /proc/PID/status: the blocked signals, bit sig-1.
+uint64_t blocked_mask(const std::string& status) {
+  const size_t at = status.find("SigBlk:");
+  return at == std::string::npos ? ~uint64_t{0} : std::stoull(status.substr(at + 7), nullptr, 16);
+}
+
+TEST_F(Launcher, HeldStopSignalsAreBlockedInTheRankOnlyWhenAsked) {
+  // cp copies its own status (a shell would not do: dash clears its mask when it starts).
+  for (const bool hold : {true, false}) {
+    LaunchSpec s = shell("", 1);
+    s.exe = "/bin/cp";
+    s.argv = {"cp", "/proc/self/status", dir_ + "/status"};
+    s.hold_stop_signals = hold;
+    ASSERT_EQ(launch_ranks(s).exit_code(), 0);
+    const uint64_t mask = blocked_mask(io::read_file(dir_ + "/status"));
+    for (int sig : stop_signals())
+      EXPECT_EQ((mask >> (sig - 1)) & 1, hold ? 1u : 0u) << signal_name(sig) << ", hold " << hold;
+  }
+}
+
+// What a held signal is for: one that arrived before the handlers (pending,
+// blocked) reaches them when install_interrupt_handlers() unblocks it, instead
+// of ending the process silently. In a child: the handlers stay out of this process.
+TEST(InterruptHandlers, ASignalHeldUntilTheyAreInReachesThem) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    ::pthread_sigmask(SIG_BLOCK, &term, nullptr);
+    ::raise(SIGTERM);  // pending: the process lives on
+    install_interrupt_handlers();
+    ::_exit(interrupt_signal() == SIGTERM ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the held SIGTERM did not reach the handler";
 }
 
 TEST_F(Launcher, RanksDieWithTheLauncher) {

@@ -16,6 +16,9 @@ namespace attnprof {
 
 // The signals above, in that order.
 const std::vector<int>& stop_signals();
+// Installs the handlers, then unblocks the stop signals in the calling thread:
+// one a launcher held blocked across exec (LaunchSpec::hold_stop_signals) is
+// delivered now, to the handler.
 void install_interrupt_handlers();
 // 0 while no stop was asked for, else the signal number.
 int interrupt_signal() noexcept;

@@ -127,6 +127,7 @@ int launch(const CliOptions& o, const std::vector<std::string>& names) {
   spec.exe = ring::self_exe();
   spec.argv = ring::self_argv();
   spec.nproc = nproc;
+  spec.hold_stop_signals = true;  // a rank's main() unblocks them once its handlers are in
   spec.master_port = ring::free_tcp_port();
   spec.env = {{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"NVSHMEM_DISABLE_NVLS", "1"},
               {kOutLockedVar, std::to_string(::getpid())}};
@@ -250,17 +251,6 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
     error(e.what());
     return exit_code::kOutput;
   }
-  if (res.run.interrupted) {
-    const UnitOutcome& u = *res.run.interrupted;
-    // Its files could not be written after the signal: the signal decides the exit code.
-    if (!u.files_error.empty())
-      notef("attnprof: interrupted by {}; then: {}", signal_name(interrupt_signal()), u.files_error);
-    else
-      notef("attnprof: rank {} interrupted by {} during {}{}", env.rank, signal_name(interrupt_signal()),
-            names[res.run.records.size() - 1],
-            u.interrupted_summary.empty() ? "" : "; " + u.interrupted_summary + " marks it interrupted");
-    return 128 + interrupt_signal();
-  }
   if (res.left_at) {  // its peers would wait for it in the next transfer: leave, the launcher stops them
     const RunRecord& r = *res.left_at;
     notef("attnprof: rank {}: {} {}: {}", env.rank, r.variant, r.status == Status::failed ? "failed" : "could not run",
@@ -271,7 +261,13 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
     outf("\nContext parallel, side by side:\n{}  files: {} (+ .csv, .md, .json)\n",
          report::to_text(report::context_parallel_table(res.summaries)),
          io::visible(res.context_parallel_files.front()));
-  if (const int sig = interrupt_signal()) return 128 + sig;  // peers may have stopped at another step
+  // During a unit, between two, or before the first (a signal just after the
+  // rendezvous ended the rank with no line before): one line, the signal's exit code.
+  if (const int sig = interrupt_signal()) {
+    notef("attnprof: rank {} {}", env.rank,
+          interrupted_line(sig, names, res.run.records, res.run.interrupted ? interrupted_left(*res.run.interrupted) : ""));
+    return 128 + sig;
+  }
   try {
     group.leave();
   } catch (const Interrupted&) {

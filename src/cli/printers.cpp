@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include "attnprof/interrupt.h"
 #include "attnprof/io/text.h"
 #include "attnprof/report/counter_report.h"
 #include "attnprof/report/headline.h"
 #include "attnprof/report/launch_facts.h"
 #include "attnprof/report/run_files.h"
+#include "cli/options.h"
 
 namespace attnprof::cli {
 
@@ -68,6 +70,38 @@ std::string comparison_title(const std::vector<RunRecord>& records) {
     }
   const char* unit = p.pass == Pass::bwd ? "backward" : "forward";
   return fmt::format("attnprof: one {} per variant, {} {} on {}", unit, p.shape_string(), p.config_string(), device);
+}
+
+std::string interrupted_line(int sig, const std::vector<std::string>& names, const std::vector<RunRecord>& records,
+                             const std::string& marker) {
+  std::vector<std::string> finished, not_run;
+  const RunRecord* stopped = nullptr;
+  for (const RunRecord& r : records) {
+    if (r.status == Status::interrupted) stopped = &r;
+    else finished.push_back(r.variant);
+  }
+  for (size_t i = records.size(); i < names.size(); ++i) not_run.push_back(names[i]);
+  std::string line = fmt::format("interrupted by {}", signal_name(sig));
+  if (stopped) {
+    line += fmt::format(" during {}", stopped->variant);
+    if (names.size() > 1) line += fmt::format(" ({}/{})", records.size(), names.size());
+  } else if (records.empty()) {
+    line += " before any variant ran";
+  } else if (not_run.empty()) {
+    line += " after every variant finished";
+  }
+  if (names.size() > 1 || !finished.empty())
+    line += finished.empty() ? "; no variant finished" : "; finished (files written): " + join(finished);
+  if (!not_run.empty()) line += "; not run: " + join(not_run);
+  if (stopped) line += marker;
+  if (names.size() > 1 && (stopped || !not_run.empty())) line += "; compare/ not written";
+  return line;
+}
+
+std::string interrupted_left(const UnitOutcome& u) {
+  if (!u.files_error.empty()) return "; its files could not be written: " + u.files_error;
+  if (u.interrupted_summary.empty()) return "; its earlier complete summary is kept";
+  return "; " + u.interrupted_summary + " marks it interrupted";
 }
 
 }  // namespace attnprof::cli

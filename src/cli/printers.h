@@ -7,6 +7,7 @@
 
 #include "attnprof/report/key_averages_table.h"
 #include "attnprof/run_record.h"
+#include "attnprof/run_units.h"
 
 namespace attnprof::cli {
 
@@ -35,5 +36,13 @@ std::string unit_headline(const RunRecord& r);
 std::string unit_scope(const Problem& p);
 // "attnprof: one forward per variant, 8x16x1024x64 bf16 causal on cuda:0 (NVIDIA H200)"
 std::string comparison_title(const std::vector<RunRecord>& records);
+
+// The one line a stop signal gets: "interrupted by SIGINT during sdpa-math
+// (3/3); finished (files written): naive, inplace; <marker>" (records: the
+// units run_units() reached, the interrupted one last).
+std::string interrupted_line(int sig, const std::vector<std::string>& names, const std::vector<RunRecord>& records,
+                             const std::string& marker);
+// What the interrupted unit left, as interrupted_line's marker: "; <file> marks it interrupted".
+std::string interrupted_left(const UnitOutcome& u);
 
 }  // namespace attnprof::cli

@@ -40,33 +40,6 @@ int list_variants(const CliOptions& o) {
 
 namespace {
 
-// The one line a stop signal gets: what finished, what did not, what was kept.
-std::string interrupted_line(int sig, const std::vector<std::string>& names, const std::vector<RunRecord>& records,
-                             const std::string& marker) {
-  std::vector<std::string> finished, not_run;
-  const RunRecord* stopped = nullptr;
-  for (const RunRecord& r : records) {
-    if (r.status == Status::interrupted) stopped = &r;
-    else finished.push_back(r.variant);
-  }
-  for (size_t i = records.size(); i < names.size(); ++i) not_run.push_back(names[i]);
-  std::string line = fmt::format("interrupted by {}", signal_name(sig));
-  if (stopped) {
-    line += fmt::format(" during {}", stopped->variant);
-    if (names.size() > 1) line += fmt::format(" ({}/{})", records.size(), names.size());
-  } else if (records.empty()) {
-    line += " before any variant ran";
-  } else if (not_run.empty()) {
-    line += " after every variant finished";
-  }
-  if (names.size() > 1 || !finished.empty())
-    line += finished.empty() ? "; no variant finished" : "; finished (files written): " + join(finished);
-  if (!not_run.empty()) line += "; not run: " + join(not_run);
-  if (stopped) line += marker;
-  if (names.size() > 1 && (stopped || !not_run.empty())) line += "; compare/ not written";
-  return line;
-}
-
 // Stages the merged Perfetto trace and the one-call-per-variant picture of a
 // multi-variant run (compare/<stem>.trace.json.gz, .timeline.svg) into the
 // compare/ set, from every run that finished (one is enough: its picture is
@@ -167,13 +140,7 @@ int run_profile(const CliOptions& o) {
     return exit_code::kUnsupported;
   }
   const int failed = run.failed, skipped = run.skipped;
-  std::string interrupted_marker;  // what the interrupted variant left
-  if (run.interrupted) {
-    const UnitOutcome& u = *run.interrupted;
-    if (!u.files_error.empty()) interrupted_marker = "; its files could not be written: " + u.files_error;
-    else if (u.interrupted_summary.empty()) interrupted_marker = "; its earlier complete summary is kept";
-    else interrupted_marker = "; " + u.interrupted_summary + " marks it interrupted";
-  }
+  const std::string interrupted_marker = run.interrupted ? interrupted_left(*run.interrupted) : "";
   int sig = interrupt_signal();
   const bool complete = !sig || (records.size() == names.size() && records.back().status != Status::interrupted);
   const bool any_ok = std::any_of(records.begin(), records.end(), [](const RunRecord& r) { return r.ok(); });

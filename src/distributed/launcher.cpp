@@ -116,14 +116,17 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
 }
 
 // Called between fork and exec: async-signal-safe calls only.
-[[noreturn]] void exec_rank(pid_t launcher, int err_write_fd, const char* exe, char* const* argv, char* const* envp) {
+[[noreturn]] void exec_rank(pid_t launcher, int err_write_fd, const char* exe, char* const* argv, char* const* envp,
+                            bool hold_stop_signals) {
   ::setpgid(0, 0);  // its own group: a terminal's Ctrl-C reaches it only through the launcher
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != launcher) ::_exit(127);  // the launcher died before prctl took effect
   ::dup2(err_write_fd, 2);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  sigset_t mask;
+  sigemptyset(&mask);
+  if (hold_stop_signals)
+    for (int sig : stop_signals()) sigaddset(&mask, sig);
+  ::sigprocmask(SIG_SETMASK, &mask, nullptr);
   ::execve(exe, argv, envp);
   static const char msg[] = "attnprof launcher: cannot execute the rank program\n";
   (void)!::write(2, msg, sizeof msg - 1);
@@ -216,7 +219,7 @@ LaunchResult launch_ranks(const LaunchSpec& spec) {
       throw std::runtime_error(errno_text("launcher: pipe"));
     }
     const pid_t pid = ::fork();
-    if (pid == 0) exec_rank(self, p[1], spec.exe.c_str(), c_argv.data(), c_env.data());
+    if (pid == 0) exec_rank(self, p[1], spec.exe.c_str(), c_argv.data(), c_env.data(), spec.hold_stop_signals);
     ::close(p[1]);
     if (pid < 0) {
       ::close(p[0]);

@@ -31,6 +31,12 @@ struct LaunchSpec {
   // after a forwarded signal: before SIGKILL.
   double grace_seconds = 3.0;
   int err_fd = 2;              // where rank 0's stderr goes as it comes, and the launcher's own lines
+  // The stop signals blocked in each rank across exec, for a rank program that
+  // unblocks them once its handlers are in (attnprof's install_interrupt_handlers):
+  // a signal forwarded while a rank still loads its libraries then reaches its
+  // handler instead of ending it silently (rank 0 said nothing on a loaded
+  // 16-core GPU host, SIGTERM 6 s after the start). Off for other programs.
+  bool hold_stop_signals = false;
 };
 
 struct RankOutcome {

@@ -1,5 +1,6 @@
 #include "attnprof/interrupt.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -52,7 +53,13 @@ void install_interrupt_handlers() {
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  for (int sig : stop_signals()) sigaction(sig, &sa, nullptr);
+  sigset_t held;
+  sigemptyset(&held);
+  for (int sig : stop_signals()) {
+    sigaction(sig, &sa, nullptr);
+    sigaddset(&held, sig);
+  }
+  pthread_sigmask(SIG_UNBLOCK, &held, nullptr);
 }
 
 int interrupt_signal() noexcept { return g_signal; }
