@@ -281,8 +281,12 @@ def environment(gpu=None, torch_version=None, cuda=None):
     return {k: v for k, v in env.items() if v}
 
 
-def command_line(script, argv, drop=("--record", "--commit")):
-    """`python3 scripts/<script> ARGS`, without the flags that only say where the record goes."""
+# Flags that only say where the record and copies of the results go (paths on the GPU machine).
+OUTPUT_FLAGS = ("--record", "--commit", "--markdown", "--json", "--report")
+
+
+def command_line(script, argv, drop=OUTPUT_FLAGS):
+    """`python3 scripts/<script> ARGS`, without the flags that only say where the record and the results go."""
     out, skip = [], False
     for a in argv:
         if skip:

@@ -177,6 +177,12 @@ class Records(unittest.TestCase):
         self.assertIn("| 4x16x4096x128 causal fwd | sdpa-cudnn |", page)
         self.assertIn("| 4x16x4096x128 causal fwd fp8 | sdpa-cudnn |", page)
 
+    def test_the_recorded_command_leaves_out_where_results_went(self):
+        argv = ["--suite", "serving", "--record", "/root/out/rec", "--commit=abc1234", "--markdown", "/root/out/x.md",
+                "--json=/root/out/x.json", "--report", "/root/out/r.md", "--iters", "50"]
+        self.assertEqual(br.command_line("bench_kernels.py", argv),
+                         "python3 scripts/bench_kernels.py --suite serving --iters 50")
+
     def test_the_commit_comes_from_the_flag_then_the_environment(self):
         self.assertEqual(br.measured_commit("F184856aa"), "f184856")
         os.environ["ATTNPROF_COMMIT"] = "abcdef0-dirty"
