@@ -274,10 +274,23 @@ struct Sm90FwdHdim256Fp8 : Sm90FwdHdim128Fp8 {
 // inputs runs the first one of its head dim (CMake reads this line too).
 using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim64Fp8, Sm90FwdHdim128Fp8N192, Sm90FwdHdim256Fp8>;
 
+// Head_dim 64 in e4m3 as the bf16 kernel runs it (3 consumers, 192-row
+// tiles, Q in shared memory), and with 192-key tiles: two candidates against
+// Sm90FwdHdim64Fp8's 0.73-0.79x of our bf16 kernel.
+struct Sm90FwdHdim64Fp8C3 : Sm90FwdHdim64Fp8 {
+  static constexpr const char* kName = "sm90_fwd_hdim64_fp8_c3";
+  static constexpr int kConsumerWarpgroups = 3, kQStages = 1;
+  static constexpr bool kQInRegs = false;
+};
+struct Sm90FwdHdim64Fp8N192 : Sm90FwdHdim64Fp8 {
+  static constexpr const char* kName = "sm90_fwd_hdim64_fp8_n192";
+  static constexpr int kBlockN = 192, kStages = 3;
+};
+
 // fp8 alternatives to time or check by name
 // (attnprof::flash_attention_sm90_fp8_config, built with
 // -DATTNPROF_KERNEL_CONFIGS; CMake reads this line too).
-using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8>;
+using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8C3, Sm90FwdHdim64Fp8N192>;
 
 // Alternatives to time against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS) and run by name through
