@@ -40,6 +40,22 @@
 
 namespace attnprof::flash_sm90 {
 
+// kDeferDq: the dQ of the step before, whose dS both warpgroups wrote into buffer `buf`: once the other
+// warpgroup's half is there, dQ = dS·K, then `after_gemm(dq)` (pins and releases: in the loop they also hold
+// this step's registers and free its stage and buffer), then the reduction to the workspace.
+template <typename Traits, typename AfterGemm>
+__device__ __forceinline__ void previous_step_dq(const BwdKernelArgs& a, const bwd_detail::Smem<Traits>& sm,
+                                                 const bwd_detail::BwdOperands<Traits>& d, int wg, int tid, int warp,
+                                                 int lane, int c2, int buf, int q0, int q_slab, AfterGemm&& after_gemm) {
+  using namespace bwd_detail;
+  float dq[Traits::kDqMTiles][Wgmma<typename Traits::Element, Traits::kDqN>::kAccRegs];
+  named_bar_sync(Traits::ds_full_barrier(1 - wg, buf), Traits::kThreads);
+  issue_dq<Traits>(d, (buf * Traits::kDSBytes) >> 4, dq);
+  wgmma_wait<0>();
+  after_gemm(dq);
+  reduce_dq<Traits>(a, sm, d, wg, tid, warp, lane, c2, q0, q_slab, dq);
+}
+
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kThreads, 1)
     flash_bwd_sm90_kernel(const __grid_constant__ BwdKernelArgs a) {
@@ -160,15 +176,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       write_ds<Traits>(sm.ds + buf * Traits::kDSBytes, d.ds_lane, pds);
       named_bar_arrive(Traits::ds_full_barrier(wg, buf), Traits::kThreads);
       if (it >= 1) {
-        float dq[kDqMTiles][GemmDq::kAccRegs];
-        named_bar_sync(Traits::ds_full_barrier(1 - wg, 1 - buf), Traits::kThreads);
-        issue_dq<Traits>(d, ((1 - buf) * Traits::kDSBytes) >> 4, dq);
-        wgmma_wait<0>();
-        pin_step_registers<Traits>(dq, dv, dk, pp, pds);
-        if (lane == 0) mbar_arrive(sm.empty(stage));  // this warp's last read of Q and dO of this stage
-        // The other warpgroup waits for this before writing step it + 1's dS over the buffer.
-        if (it + 1 < iters) named_bar_arrive(Traits::ds_empty_barrier(wg, 1 - buf), Traits::kThreads);
-        reduce_dq<Traits>(a, sm, d, wg, tid, warp, lane, c2, prev_q0, prev_q_slab, dq);
+        previous_step_dq<Traits>(a, sm, d, wg, tid, warp, lane, c2, 1 - buf, prev_q0, prev_q_slab, [&](auto& dq) {
+          pin_step_registers<Traits>(dq, dv, dk, pp, pds);
+          if (lane == 0) mbar_arrive(sm.empty(stage));  // this warp's last read of Q and dO of this stage
+          // The other warpgroup waits for this before writing step it + 1's dS over the buffer.
+          if (it + 1 < iters) named_bar_arrive(Traits::ds_empty_barrier(wg, 1 - buf), Traits::kThreads);
+        });
       } else {
         wgmma_wait<0>();
         pin_dv_dk<Traits>(dv, dk, pp, pds);
@@ -189,13 +202,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   }
   if constexpr (Traits::kDeferDq) {
     if (iters > 0) {  // the last step's dQ
-      float dq[kDqMTiles][GemmDq::kAccRegs];
-      named_bar_sync(Traits::ds_full_barrier(1 - wg, (iters - 1) % 2), Traits::kThreads);
-      issue_dq<Traits>(d, (((iters - 1) % 2) * Traits::kDSBytes) >> 4, dq);
-      wgmma_wait<0>();
+      previous_step_dq<Traits>(a, sm, d, wg, tid, warp, lane, c2, (iters - 1) % 2, prev_q0, prev_q_slab, [](auto& dq) {
 #pragma unroll
-      for (int mt = 0; mt < kDqMTiles; ++mt) pin_registers(dq[mt]);
-      reduce_dq<Traits>(a, sm, d, wg, tid, warp, lane, c2, prev_q0, prev_q_slab, dq);
+        for (int mt = 0; mt < kDqMTiles; ++mt) pin_registers(dq[mt]);
+      });
     }
   }
 
