@@ -301,7 +301,7 @@ TEST(FlashSm90Fp8Op, WithinTwicePlainFp8OfFloat64) {
 
 // Every fp8 configuration of this build by name (the operator's and the
 // alternatives built with -DATTNPROF_KERNEL_CONFIGS) under the same rule, at
-// its head dim (sm90_fwd_hdim64_fp8's 64-byte swizzled Q and K included);
+// its head dim (the head_dim-64 ones' 64-byte swizzled Q and K included);
 // a name that is not built, or a 16-bit one, raises naming it.
 TEST(FlashSm90Fp8Op, EveryConfigurationByName) {
   const std::string why = why_not_runnable();

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -122,10 +123,14 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != launcher) ::_exit(127);  // the launcher died before prctl took effect
   ::dup2(err_write_fd, 2);
+  // The stop signals arrive blocked (launch_ranks blocks them around fork): until exec this process
+  // has the launcher's relay handler, which would swallow one and tell the launcher it came twice.
   sigset_t mask;
   sigemptyset(&mask);
-  if (hold_stop_signals)
-    for (int sig : stop_signals()) sigaddset(&mask, sig);
+  for (int sig : stop_signals()) {
+    ::signal(sig, SIG_DFL);
+    if (hold_stop_signals) sigaddset(&mask, sig);
+  }
   ::sigprocmask(SIG_SETMASK, &mask, nullptr);
   ::execve(exe, argv, envp);
   static const char msg[] = "attnprof launcher: cannot execute the rank program\n";
@@ -218,8 +223,15 @@ LaunchResult launch_ranks(const LaunchSpec& spec) {
       kill_all(SIGKILL);
       throw std::runtime_error(errno_text("launcher: pipe"));
     }
+    // Blocked around fork: one that comes meanwhile waits in the launcher (for the relay) or, sent to
+    // the new rank, in the rank (see exec_rank), never in a child still running the launcher's handler.
+    sigset_t stops, before;
+    sigemptyset(&stops);
+    for (int sig : stop_signals()) sigaddset(&stops, sig);
+    ::pthread_sigmask(SIG_BLOCK, &stops, &before);
     const pid_t pid = ::fork();
     if (pid == 0) exec_rank(self, p[1], spec.exe.c_str(), c_argv.data(), c_env.data(), spec.hold_stop_signals);
+    ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
     ::close(p[1]);
     if (pid < 0) {
       ::close(p[0]);
