@@ -30,17 +30,14 @@ BlockResult math_block(const at::Tensor& q, const at::Tensor& k, const at::Tenso
     const at::Tensor hidden = at::ones({sq, sk}, q.options().dtype(at::kBool)).triu(sk - sq + 1);
     scores.masked_fill_(hidden, -kInf);
   }
-  // The log-sum-exp spelled out, not at::logsumexp: torch 2.11's CPU logsumexp
-  // returned about half the rows of a process's first float32 call ~1e-5 off
-  // (2% of processes with 2 intra-op threads, none with 1 or after a warm-up;
-  // the same steps spelled out: 0 of 300).
-  at::Tensor row_max = at::amax(scores, -1, /*keepdim=*/true);
-  row_max.masked_fill_(row_max == -kInf, 0.0);  // a row that sees nothing: exp(-inf) = 0 below
-  const at::Tensor e = at::exp(scores - row_max);
-  const at::Tensor sum = e.sum(-1, /*keepdim=*/true);
-  const at::Tensor lse = (at::log(sum) + row_max).squeeze(-1);
-  // 0 / 0 for a row that sees nothing: zero output there.
-  const at::Tensor probs = (e / sum).nan_to_num(0.0);
+  // Softmax kernels only, no at::exp or at::logsumexp: in torch 2.11 on the CPU a process's first call of the
+  // elementwise exp (float or double; logsumexp uses it) returned about half its elements ~1e-4 off (3% of
+  // processes with 2 intra-op threads, none after a warm-up); softmax and log_softmax: 0 of 250.
+  // lse = s - log_softmax(s) at the row's max; a row that sees nothing (or an infinite score) keeps its max.
+  const at::Tensor row_max = at::amax(scores, -1);
+  const at::Tensor lse = at::where(row_max.isinf(), row_max, row_max - at::amax(at::log_softmax(scores, -1), -1));
+  // NaN (0 / 0) for a row that sees nothing: zero output there.
+  const at::Tensor probs = at::softmax(scores, -1).nan_to_num(0.0);
   return {at::matmul(probs, vf).to(q.scalar_type()), lse};
 }
 
