@@ -9,6 +9,8 @@
 // real-time signals keep their default action.
 #pragma once
 
+#include <signal.h>
+
 #include <stdexcept>
 #include <vector>
 
@@ -16,6 +18,8 @@ namespace attnprof {
 
 // The signals above, in that order.
 const std::vector<int>& stop_signals();
+// The same as a set, to block or unblock them.
+sigset_t stop_signal_set();
 // Installs the handlers, then unblocks the stop signals in the calling thread:
 // one a launcher held blocked across exec (LaunchSpec::hold_stop_signals) is
 // delivered now, to the handler.

@@ -117,20 +117,16 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
 }
 
 // Called between fork and exec: async-signal-safe calls only.
+// `mask`: the signals the rank starts with blocked.
 [[noreturn]] void exec_rank(pid_t launcher, int err_write_fd, const char* exe, char* const* argv, char* const* envp,
-                            bool hold_stop_signals) {
+                            const sigset_t& mask) {
   ::setpgid(0, 0);  // its own group: a terminal's Ctrl-C reaches it only through the launcher
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != launcher) ::_exit(127);  // the launcher died before prctl took effect
   ::dup2(err_write_fd, 2);
   // The stop signals arrive blocked (launch_ranks blocks them around fork): until exec this process
   // has the launcher's relay handler, which would swallow one and tell the launcher it came twice.
-  sigset_t mask;
-  sigemptyset(&mask);
-  for (int sig : stop_signals()) {
-    ::signal(sig, SIG_DFL);
-    if (hold_stop_signals) sigaddset(&mask, sig);
-  }
+  for (int sig : stop_signals()) ::signal(sig, SIG_DFL);
   ::sigprocmask(SIG_SETMASK, &mask, nullptr);
   ::execve(exe, argv, envp);
   static const char msg[] = "attnprof launcher: cannot execute the rank program\n";
@@ -215,6 +211,10 @@ LaunchResult launch_ranks(const LaunchSpec& spec) {
         c.outcome.stopped_by_launcher = true;
       }
   };
+  const sigset_t stops = stop_signal_set();
+  sigset_t none;
+  sigemptyset(&none);
+  const sigset_t& rank_mask = spec.hold_stop_signals ? stops : none;
   for (int r = 0; r < spec.nproc; ++r) {
     std::vector<std::string> env = rank_environment(spec, r, result.master_port);
     std::vector<char*> c_env = c_strings(env);
@@ -225,12 +225,10 @@ LaunchResult launch_ranks(const LaunchSpec& spec) {
     }
     // Blocked around fork: one that comes meanwhile waits in the launcher (for the relay) or, sent to
     // the new rank, in the rank (see exec_rank), never in a child still running the launcher's handler.
-    sigset_t stops, before;
-    sigemptyset(&stops);
-    for (int sig : stop_signals()) sigaddset(&stops, sig);
+    sigset_t before;
     ::pthread_sigmask(SIG_BLOCK, &stops, &before);
     const pid_t pid = ::fork();
-    if (pid == 0) exec_rank(self, p[1], spec.exe.c_str(), c_argv.data(), c_env.data(), spec.hold_stop_signals);
+    if (pid == 0) exec_rank(self, p[1], spec.exe.c_str(), c_argv.data(), c_env.data(), rank_mask);
     ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
     ::close(p[1]);
     if (pid < 0) {

@@ -168,9 +168,7 @@ bool write_all(int fd, const std::string& bytes) {
 class StopSignalsBlocked {
  public:
   StopSignalsBlocked() {
-    sigset_t s;
-    sigemptyset(&s);
-    for (int sig : stop_signals()) sigaddset(&s, sig);
+    const sigset_t s = stop_signal_set();
     pthread_sigmask(SIG_BLOCK, &s, &old_);
   }
   ~StopSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }

@@ -48,17 +48,20 @@ const std::vector<int>& stop_signals() {
   return sigs;
 }
 
+sigset_t stop_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : stop_signals()) sigaddset(&set, sig);
+  return set;
+}
+
 void install_interrupt_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  sigset_t held;
-  sigemptyset(&held);
-  for (int sig : stop_signals()) {
-    sigaction(sig, &sa, nullptr);
-    sigaddset(&held, sig);
-  }
+  for (int sig : stop_signals()) sigaction(sig, &sa, nullptr);
+  const sigset_t held = stop_signal_set();
   pthread_sigmask(SIG_UNBLOCK, &held, nullptr);
 }
 
