@@ -6,7 +6,8 @@
 #   STAGES="build test run bench" (default). All stages:
 #     build       scripts/setup.sh (CMake options from the arguments): every figure
 #                 and GPU test reported comes from a tree built here, in this lease
-#     test        the whole ctest (GPU tests included), then the operators from
+#     test        the whole ctest (GPU tests included; CTEST_ARGS, CTEST_JOBS, CTEST_TIMEOUT: a share
+#                 of it, e.g. "-I 1,240"), then the operators from
 #                 Python with the library built here: scripts/ops_check.py (CUDA and
 #                 CPU: every bad input a RuntimeError, no crash) and
 #                 scripts/backward_matrix.py (autograd backward of both flash operators)
@@ -74,9 +75,13 @@ if has build; then
 fi
 if has test; then
   t0=$(date +%s)
-  timeout 420 ctest --test-dir build --output-on-failure -j 12 > "$W/ctest.log" 2>&1; rc=$?
+  # CTEST_ARGS (e.g. "-I 1,240" then "-I 241,0" in the next call on the warm machine) splits the
+  # whole ctest, about 10 minutes on 16 cores, over two calls; CTEST_TIMEOUT caps one call's share.
+  read -r -a ctest_args <<< "${CTEST_ARGS:-}"
+  ctest_cmd=(ctest --test-dir build --output-on-failure -j "${CTEST_JOBS:-12}" ${ctest_args[@]+"${ctest_args[@]}"})
+  timeout "${CTEST_TIMEOUT:-420}" "${ctest_cmd[@]}" > "$W/ctest.log" 2>&1; rc=$?
   summary+=("ctest rc=$rc ($(( $(date +%s) - t0 )) s): $(grep -E 'tests passed' "$W/ctest.log")")
-  record ctest --log "$W/ctest.log" --command "ctest --test-dir build --output-on-failure -j 12"
+  record ctest ${CTEST_ARGS:+--name "ctest on the GPU machine, share $CTEST_ARGS"} --log "$W/ctest.log" --command "${ctest_cmd[*]}"
   summary+=("  skipped: $(grep -c '(Skipped)' "$W/ctest.log"); failed: $(grep -E '\(Failed\)|\(Timeout\)' "$W/ctest.log" | tr '\n' ' ')")
 fi
 if has run; then
