@@ -10,6 +10,7 @@ from HBM. TFLOP/s count 4*B*H*S^2*D, half for causal. The ratio to cuDNN is last
 
   python3 scripts/bench_flash_sm90.py [--lib build/libattnprof_core.so] [--check]
   python3 scripts/bench_flash_sm90.py --profile 4x16x4096x128 [--causal]   # one call, for ncu
+    (with --fp8 the e4m3 operator; with --fp8-configs too, the first of them by name)
   --sustain SECONDS: instead, each backend alone for SECONDS of back-to-back calls per repetition,
     timed over the second half (the clock settled under the power cap), with the SM clock and
     power nvidia-smi reads meanwhile: how the kernels compare in a long run of one of them
@@ -354,7 +355,9 @@ def main():
     if args.profile:
         shape = args.profile
         inputs = fp8_set(*make_inputs(shape, torch.bfloat16, 1)[0])
-        fn = ours_fp8(args.causal, shape[3] ** -0.5) if args.fp8 else bf16_of(ours("attnprof", args.causal, shape[3] ** -0.5))
+        # With --fp8-configs, the first of them by name (an alternative's profile beside the operator's).
+        config = args.fp8_configs[0] if args.fp8_configs else None
+        fn = ours_fp8(args.causal, shape[3] ** -0.5, config) if args.fp8 else bf16_of(ours("attnprof", args.causal, shape[3] ** -0.5))
         for _ in range(3):
             fn(*inputs)
         torch.cuda.synchronize()
