@@ -352,6 +352,13 @@ def main():
     prop = torch.cuda.get_device_properties(0)
     print(f"device: {prop.name}, {prop.multi_processor_count} SMs, L2 {prop.L2_cache_size >> 20} MiB, torch {torch.__version__}")
 
+    if args.fp8:
+        built = list(torch.ops.attnprof.flash_attention_sm90_fp8_configs())
+        for c in args.fp8_configs:
+            if c not in built:
+                ap.error(f"--fp8-configs {c}: not in this build (built: {', '.join(built)}; alternatives are built "
+                         "with -DATTNPROF_KERNEL_CONFIGS)")
+
     if args.profile:
         shape = args.profile
         inputs = fp8_set(*make_inputs(shape, torch.bfloat16, 1)[0])
@@ -368,11 +375,6 @@ def main():
         return 0
 
     if args.fp8:
-        built = list(torch.ops.attnprof.flash_attention_sm90_fp8_configs())
-        for c in args.fp8_configs:
-            if c not in built:
-                ap.error(f"--fp8-configs {c}: not in this build (built: {', '.join(built)}; alternatives are built "
-                         "with -DATTNPROF_KERNEL_CONFIGS)")
         if args.check:
             for c in [None] + args.fp8_configs:
                 if not check_fp8(c):
