@@ -75,7 +75,7 @@ if has build; then
 fi
 if has test; then
   t0=$(date +%s)
-  # CTEST_ARGS (e.g. "-I 1,240" then "-I 241,0" in the next call on the warm machine) splits the
+  # CTEST_ARGS (e.g. "-I 1,240" then "-I 241" in the next call on the warm machine; "-I 241,0" runs all) splits the
   # whole ctest, about 10 minutes on 16 cores, over two calls; CTEST_TIMEOUT caps one call's share.
   read -r -a ctest_args <<< "${CTEST_ARGS:-}"
   ctest_cmd=(ctest --test-dir build --output-on-failure -j "${CTEST_JOBS:-12}" ${ctest_args[@]+"${ctest_args[@]}"})
