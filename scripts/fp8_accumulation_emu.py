@@ -92,10 +92,25 @@ def main():
     ap.add_argument("--promote", type=int, default=None, help="promote to fp32 every N dims")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
+    dims = args.head_dim or [128, 256]
+    for d in dims:
+        if d < 32 or d % 32:
+            ap.error(f"--head-dim {d}: expected a positive multiple of 32 (whole k32 steps)")
+    for name in ("rows", "keys", "draws", "bits"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name} {getattr(args, name)}: expected at least 1")
+    if args.promote is not None and (args.promote < 32 or args.promote % 32):
+        ap.error(f"--promote {args.promote}: expected a positive multiple of 32 (whole k32 steps)")
+    try:
+        pools = [int(x) for x in args.pool.split(",")]
+    except ValueError:
+        pools = []
+    if not pools or not all(1 <= n <= args.draws for n in pools):
+        ap.error(f"--pool {args.pool!r}: expected comma-separated counts from 1 to --draws ({args.draws})")
     gen = torch.Generator().manual_seed(args.seed)
-    for d in args.head_dim or [128, 256]:
+    for d in dims:
         draws = [one_draw(d, args.rows, args.keys, gen, args.bits, args.promote) for _ in range(args.draws)]
-        for pool in (int(x) for x in args.pool.split(",")):
+        for pool in pools:
             ratios = [math.sqrt(sum(e[1] for e in draws[i:i + pool]) / sum(e[0] for e in draws[i:i + pool]))
                       for i in range(0, len(draws) - pool + 1, pool)]
             print(f"head_dim {d}, {pool} draw(s) pooled: error / plain FP8 median {statistics.median(ratios):.2f}, "
