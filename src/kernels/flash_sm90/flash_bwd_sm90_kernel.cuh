@@ -49,7 +49,7 @@ __device__ __forceinline__ void previous_step_dq(const BwdKernelArgs& a, const b
                                                  int lane, int c2, int buf, int q0, int q_slab, AfterGemm&& after_gemm) {
   using namespace bwd_detail;
   float dq[Traits::kDqMTiles][Wgmma<typename Traits::Element, Traits::kDqN>::kAccRegs];
-  named_bar_sync(Traits::ds_full_barrier(1 - wg, buf), Traits::kThreads);
+  named_bar_sync(Traits::ds_full_barrier(1 - wg, buf), Traits::kMmaThreads);
   issue_dq<Traits>(d, (buf * Traits::kDSBytes) >> 4, dq);
   wgmma_wait<0>();
   after_gemm(dq);
@@ -97,13 +97,27 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 
   // Warp-uniform; the shuffle tells the compiler so (wgmma under control flow
   // it cannot prove uniform gets serialised, C7520).
-  const int wg = warp_uniform(static_cast<int>(threadIdx.x / 128));
+  const int warpgroup = warp_uniform(static_cast<int>(threadIdx.x / 128));
   const int tid = threadIdx.x % 128;
   const int warp = tid / 32;
   const int lane = tid % 32;
+  if constexpr (Traits::kProducerWarpgroup) {
+    if (warpgroup == 0) {
+      setmaxnreg_dec<Traits::kProducerRegs>();
+      if (iters > 0) {
+        if (tid == 0) produce<Traits>(a, sm, n0, bkv, b, hkv, m_begin, m_count, iters);
+        if constexpr (Traits::kDqWriter) {
+          if (warp == 1 || warp == 2) write_dq_reductions<Traits>(a, sm, warp - 1, lane, b, hkv, m_begin, m_count, iters);
+        }
+      }
+      return;
+    }
+    setmaxnreg_inc<Traits::kMmaRegs>();
+  } else if (threadIdx.x == 0 && iters > 0) {
+    load_prologue<Traits>(a, sm, n0, bkv, b, hkv, m_begin, m_count, iters);
+  }
+  const int wg = Traits::kProducerWarpgroup ? warpgroup - 1 : warpgroup;  // MMA warpgroup
   const int key_row0 = n0 + 64 * wg + 16 * warp + lane / 4;  // this thread's keys: + 0 and + 8
-
-  if (threadIdx.x == 0 && iters > 0) load_prologue<Traits>(a, sm, n0, bkv, b, hkv, m_begin, m_count, iters);
   const BwdOperands<Traits> d(sm, wg, warp, lane);
 
   float dv[Traits::kAccRegs], dk[Traits::kAccRegs];
@@ -114,7 +128,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   int prev_q0 = 0, prev_q_slab = 0;  // kDeferDq: the step whose dQ is computed next
   if (iters > 0) mbar_wait(sm.kv_full(), 0);
   if constexpr (Traits::kPingPong) {  // warpgroup 0 issues first
-    if (wg == 1 && iters > 0) named_bar_arrive(Traits::issue_barrier(0), Traits::kThreads);
+    if (wg == 1 && iters > 0) named_bar_arrive(Traits::issue_barrier(0), Traits::kMmaThreads);
   }
   for (int it = 0; it < iters; ++it) {
     const int stage = it % Traits::kStages;
@@ -128,12 +142,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // insert a warpgroup.arrive of its own (C7519).
     mbar_wait(sm.q_full(stage), phase);
     mbar_wait(sm.do_full(stage), phase);
-    if constexpr (Traits::kPingPong) named_bar_sync(Traits::issue_barrier(wg), Traits::kThreads);
+    if constexpr (Traits::kPingPong) named_bar_sync(Traits::issue_barrier(wg), Traits::kMmaThreads);
     issue_s_dp<Traits>(d, q_off, s, dp);
     if constexpr (Traits::kPingPong) {  // the other's turn (warpgroup 1's last turn is nobody's)
-      if (wg == 0 || it + 1 < iters) named_bar_arrive(Traits::issue_barrier(1 - wg), Traits::kThreads);
+      if (wg == 0 || it + 1 < iters) named_bar_arrive(Traits::issue_barrier(1 - wg), Traits::kMmaThreads);
     }
-    refill_previous_stage<Traits>(a, sm, it, iters, b, hkv, m_begin, m_count);
+    if constexpr (!Traits::kProducerWarpgroup) refill_previous_stage<Traits>(a, sm, it, iters, b, hkv, m_begin, m_count);
     wgmma_wait<1>();  // Sᵀ done; dPᵀ may still run
     pin_registers(s);
     exponentiate<Traits>(a, sm.lse + stage * Traits::kRowStatBytes, c2, s);  // Pᵀ, unmasked
@@ -172,15 +186,15 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       // dS of this step into buffer it % 2 once the other warpgroup's dQ of step it - 2 has read it;
       // then the dQ of step it - 1, whose dS both warpgroups wrote a step ago.
       const int buf = it % 2;
-      if (it >= 2) named_bar_sync(Traits::ds_empty_barrier(1 - wg, buf), Traits::kThreads);
+      if (it >= 2) named_bar_sync(Traits::ds_empty_barrier(1 - wg, buf), Traits::kMmaThreads);
       write_ds<Traits>(sm.ds + buf * Traits::kDSBytes, d.ds_lane, pds);
-      named_bar_arrive(Traits::ds_full_barrier(wg, buf), Traits::kThreads);
+      named_bar_arrive(Traits::ds_full_barrier(wg, buf), Traits::kMmaThreads);
       if (it >= 1) {
         previous_step_dq<Traits>(a, sm, d, wg, tid, warp, lane, c2, 1 - buf, prev_q0, prev_q_slab, [&](auto& dq) {
           pin_step_registers<Traits>(dq, dv, dk, pp, pds);
           if (lane == 0) mbar_arrive(sm.empty(stage));  // this warp's last read of Q and dO of this stage
           // The other warpgroup waits for this before writing step it + 1's dS over the buffer.
-          if (it + 1 < iters) named_bar_arrive(Traits::ds_empty_barrier(wg, 1 - buf), Traits::kThreads);
+          if (it + 1 < iters) named_bar_arrive(Traits::ds_empty_barrier(wg, 1 - buf), Traits::kMmaThreads);
         });
       } else {
         wgmma_wait<0>();

@@ -38,9 +38,16 @@ struct BwdTraits : Config {
   using Element = Element_;  // __nv_bfloat16 or __half
   using Config::kBlockM, Config::kHeadDim;  // query rows per step; head_dim
   static constexpr int kBlockN = 128;       // keys per block: 64 per warpgroup
-  static constexpr int kWarpgroups = 2;
-  static constexpr int kThreads = 128 * kWarpgroups;
-  static constexpr int kWarps = 4 * kWarpgroups;
+  static constexpr int kWarpgroups = 2;      // the MMA warpgroups
+  static constexpr int kMmaThreads = 128 * kWarpgroups;
+  // kProducerWarpgroup: one more warpgroup, first, at kProducerRegs registers: its thread 0 issues every TMA
+  // load (no MMA warp waits for a stage to refill) and, with kDqWriter, warps 1 and 2 issue the MMA warpgroups'
+  // dQ reductions; the MMA warpgroups get kMmaRegs (setmaxnreg).
+  static constexpr bool kProducerWarpgroup = Config::kProducerWarpgroup;
+  static constexpr bool kDqWriter = Config::kDqWriter;
+  static constexpr int kThreads = kMmaThreads + (kProducerWarpgroup ? 128 : 0);
+  static constexpr int kProducerRegs = 24, kMmaRegs = 240;
+  static constexpr int kWarps = 4 * kWarpgroups;  // MMA warps: each releases a Q/dO stage
   static constexpr int kStages = kBwdStages;  // Q / dO buffers
 
   static constexpr DqSplit kDqSplit = Config::kDqByKeys   ? DqSplit::kKeys
@@ -98,6 +105,12 @@ struct BwdTraits : Config {
   static ATTNPROF_HOST_DEVICE constexpr int ds_empty_barrier(int w, int b) { return 9 + 2 * w + b; }
   // kPingPong: warpgroup w may issue its Sᵀ and dPᵀ GEMMs (13, 14).
   static ATTNPROF_HOST_DEVICE constexpr int issue_barrier(int w) { return 13 + w; }
+  // kDqWriter: warpgroup w's dQ is in its buffer (dq_full, the ids of kDqBarrier) and the writer warp's
+  // reduction has read it (dq_empty, the ids of kDsBarrier, which a deferred dQ does not use); each over
+  // the warpgroup and its writer warp.
+  static ATTNPROF_HOST_DEVICE constexpr int dq_full_barrier(int w) { return kDqBarrier + w; }
+  static ATTNPROF_HOST_DEVICE constexpr int dq_empty_barrier(int w) { return kDsBarrier + w; }
+  static constexpr int kDqWriterThreads = 128 + 32;
 
   static_assert(sizeof(Element) == 2, "wgmma with 16-bit inputs: bf16 or fp16");
   static_assert(kHeadDim == 64 || kHeadDim == 128, "head_dim 64 or 128");
@@ -105,6 +118,10 @@ struct BwdTraits : Config {
   static_assert(kDqSplit != DqSplit::kRows || kBlockM == 64 * kWarpgroups, "row split: 64 rows per warpgroup");
   static_assert(!Config::kDeferDq || kDqSplit != DqSplit::kKeys, "a deferred dQ reads both warpgroups' dS");
   static_assert(!Config::kPingPong || Config::kDeferDq, "ping-pong needs the warpgroups free to drift (kDeferDq)");
+  static_assert(!kDqWriter || (kProducerWarpgroup && Config::kDeferDq),
+                "the dQ writer warps are in the producer warpgroup and use the barrier ids a deferred dQ frees");
+  static_assert(!kProducerWarpgroup || 128 * kProducerRegs + kMmaThreads * kMmaRegs <= 65536,
+                "the register file: producer and MMA warpgroups");
   static_assert(kQColBytes % 1024 == 0 && kKVColBytes % 1024 == 0 && kDSColBytes % 1024 == 0,
                 "every tile and column block must start on a 1024-byte swizzle atom");
   static_assert(kSmemBytes <= 227 * 1024, "over the per-block shared memory limit of sm_90");
@@ -127,6 +144,7 @@ struct Sm90BwdHdim64 {
   static constexpr bool kDqByKeys = false;
   static constexpr bool kDeferDq = false;
   static constexpr bool kPingPong = false;
+  static constexpr bool kProducerWarpgroup = false, kDqWriter = false;
 };
 
 // dQ of a step computed a step later: a warpgroup writes its dS, signals it (named barrier arrive, no
@@ -142,6 +160,7 @@ struct Sm90BwdHdim128 {
   static constexpr bool kDqByKeys = false;  // see Sm90BwdHdim128DqByKeys
   static constexpr bool kDeferDq = true;
   static constexpr bool kPingPong = false;  // see Sm90BwdHdim128PingPong
+  static constexpr bool kProducerWarpgroup = false, kDqWriter = false;  // see Sm90BwdHdim128Producer
 };
 
 // The configurations the operator is built with, one per head dim. CMake
@@ -170,6 +189,18 @@ struct Sm90BwdHdim128PingPong : Sm90BwdHdim128 {
   static constexpr const char* kName = "sm90_bwd_hdim128_ping_pong";
   static constexpr bool kPingPong = true;
 };
-using Sm90BwdAlternatives = kernels::ConfigList<Sm90BwdHdim128DqByKeys, Sm90BwdHdim128StepBarrier, Sm90BwdHdim128PingPong>;
+// A producer warpgroup (ncu at 4x16x4096x128 full: 0.32 eligible warps per scheduler; thread 0 of an MMA
+// warp waited for both warpgroups to release a stage before refilling it, coupling them every step).
+struct Sm90BwdHdim128Producer : Sm90BwdHdim128 {
+  static constexpr const char* kName = "sm90_bwd_hdim128_producer";
+  static constexpr bool kProducerWarpgroup = true;
+};
+// And the dQ reductions issued by writer warps of the producer warpgroup: an MMA warpgroup writes its dQ
+// and goes on (a barrier arrive) instead of meeting itself at a second barrier before one thread issues them.
+struct Sm90BwdHdim128DqWriter : Sm90BwdHdim128Producer {
+  static constexpr const char* kName = "sm90_bwd_hdim128_dq_writer";
+  static constexpr bool kDqWriter = true;
+};
+using Sm90BwdAlternatives = kernels::ConfigList<Sm90BwdHdim128DqByKeys, Sm90BwdHdim128StepBarrier, Sm90BwdHdim128PingPong, Sm90BwdHdim128Producer, Sm90BwdHdim128DqWriter>;
 
 }  // namespace attnprof::flash_sm90

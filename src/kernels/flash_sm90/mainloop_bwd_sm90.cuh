@@ -182,6 +182,19 @@ __device__ __forceinline__ void issue_s_dp(const BwdOperands<Traits>& d, uint64_
   wgmma_commit();
 }
 
+// kProducerWarpgroup: the producer's thread 0 loads K, V and the first stages, then each step's Q, dO and
+// statistics as soon as both MMA warpgroups have released that stage's step kStages before.
+template <typename Traits>
+__device__ __forceinline__ void produce(const BwdKernelArgs& a, const Smem<Traits>& sm, int n0, int bkv, int b,
+                                        int hkv, int m_begin, int m_count, int iters) {
+  load_prologue<Traits>(a, sm, n0, bkv, b, hkv, m_begin, m_count, iters);
+  for (int it = Traits::kStages; it < iters; ++it) {
+    const int s = it % Traits::kStages;
+    mbar_wait(sm.empty(s), (it / Traits::kStages - 1) & 1);
+    load_step<Traits>(a, sm, step_of(a, b, hkv, m_begin, m_count, it), s);
+  }
+}
+
 // Refill the stage the previous step used (with step it - 1 + kStages),
 // once all eight warps have released it. Placed behind this step's first
 // GEMMs, the wait rarely blocks: the other warpgroup has long finished that
@@ -236,7 +249,7 @@ __device__ __forceinline__ void store_ds(uint32_t ds_buf, uint32_t ds_lane, int 
   if constexpr (Traits::kDqSplit == DqSplit::kKeys) {
     named_bar_sync(Traits::kDsBarrier + wg, 128);  // this warpgroup's dS is written
   } else {
-    named_bar_sync(Traits::kDsBarrier, Traits::kThreads);  // both warpgroups' dS are written
+    named_bar_sync(Traits::kDsBarrier, Traits::kMmaThreads);  // both warpgroups' dS are written
   }
 }
 
@@ -280,22 +293,16 @@ __device__ __forceinline__ void pin_step_registers(
   pin_dv_dk<Traits>(dv, dk, pp, pds);
 }
 
-// dQ through shared memory (the map's 128-byte swizzled box layout: row r,
-// float column n at 16-byte chunk (n % 32) / 4 ^ r % 8), then one TMA
-// reduction per 32-column block into the fp32 workspace, issued by the
-// warpgroup's first thread.
+// This warpgroup's dQ into its shared-memory buffer, in the layout of the
+// workspace's tensor map (row r, float column n at 16-byte chunk
+// (n % 32) / 4 ^ r % 8).
 template <typename Traits>
-__device__ __forceinline__ void reduce_dq(const BwdKernelArgs& a, const Smem<Traits>& sm, const BwdOperands<Traits>& d,
-                                          int wg, int tid, int warp, int lane, int c2, int q0, int q_slab,
-                                          const float (&dq)[Traits::kDqMTiles]
-                                                           [Wgmma<typename Traits::Element, Traits::kDqN>::kAccRegs]) {
-  constexpr int kDqMTiles = Traits::kDqMTiles;
-  const uint32_t dq_buf = sm.dq + wg * Traits::kDqBytes;
-  constexpr int kTileBytes = Traits::kDqBytes / kDqMTiles;
-  if (tid == 0) bulk_wait_group_read<0>();  // the previous step's reduction has read the buffer
-  named_bar_sync(Traits::kDqBarrier + wg, 128);
+__device__ __forceinline__ void write_dq(uint32_t dq_buf, int warp, int lane, int c2,
+                                         const float (&dq)[Traits::kDqMTiles]
+                                                          [Wgmma<typename Traits::Element, Traits::kDqN>::kAccRegs]) {
+  constexpr int kTileBytes = Traits::kDqBytes / Traits::kDqMTiles;
 #pragma unroll
-  for (int mt = 0; mt < kDqMTiles; ++mt)
+  for (int mt = 0; mt < Traits::kDqMTiles; ++mt)
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const int row = 16 * warp + lane / 4 + 8 * i;
@@ -307,16 +314,76 @@ __device__ __forceinline__ void reduce_dq(const BwdKernelArgs& a, const Smem<Tra
         st_shared_f32x2(addr, dq[mt][4 * t + 2 * i], dq[mt][4 * t + 2 * i + 1]);
       }
     }
-  fence_proxy_async_shared();
-  named_bar_sync(Traits::kDqBarrier + wg, 128);
-  if (tid == 0) {
+  fence_proxy_async_shared();  // the generic-proxy writes before the TMA (async proxy) reads them
+}
+
+// One TMA reduction per 32-column block of a warpgroup's dQ buffer into the
+// fp32 workspace (one thread).
+template <typename Traits>
+__device__ __forceinline__ void issue_dq_reduction(const BwdKernelArgs& a, uint32_t dq_buf, int dq_row_off,
+                                                   int dq_col_off, int q0, int q_slab) {
+  constexpr int kTileBytes = Traits::kDqBytes / Traits::kDqMTiles;
 #pragma unroll
-    for (int mt = 0; mt < kDqMTiles; ++mt)
+  for (int mt = 0; mt < Traits::kDqMTiles; ++mt)
 #pragma unroll
-      for (int cb = 0; cb < Traits::kDqN / 32; ++cb)
-        tma_reduce_add_3d(&a.tma_dq, dq_buf + mt * kTileBytes + cb * Traits::kDqColBytes, d.dq_col_off + 32 * cb,
-                          q0 + d.dq_row_off + 64 * mt, q_slab);
-    bulk_commit_group();
+    for (int cb = 0; cb < Traits::kDqN / 32; ++cb)
+      tma_reduce_add_3d(&a.tma_dq, dq_buf + mt * kTileBytes + cb * Traits::kDqColBytes, dq_col_off + 32 * cb,
+                        q0 + dq_row_off + 64 * mt, q_slab);
+  bulk_commit_group();
+}
+
+// kDqWriter: an MMA warpgroup hands its dQ to its writer warp: once the
+// writer's last reduction has read the buffer, write it and arrive (no wait).
+template <typename Traits>
+__device__ __forceinline__ void hand_dq_to_writer(const Smem<Traits>& sm, int wg, int warp, int lane, int c2,
+                                                  const float (&dq)[Traits::kDqMTiles]
+                                                                   [Wgmma<typename Traits::Element, Traits::kDqN>::kAccRegs]) {
+  named_bar_sync(Traits::dq_empty_barrier(wg), Traits::kDqWriterThreads);
+  write_dq<Traits>(sm.dq + wg * Traits::kDqBytes, warp, lane, c2, dq);
+  named_bar_arrive(Traits::dq_full_barrier(wg), Traits::kDqWriterThreads);
+}
+
+// kDqWriter: the producer's warp 1 + w issues MMA warpgroup w's dQ reductions,
+// one a step in step order, and frees the buffer once the reduction has read
+// it (the first time before any: the warpgroup waits on it for every dQ).
+template <typename Traits>
+__device__ __forceinline__ void write_dq_reductions(const BwdKernelArgs& a, const Smem<Traits>& sm, int w, int lane,
+                                                    int b, int hkv, int m_begin, int m_count, int iters) {
+  constexpr DqSplit kSplit = Traits::kDqSplit;
+  const int dq_row_off = kSplit == DqSplit::kRows ? 64 * w : 0;
+  const int dq_col_off = kSplit == DqSplit::kCols ? 64 * w : 0;
+  const uint32_t dq_buf = sm.dq + w * Traits::kDqBytes;
+  named_bar_arrive(Traits::dq_empty_barrier(w), Traits::kDqWriterThreads);
+  for (int it = 0; it < iters; ++it) {
+    named_bar_sync(Traits::dq_full_barrier(w), Traits::kDqWriterThreads);
+    if (lane == 0) {
+      const Step st = step_of(a, b, hkv, m_begin, m_count, it);
+      issue_dq_reduction<Traits>(a, dq_buf, dq_row_off, dq_col_off, st.m_block * Traits::kBlockM, st.q_slab);
+      bulk_wait_group_read<0>();
+    }
+    __syncwarp();
+    if (it + 1 < iters) named_bar_arrive(Traits::dq_empty_barrier(w), Traits::kDqWriterThreads);
+  }
+  if (lane == 0) bulk_wait_group<0>();  // the reductions done before the block exits
+}
+
+// dQ through shared memory to the fp32 workspace: the warpgroup writes its
+// buffer (once the last reduction has read it), then its first thread issues
+// the reductions; or (kDqWriter) the writer warp does.
+template <typename Traits>
+__device__ __forceinline__ void reduce_dq(const BwdKernelArgs& a, const Smem<Traits>& sm, const BwdOperands<Traits>& d,
+                                          int wg, int tid, int warp, int lane, int c2, int q0, int q_slab,
+                                          const float (&dq)[Traits::kDqMTiles]
+                                                           [Wgmma<typename Traits::Element, Traits::kDqN>::kAccRegs]) {
+  if constexpr (Traits::kDqWriter) {
+    hand_dq_to_writer<Traits>(sm, wg, warp, lane, c2, dq);
+  } else {
+    const uint32_t dq_buf = sm.dq + wg * Traits::kDqBytes;
+    if (tid == 0) bulk_wait_group_read<0>();  // the previous step's reduction has read the buffer
+    named_bar_sync(Traits::kDqBarrier + wg, 128);
+    write_dq<Traits>(dq_buf, warp, lane, c2, dq);
+    named_bar_sync(Traits::kDqBarrier + wg, 128);
+    if (tid == 0) issue_dq_reduction<Traits>(a, dq_buf, d.dq_row_off, d.dq_col_off, q0, q_slab);
   }
 }
 
