@@ -144,10 +144,11 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&x)[4], int q) {
 // within the quad, each lane holds one whole block of every 4: 16-byte
 // stores, 8 rows x 64 bytes per instruction, an eighth of the instructions.
 // All lanes run the shuffles; only rows inside the sequence store.
-template <typename Element, int kD>
-__device__ __forceinline__ void store_row(const float (&o)[kD / 2], int r, float inv, Element* dst, int q,
+template <typename Element, int kD, int kORegs>
+__device__ __forceinline__ void store_row(const float (&o)[kORegs], int r, float inv, Element* dst, int q,
                                           bool store) {
   static_assert(kD % 32 == 0, "whole groups of 4 8-column blocks");
+  static_assert(kORegs >= kD / 2, "O's first kD columns (kSumByGemm's sums follow)");
 #pragma unroll
   for (int g = 0; g < kD / 32; ++g) {
     uint32_t x[4];

@@ -198,14 +198,15 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
         float alpha[2];
         // (16-bit: the launch's scale itself; read through hs, the short-causal
         // kernel compiled to other SASS.)
-        const bool moved = online_softmax<kSN, Traits::kPolyExpEvery, Traits::kRescaleSlack, Traits::kExpOffset>(
+        const bool moved = online_softmax<kSN, Traits::kPolyExpEvery, Traits::kRescaleSlack, Traits::kExpOffset,
+                                          !Traits::kSumByGemm>(
             s, st, Traits::kFp8 ? hs.scale_log2 : a.scale_log2, alpha);
         if constexpr (!kFirst) {
           finish_pv<Traits>(o, p, mainloop.warp_leader, sm.v_empty(prev.stage));  // P_{j-1}·V_{j-1}
           // With the rescale slack a row max rarely moves past the first key
           // blocks: the kD/2 multiplies (and the two exponentials for alpha)
           // are skipped when no row of the warp moved (warp-uniform).
-          if (moved) rescale_rows<kD>(o, alpha);
+          if (moved) rescale_rows<2 * Traits::kORegs>(o, alpha);  // (and kSumByGemm's sums)
         }
         pack_p<Traits, kHalfS, kSN>(s, p);
         prev = pos;
@@ -235,7 +236,12 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
       mainloop.last_pv(o, p, prev, n_count == 1 ? tail_rows : kBN);  // O += P·V of the last key block
     }
 
-    finish_row_sums(st);
+    if constexpr (Traits::kSumByGemm) {  // every column of O from kD on is its row's sum
+#pragma unroll
+      for (int i = 0; i < 2; ++i) st.sum[i] = o[kD / 2 + 2 * i];
+    } else {
+      finish_row_sums(st);
+    }
     // A piece of a split tile stores only once merged, by the warps that count
     // last (decoded again here, not kept in registers through the key loop).
     if constexpr (Traits::kTailSplit) {
@@ -284,6 +290,16 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       mbar_init(sm.v_empty(s), Traits::kConsumerWarps);
     }
     fence_barrier_init();
+  }
+  if constexpr (Traits::kSumByGemm) {
+    // Vᵀ's rows of ones (e4m3 1.0 is 0x38) after each column block's kHeadDim
+    // rows, in every stage: written once here, never loaded by TMA; the fence
+    // orders them before wgmma (the async proxy) reads them.
+    constexpr int kWords = 8 * Traits::kVColKeys / 4;  // one column block's 8 rows
+    uint32_t* v = reinterpret_cast<uint32_t*>(smem_raw + (base - raw) + Traits::kOffV);
+    for (int i = threadIdx.x; i < Traits::kStages * Traits::kVColBlocks * kWords; i += Traits::kThreads)
+      v[(i / kWords) * (Traits::kVColBytes / 4) + Traits::kHeadDim * Traits::kVColKeys / 4 + i % kWords] = 0x38383838u;
+    fence_proxy_async_shared();
   }
   __syncthreads();
   // Launched with programmatic stream serialization (flash_fwd_sm90_launch.cuh),

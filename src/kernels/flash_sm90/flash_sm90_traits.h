@@ -68,13 +68,23 @@ struct FwdTraits : Config {
   // swizzle) when kBlockN is not a multiple of 128.
   static constexpr int kVColKeys = !kFp8 ? 0 : kBlockN % 128 == 0 ? 128 : 64;
   static constexpr int kVColBlocks = kFp8 ? kBlockN / kVColKeys : kColBlocks;
-  static constexpr int kVColBytes = kFp8 ? kHeadDim * kVColKeys : kKVColBytes;
-  static_assert(kVColBlocks * kVColBytes == kKVBytes, "a V stage is as large as a K stage (one expect_tx size)");
+  // kSumByGemm: each Vᵀ column block has 8 more rows, of e4m3 ones (written
+  // once, never loaded), so P·V's columns kHeadDim..kHeadDim+7 are P's row
+  // sums; the block is padded to whole 1024-byte swizzle atoms.
+  static constexpr bool kSumByGemm = Config::kSumByGemm;
+  static constexpr int kSumCols = kSumByGemm ? 8 : 0;
+  static constexpr int kVColRowAlign = kFp8 ? 1024 / kVColKeys : 1;
+  static constexpr int kVColRows = (kHeadDim + kSumCols + kVColRowAlign - 1) / kVColRowAlign * kVColRowAlign;
+  static constexpr int kVColBytes = kFp8 ? kVColRows * kVColKeys : kKVColBytes;
+  static constexpr int kVStageBytes = kVColBlocks * kVColBytes;  // in shared memory (TMA writes kKVBytes of it)
+  static_assert(kVColBlocks * (kFp8 ? kHeadDim * kVColKeys : kKVColBytes) == kKVBytes,
+                "a V stage loads as many bytes as a K stage (one expect_tx size)");
+  static_assert(!kSumByGemm || kFp8, "the row sums' ones are rows of Vᵀ (8-bit inputs)");
 
   static constexpr int kOffQ = 0;
   static constexpr int kOffK = kOffQ + kQStages * kQBytes;
   static constexpr int kOffV = kOffK + kStages * kKVBytes;
-  static constexpr int kOffBarriers = kOffV + kStages * kKVBytes;
+  static constexpr int kOffBarriers = kOffV + kStages * kVStageBytes;
   // q_full, q_empty per Q stage, then k_full, k_empty, v_full, v_empty per
   // K/V stage; then one tile slot per Q stage.
   static constexpr int kNumBarriers = 2 * kQStages + 4 * kStages;
@@ -89,7 +99,7 @@ struct FwdTraits : Config {
   // A wgmma k step is 32 bytes of a row: k16 for 16-bit inputs, k32 for 8-bit.
   static constexpr int kKStep = 32 / static_cast<int>(sizeof(Element));
   static constexpr int kSRegs = kBlockN / 2;
-  static constexpr int kORegs = kHeadDim / 2;
+  static constexpr int kORegs = (kHeadDim + kSumCols) / 2;  // O (and kSumByGemm's row sums)
   static constexpr int kPSteps = kBlockN / kKStep;  // k steps of O += P·V
   static constexpr int kQKSteps = kHeadDim / kKStep;  // k steps of S = Q·Kᵀ
   // P is exp2(x + kExpOffset) against the running max: with 8-bit inputs P is
@@ -165,6 +175,9 @@ struct Sm90FwdDefaults {
   static constexpr bool kVarlen = false;
   // Registers a producer thread keeps (setmaxnreg.dec); the consumers share the rest.
   static constexpr int kProducerRegs = 24;
+  // kSumByGemm (8-bit only): P's row sums from the P·V GEMM, over 8 rows of
+  // ones appended to Vᵀ, instead of kBlockN / 2 FADD per thread and key block.
+  static constexpr bool kSumByGemm = false;
 };
 
 // 128-row tiles for short causal launches (192 rows waste an eighth of the
@@ -303,7 +316,15 @@ using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim64Fp8C3, Sm90FwdHdim128
 // fp8 alternatives to time or check by name
 // (attnprof::flash_attention_sm90_fp8_config, built with
 // -DATTNPROF_KERNEL_CONFIGS; CMake reads this line too).
-using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim128Fp8N192S4>;
+// The row sums from P·V (kSumByGemm): ncu of the operator's kernel at 4x16x8192x128 full counted as many FADD
+// (the sums) as MUFU, 14% of its instructions, with the issue slots what bounds a warpgroup's softmax
+// (exponentials moved to the FMA pipes made it slower); P·V grows from n128 to n136. The sums are then those
+// of the e4m3 P that P·V multiplies.
+struct Sm90FwdHdim128Fp8N192Sum : Sm90FwdHdim128Fp8N192 {
+  static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum";
+  static constexpr bool kSumByGemm = true;
+};
+using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum>;
 
 // Alternatives to time against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS) and run by name through

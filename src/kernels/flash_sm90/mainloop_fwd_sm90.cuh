@@ -129,12 +129,12 @@ __device__ __forceinline__ void load_kv_tiles(const KernelArgs& a, const Smem<Tr
                   kv_slab);
   };
   for (int n = t.n_hi - 1; n >= t.n_lo; --n) {
-    const uint32_t kv_off = pos.stage * Traits::kKVBytes;
-    load_kv(&a.tma_k, sm.k + kv_off, sm.k_full(pos.stage), sm.k_empty(pos.stage), n);
+    load_kv(&a.tma_k, sm.k + pos.stage * Traits::kKVBytes, sm.k_full(pos.stage), sm.k_empty(pos.stage), n);
+    const uint32_t v_dst = sm.v + pos.stage * Traits::kVStageBytes;
     if constexpr (Traits::kFp8)
-      load_vt(sm.v + kv_off, sm.v_full(pos.stage), sm.v_empty(pos.stage), n);
+      load_vt(v_dst, sm.v_full(pos.stage), sm.v_empty(pos.stage), n);
     else
-      load_kv(&a.tma_v, sm.v + kv_off, sm.v_full(pos.stage), sm.v_empty(pos.stage), n);
+      load_kv(&a.tma_v, v_dst, sm.v_full(pos.stage), sm.v_empty(pos.stage), n);
     pos.advance();
   }
 }
@@ -162,6 +162,9 @@ struct DescSteps {
   }
   static __device__ __forceinline__ uint32_t stage_off(uint32_t s) {
     return static_cast<uint32_t>((s * Traits::kKVBytes) >> 4);
+  }
+  static __device__ __forceinline__ uint32_t v_stage_off(uint32_t s) {
+    return static_cast<uint32_t>((s * Traits::kVStageBytes) >> 4);
   }
   // Q and K: kSwizzleBytes-swizzled rows, 8-row groups 8 rows of kSwizzleBytes apart; V
   // the 128-byte swizzle, 8-bit Vᵀ that of its kVColKeys-byte rows. (The low words come from
@@ -194,11 +197,12 @@ __device__ __forceinline__ void qk_gemm(float (&s)[kSN / 2], const QFragments& q
   }
 }
 
-// O += P·V over the first kSteps k steps of P (V MN-major; 8-bit: Vᵀ K-major).
+// O += P·V over the first kSteps k steps of P (V MN-major; 8-bit: Vᵀ K-major;
+// kSumByGemm: and the row sums of P, over Vᵀ's rows of ones).
 template <typename Traits, int kSteps>
 __device__ __forceinline__ void pv_gemm(float (&o)[Traits::kORegs], const uint32_t (&p)[Traits::kPSteps][4],
                                         uint32_t dv) {
-  using GemmO = Wgmma<typename Traits::Element, Traits::kHeadDim>;
+  using GemmO = Wgmma<typename Traits::Element, Traits::kHeadDim + Traits::kSumCols>;
   constexpr int kTransV = Traits::kFp8 ? 0 : 1;
 #pragma unroll
   for (int kk = 0; kk < kSteps; ++kk)
@@ -359,7 +363,7 @@ struct FwdConsumerMainloop {
   // 128-byte swizzled block is permuted within the row only.
   __device__ __forceinline__ void zero_v_rows(uint32_t stage, int rows) const {
     const int tid = threadIdx.x % 128;
-    const uint32_t base = sm.v + stage * Traits::kKVBytes;
+    const uint32_t base = sm.v + stage * Traits::kVStageBytes;
     const int per_block = (Traits::kBlockN - rows) * 8;  // 16-byte chunks per column block
     for (int c = tid; c < per_block * Traits::kColBlocks; c += 128) {
       const int cb = c / per_block, in = c - cb * per_block;
@@ -387,7 +391,7 @@ struct FwdConsumerMainloop {
     // (Unused with Q in registers; computed anyway, it cost the head_dim 64
     // short-causal kernel 16 instructions, 15 of them UMOV.)
     [[maybe_unused]] const uint32_t dq = Traits::kQInRegs ? 0u : uniform(w.desc_q);
-    const uint32_t dv = kFirst ? 0u : uniform(desc_v + D::stage_off(prev.stage));
+    const uint32_t dv = kFirst ? 0u : uniform(desc_v + D::v_stage_off(prev.stage));
     mbar_wait(sm.k_full(pos.stage), pos.phase);
     if constexpr (!kFirst) mbar_wait(sm.v_full(prev.stage), prev.phase);
     if constexpr (Traits::kVarlen && !kFirst)
@@ -419,7 +423,7 @@ struct FwdConsumerMainloop {
     mbar_wait(sm.v_full(prev.stage), prev.phase);
     if constexpr (Traits::kVarlen)
       if (prev_rows < Traits::kBlockN) zero_v_rows(prev.stage, prev_rows);
-    const uint32_t dv = uniform(desc_v + D::stage_off(prev.stage));
+    const uint32_t dv = uniform(desc_v + D::v_stage_off(prev.stage));
     wgmma_fence();
     pv_gemm<Traits, Traits::kPSteps>(o, p, dv);
     wgmma_commit();

@@ -66,7 +66,8 @@ struct RowState {
 // exponentials of every kPolyEvery-th 8-column tile run on exp2_poly.
 // kExpOffset: P = exp2((s - max) · scale_log2 + kExpOffset), the sum alike
 // (P scaled by 2^kExpOffset before its rounding to 8 bits; alpha is not).
-template <int kN, int kPolyEvery, int kSlack, int kExpOffset = 0>
+// kSums false: the caller sums P elsewhere (kSumByGemm); st.sum is left alone.
+template <int kN, int kPolyEvery, int kSlack, int kExpOffset = 0, bool kSums = true>
 __device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st, float scale_log2,
                                                float (&alpha)[2]) {
   // Row max as a tree over the thread's kN/4 values per row (depth log2,
@@ -103,7 +104,7 @@ __device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st,
       const float new_max = grow[i] ? mx[i] : st.max[i];
       const float new_scaled = new_max == -INFINITY ? 0.f : new_max * scale_log2;
       alpha[i] = kernels::exp2_approx(st.max[i] * scale_log2 - new_scaled);
-      st.sum[i] *= alpha[i];
+      if constexpr (kSums) st.sum[i] *= alpha[i];
       st.max[i] = new_max;
     }
     m_scaled[i] = (st.max[i] == -INFINITY ? 0.f : st.max[i] * scale_log2) - static_cast<float>(kExpOffset);
@@ -120,11 +121,13 @@ __device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st,
       const float e1 = poly ? exp2_poly(x1) : kernels::exp2_approx(x1);
       s[4 * t + 2 * i] = e0;
       s[4 * t + 2 * i + 1] = e1;
-      sum[i] += e0 + e1;
+      if constexpr (kSums) sum[i] += e0 + e1;
     }
   }
+  if constexpr (kSums) {
 #pragma unroll
-  for (int i = 0; i < 2; ++i) st.sum[i] += sum[i];
+    for (int i = 0; i < 2; ++i) st.sum[i] += sum[i];
+  }
   return move;
 }
 
