@@ -206,7 +206,14 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
           // With the rescale slack a row max rarely moves past the first key
           // blocks: the kD/2 multiplies (and the two exponentials for alpha)
           // are skipped when no row of the warp moved (warp-uniform).
-          if (moved) rescale_rows<2 * Traits::kORegs>(o, alpha);  // (and kSumByGemm's sums)
+          if constexpr (Traits::kSumByGemm) add_gemm_sums<Traits>(o, st);  // P_{j-1}'s, against the same max as O
+          if (moved) {
+            rescale_rows<kD>(o, alpha);
+            if constexpr (Traits::kSumByGemm) {
+              st.sum[0] *= alpha[0];
+              st.sum[1] *= alpha[1];
+            }
+          }
         }
         pack_p<Traits, kHalfS, kSN>(s, p);
         prev = pos;
@@ -234,14 +241,10 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
         for (int i = 1; i < n_count; ++i) step(No{}, No{}, No{}, i);
       }
       mainloop.last_pv(o, p, prev, n_count == 1 ? tail_rows : kBN);  // O += P·V of the last key block
+      if constexpr (Traits::kSumByGemm) add_gemm_sums<Traits>(o, st);
     }
 
-    if constexpr (Traits::kSumByGemm) {  // every column of O from kD on is its row's sum
-#pragma unroll
-      for (int i = 0; i < 2; ++i) st.sum[i] = o[kD / 2 + 2 * i];
-    } else {
-      finish_row_sums(st);
-    }
+    if constexpr (!Traits::kSumByGemm) finish_row_sums(st);  // (a GEMM's sums are whole rows already)
     // A piece of a split tile stores only once merged, by the warps that count
     // last (decoded again here, not kept in registers through the key loop).
     if constexpr (Traits::kTailSplit) {

@@ -69,8 +69,9 @@ struct FwdTraits : Config {
   static constexpr int kVColKeys = !kFp8 ? 0 : kBlockN % 128 == 0 ? 128 : 64;
   static constexpr int kVColBlocks = kFp8 ? kBlockN / kVColKeys : kColBlocks;
   // kSumByGemm: each Vᵀ column block has 8 more rows, of e4m3 ones (written
-  // once, never loaded), so P·V's columns kHeadDim..kHeadDim+7 are P's row
-  // sums; the block is padded to whole 1024-byte swizzle atoms.
+  // once, never loaded), the B of a P·1 GEMM (m64n8k32) beside P·V whose 4
+  // accumulators per thread follow O's; the block is padded to whole
+  // 1024-byte swizzle atoms.
   static constexpr bool kSumByGemm = Config::kSumByGemm;
   static constexpr int kSumCols = kSumByGemm ? 8 : 0;
   static constexpr int kVColRowAlign = kFp8 ? 1024 / kVColKeys : 1;
@@ -99,7 +100,7 @@ struct FwdTraits : Config {
   // A wgmma k step is 32 bytes of a row: k16 for 16-bit inputs, k32 for 8-bit.
   static constexpr int kKStep = 32 / static_cast<int>(sizeof(Element));
   static constexpr int kSRegs = kBlockN / 2;
-  static constexpr int kORegs = (kHeadDim + kSumCols) / 2;  // O (and kSumByGemm's row sums)
+  static constexpr int kORegs = (kHeadDim + kSumCols) / 2;  // O (and kSumByGemm's block row sums)
   static constexpr int kPSteps = kBlockN / kKStep;  // k steps of O += P·V
   static constexpr int kQKSteps = kHeadDim / kKStep;  // k steps of S = Q·Kᵀ
   // P is exp2(x + kExpOffset) against the running max: with 8-bit inputs P is
@@ -175,8 +176,8 @@ struct Sm90FwdDefaults {
   static constexpr bool kVarlen = false;
   // Registers a producer thread keeps (setmaxnreg.dec); the consumers share the rest.
   static constexpr int kProducerRegs = 24;
-  // kSumByGemm (8-bit only): P's row sums from the P·V GEMM, over 8 rows of
-  // ones appended to Vᵀ, instead of kBlockN / 2 FADD per thread and key block.
+  // kSumByGemm (8-bit only): each key block's row sums of P by a GEMM over 8
+  // rows of ones appended to Vᵀ, instead of kBlockN / 2 FADD per thread.
   static constexpr bool kSumByGemm = false;
 };
 
@@ -318,13 +319,17 @@ using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim64Fp8C3, Sm90FwdHdim128
 // -DATTNPROF_KERNEL_CONFIGS; CMake reads this line too).
 // The row sums from P·V (kSumByGemm): ncu of the operator's kernel at 4x16x8192x128 full counted as many FADD
 // (the sums) as MUFU, 14% of its instructions, with the issue slots what bounds a warpgroup's softmax
-// (exponentials moved to the FMA pipes made it slower); P·V grows from n128 to n136. The sums are then those
-// of the e4m3 P that P·V multiplies.
+// (exponentials moved to the FMA pipes made it slower); each P·V k step gains an m64n8k32 wgmma. The sums
+// are then those of the e4m3 P that P·V multiplies.
 struct Sm90FwdHdim128Fp8N192Sum : Sm90FwdHdim128Fp8N192 {
   static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum";
   static constexpr bool kSumByGemm = true;
 };
-using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum>;
+struct Sm90FwdHdim64Fp8C3Sum : Sm90FwdHdim64Fp8C3 {
+  static constexpr const char* kName = "sm90_fwd_hdim64_fp8_c3_sum";
+  static constexpr bool kSumByGemm = true;
+};
+using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum, Sm90FwdHdim64Fp8C3Sum>;
 
 // Alternatives to time against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS) and run by name through

@@ -197,16 +197,36 @@ __device__ __forceinline__ void qk_gemm(float (&s)[kSN / 2], const QFragments& q
   }
 }
 
-// O += P·V over the first kSteps k steps of P (V MN-major; 8-bit: Vᵀ K-major;
-// kSumByGemm: and the row sums of P, over Vᵀ's rows of ones).
+// O += P·V over the first kSteps k steps of P (V MN-major; 8-bit: Vᵀ K-major).
+// kSumByGemm: then this block's row sums of P, over Vᵀ's rows of ones, into
+// O's last 4 registers, from zero: an FP8 wgmma keeps about 13 bits of its
+// accumulator, so a sum carried over every key block lost the small P (the
+// log-sum-exp 2-5% low at 3000 keys, H100); the kernel adds them in fp32.
 template <typename Traits, int kSteps>
 __device__ __forceinline__ void pv_gemm(float (&o)[Traits::kORegs], const uint32_t (&p)[Traits::kPSteps][4],
                                         uint32_t dv) {
-  using GemmO = Wgmma<typename Traits::Element, Traits::kHeadDim + Traits::kSumCols>;
+  using GemmO = Wgmma<typename Traits::Element, Traits::kHeadDim>;
+  using D = DescSteps<Traits>;
   constexpr int kTransV = Traits::kFp8 ? 0 : 1;
+  auto& acc = reinterpret_cast<float (&)[Traits::kHeadDim / 2]>(o);
 #pragma unroll
-  for (int kk = 0; kk < kSteps; ++kk)
-    GemmO::template rs<kTransV>(o, p[kk], DescSteps<Traits>::desc_v(dv + DescSteps<Traits>::v_step(kk)), 1);
+  for (int kk = 0; kk < kSteps; ++kk) GemmO::template rs<kTransV>(acc, p[kk], D::desc_v(dv + D::v_step(kk)), 1);
+  if constexpr (Traits::kSumByGemm) {
+    auto& sums = reinterpret_cast<float (&)[4]>(o[Traits::kHeadDim / 2]);
+    constexpr uint32_t kOnesRows = (Traits::kHeadDim * Traits::kVColKeys) >> 4;  // row kHeadDim of a column block
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk)
+      Wgmma<typename Traits::Element, 8>::template rs<0>(sums, p[kk], D::desc_v(dv + D::v_step(kk) + kOnesRows), kk > 0);
+  }
+}
+
+// kSumByGemm: the row sums of the block P·V just finished (O's last 4
+// registers: columns 0, 1 of row g, then of row g + 8, all equal) into the
+// running sums.
+template <typename Traits>
+__device__ __forceinline__ void add_gemm_sums(const float (&o)[Traits::kORegs], RowState& st) {
+  st.sum[0] += o[Traits::kHeadDim / 2];
+  st.sum[1] += o[Traits::kHeadDim / 2 + 2];
 }
 
 // P·V done: O and the P registers are free, and the V stage goes back.

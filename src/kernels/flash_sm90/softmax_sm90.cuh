@@ -131,9 +131,10 @@ __device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st,
   return move;
 }
 
-// O (a 64 × kD accumulator in the same layout) *= alpha per row.
-template <int kD>
-__device__ __forceinline__ void rescale_rows(float (&o)[kD / 2], const float (&alpha)[2]) {
+// O (a 64 × kD accumulator in the same layout: the first kD / 2 of o) *= alpha per row.
+template <int kD, int kN>
+__device__ __forceinline__ void rescale_rows(float (&o)[kN], const float (&alpha)[2]) {
+  static_assert(kN >= kD / 2, "O's kD columns");
 #pragma unroll
   for (int t = 0; t < kD / 8; ++t)
 #pragma unroll
