@@ -1,13 +1,15 @@
 // Hopper attention backward, FlashAttention-2's algorithm on wgmma and TMA
 // (device code only).
 //
-// One block per (kBlockN = 128 keys, batch, KV head), two warpgroups of 64
-// keys each; the key block is the fast index of the 1-D grid, so the blocks
+// One block per (kBlockN = 128 keys, batch, KV head), two MMA warpgroups of
+// 64 keys each; the key block is the fast index of the 1-D grid, so the blocks
 // resident at once read the same heads' Q and dO and keep them in L2. K and V are loaded
 // once. The block walks over every query block that sees one of its keys, for
-// every query head of its KV head's group; thread 0 issues the TMA copies of
-// Q, dO, lse·log2 e and D into kStages buffers (refilling one a step ahead,
-// once all eight warps have released it). Per query block, each warpgroup:
+// every query head of its KV head's group; one thread issues the TMA copies of
+// Q, dO, lse·log2 e and D into kStages buffers, refilling one once all eight
+// MMA warps have released it: thread 0 of a producer warpgroup
+// (kProducerWarpgroup, whose warps 1 and 2 also issue the dQ reductions with
+// kDqWriter), or thread 0 of the block a step ahead. Per query block, each MMA warpgroup:
 //   Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ          wgmma, both operands from shared memory
 //   Pᵀ = exp2(Sᵀ·scale·log2 e − lse·log2 e), masked; dSᵀ = Pᵀ ∘ (dPᵀ − D)
 //   dV += Pᵀ·dO, dK += dSᵀ·Q          wgmma, Pᵀ and dSᵀ as register operands
@@ -20,8 +22,10 @@
 // The preprocessing (D, lse·log2 e, zeroed workspace) and the dQ conversion
 // are the portable kernels of flash_attention/flash_bwd_launch.cu.
 //
-// Registers (ptxas, sm_90a, 255 at most with 256 threads): 240 at head_dim
-// 128 (dV and dK 64 each, Sᵀ and dPᵀ 32 each, the packed Pᵀ/dSᵀ, dQ 32), 252
+// Registers (ptxas, sm_90a): with a producer warpgroup 168 at launch, the
+// MMA warpgroups raised to 240 and the producer lowered to 24 (setmaxnreg),
+// head_dim 128 (dV and dK 64 each, Sᵀ and dPᵀ 32 each, the packed Pᵀ/dSᵀ, dQ
+// 32); without one (255 at most with 256 threads) 236 at head_dim 128 and 252
 // at head_dim 64 with 128-row query blocks (dV, dK 32 each, Sᵀ, dPᵀ 64 each);
 // no spills. Design and measurements: docs/notes/flash_bwd_sm90.md.
 //

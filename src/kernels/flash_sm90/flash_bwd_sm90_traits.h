@@ -154,13 +154,19 @@ struct Sm90BwdHdim64 {
 // Against meeting every step (Sm90BwdHdim128StepBarrier), H100, three runs: 0.99-1.09x at
 // 4x16x4096x128, 1x16x16384x128 and 4x32/8x4096x128, causal and full (16 of 18 faster, the
 // third run 1.00-1.03x).
+// A producer warpgroup issues the TMA loads (no MMA warp waits to refill a stage) and its warps 1
+// and 2 the dQ reductions (a warpgroup hands its dQ over with a barrier arrive instead of meeting
+// itself at a second barrier before one thread issues them). Against the same kernel without
+// (Sm90BwdHdim128NoProducer), H100, three runs at those six points (8eece55, 55bd2cf): 0.97-1.09x,
+// 15 of 18 at or above 1.00, mean 1.02x; the producer alone ran 0.95-1.00x. ncu of it (4x16x4096x128
+// full): 0.33 eligible warps per scheduler, the MMA warps' largest stalls the waits for their own GEMMs.
 struct Sm90BwdHdim128 {
   static constexpr const char* kName = "sm90_bwd_hdim128";
   static constexpr int kHeadDim = 128, kBlockM = 64;
   static constexpr bool kDqByKeys = false;  // see Sm90BwdHdim128DqByKeys
   static constexpr bool kDeferDq = true;
   static constexpr bool kPingPong = false;  // see Sm90BwdHdim128PingPong
-  static constexpr bool kProducerWarpgroup = false, kDqWriter = false;  // see Sm90BwdHdim128Producer
+  static constexpr bool kProducerWarpgroup = true, kDqWriter = true;  // see Sm90BwdHdim128NoProducer
 };
 
 // The configurations the operator is built with, one per head dim. CMake
@@ -169,38 +175,32 @@ using Sm90BwdConfigs = kernels::ConfigList<Sm90BwdHdim64, Sm90BwdHdim128>;
 
 // Alternatives worth timing against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS), run by name through
-// attnprof::flash_attention_backward_sm90_config. Every warpgroup computing
-// dQ over its own keys only (no barrier between them, twice the dQ
-// reductions) ran 1.00x/1.01x at 4x16x4096x128 causal/full, 1.06x/1.06x
-// slower at 1x16x16384x128 (against the step barrier).
-struct Sm90BwdHdim128DqByKeys : Sm90BwdHdim128 {
+// attnprof::flash_attention_backward_sm90_config.
+// The MMA warpgroups issue their own loads (thread 0, a stage refilled once both released it, behind
+// its first GEMMs) and dQ reductions.
+struct Sm90BwdHdim128NoProducer : Sm90BwdHdim128 {
+  static constexpr const char* kName = "sm90_bwd_hdim128_no_producer";
+  static constexpr bool kProducerWarpgroup = false, kDqWriter = false;
+};
+// Every warpgroup computing dQ over its own keys only (no barrier between them, twice the dQ
+// reductions) ran 1.00x/1.01x at 4x16x4096x128 causal/full, 1.06x/1.06x slower at 1x16x16384x128
+// (against the step barrier).
+struct Sm90BwdHdim128DqByKeys : Sm90BwdHdim128NoProducer {
   static constexpr const char* kName = "sm90_bwd_hdim128_dq_by_keys";
   static constexpr bool kDqByKeys = true, kDeferDq = false;
 };
 // Both warpgroups' dS written, then both compute this step's dQ: a barrier between them every step.
-struct Sm90BwdHdim128StepBarrier : Sm90BwdHdim128 {
+struct Sm90BwdHdim128StepBarrier : Sm90BwdHdim128NoProducer {
   static constexpr const char* kName = "sm90_bwd_hdim128_step_barrier";
   static constexpr bool kDeferDq = false;
 };
 // On top of the deferred dQ, the warpgroups take turns issuing their first GEMMs of a step (Sᵀ, dPᵀ),
 // as the forward's two consumers do, so one's exponentials might run under the other's GEMMs:
 // 0.86-0.93x the deferred dQ alone (H100, one run, the three head_dim-128 shapes above).
-struct Sm90BwdHdim128PingPong : Sm90BwdHdim128 {
+struct Sm90BwdHdim128PingPong : Sm90BwdHdim128NoProducer {
   static constexpr const char* kName = "sm90_bwd_hdim128_ping_pong";
   static constexpr bool kPingPong = true;
 };
-// A producer warpgroup (ncu at 4x16x4096x128 full: 0.32 eligible warps per scheduler; thread 0 of an MMA
-// warp waited for both warpgroups to release a stage before refilling it, coupling them every step).
-struct Sm90BwdHdim128Producer : Sm90BwdHdim128 {
-  static constexpr const char* kName = "sm90_bwd_hdim128_producer";
-  static constexpr bool kProducerWarpgroup = true;
-};
-// And the dQ reductions issued by writer warps of the producer warpgroup: an MMA warpgroup writes its dQ
-// and goes on (a barrier arrive) instead of meeting itself at a second barrier before one thread issues them.
-struct Sm90BwdHdim128DqWriter : Sm90BwdHdim128Producer {
-  static constexpr const char* kName = "sm90_bwd_hdim128_dq_writer";
-  static constexpr bool kDqWriter = true;
-};
-using Sm90BwdAlternatives = kernels::ConfigList<Sm90BwdHdim128DqByKeys, Sm90BwdHdim128StepBarrier, Sm90BwdHdim128PingPong, Sm90BwdHdim128Producer, Sm90BwdHdim128DqWriter>;
+using Sm90BwdAlternatives = kernels::ConfigList<Sm90BwdHdim128NoProducer, Sm90BwdHdim128DqByKeys, Sm90BwdHdim128StepBarrier, Sm90BwdHdim128PingPong>;
 
 }  // namespace attnprof::flash_sm90

@@ -111,6 +111,9 @@ struct FwdConfigEntry {
   int head_dim = 0;
   bool varlen = false;  // runs packed variable-length launches only (FwdParams::cu_seqlens_q)
   bool fp8 = false;     // runs 8-bit inputs only (FwdParams::is_fp8)
+  // Normalises by the sum of the e4m3 probabilities P·V multiplies (kSumByGemm):
+  // its log-sum-exp is within e4m3's rounding (2^-4 relative) of the exact one.
+  bool e4m3_sums = false;
   void (*run)(const FwdParams&, CUstream_st*) = nullptr;
   FwdWorkspace (*workspace)(const FwdParams&) = nullptr;
 };

@@ -310,17 +310,16 @@ struct Sm90FwdHdim256Fp8 : Sm90FwdHdim128Fp8 {
   static constexpr bool kQInRegs = false;
 };
 
-// The fp8 configurations, built for __nv_fp8_e4m3 only; a launch of fp8
-// inputs runs the first one of its head dim (CMake reads this line too).
-using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim256Fp8>;
-
-// fp8 alternatives to time or check by name
-// (attnprof::flash_attention_sm90_fp8_config, built with
-// -DATTNPROF_KERNEL_CONFIGS; CMake reads this line too).
-// The row sums from P·V (kSumByGemm): ncu of the operator's kernel at 4x16x8192x128 full counted as many FADD
-// (the sums) as MUFU, 14% of its instructions, with the issue slots what bounds a warpgroup's softmax
-// (exponentials moved to the FMA pipes made it slower); each P·V k step gains an m64n8k32 wgmma. The sums
-// are then those of the e4m3 P that P·V multiplies.
+// The row sums of P by a GEMM (kSumByGemm) on the operator's head_dim-64 and
+// -128 kernels: ncu of the 192-key kernel at 4x16x8192x128 full (879c6a4)
+// counted as many FADD (the sums) as MUFU, 14% of its instructions, and the
+// issue slots bound a warpgroup's softmax (exponentials moved to the FMA pipes
+// made it slower). Against the same kernels summing by FADD (H100, by name in
+// one process, two runs, 946af06): 1.03-1.11x at 4x16x{4096,8192}x128 and
+// 1x16x16384x128 (ncu 2.68 against 3.00 ms at 8192 full), 1.03-1.23x at
+// 8x16x1024x64 and 4x16x4096x64, causal and full. They normalise by the sum
+// of the e4m3 P that P·V multiplies (O within the same bound; the log-sum-exp
+// within e4m3's rounding, 2^-4 relative, of the exact one: 0.03 measured).
 struct Sm90FwdHdim128Fp8N192Sum : Sm90FwdHdim128Fp8N192 {
   static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum";
   static constexpr bool kSumByGemm = true;
@@ -329,7 +328,16 @@ struct Sm90FwdHdim64Fp8C3Sum : Sm90FwdHdim64Fp8C3 {
   static constexpr const char* kName = "sm90_fwd_hdim64_fp8_c3_sum";
   static constexpr bool kSumByGemm = true;
 };
-using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum, Sm90FwdHdim64Fp8C3Sum>;
+
+// The fp8 configurations, built for __nv_fp8_e4m3 only; a launch of fp8
+// inputs runs the first one of its head dim (CMake reads this line too).
+using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim64Fp8C3Sum, Sm90FwdHdim128Fp8N192Sum, Sm90FwdHdim256Fp8>;
+
+// fp8 alternatives to time or check by name
+// (attnprof::flash_attention_sm90_fp8_config, built with
+// -DATTNPROF_KERNEL_CONFIGS; CMake reads this line too): the same tiles
+// summing P by FADD among them.
+using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim128Fp8N192S4>;
 
 // Alternatives to time against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS) and run by name through
