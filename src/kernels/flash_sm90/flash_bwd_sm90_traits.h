@@ -157,8 +157,8 @@ struct Sm90BwdHdim64 {
 // A producer warpgroup issues the TMA loads (no MMA warp waits to refill a stage) and its warps 1
 // and 2 the dQ reductions (a warpgroup hands its dQ over with a barrier arrive instead of meeting
 // itself at a second barrier before one thread issues them). Against the same kernel without
-// (Sm90BwdHdim128NoProducer), H100, three runs at those six points (8eece55, 55bd2cf): 0.97-1.09x,
-// 15 of 18 at or above 1.00, mean 1.02x; the producer alone ran 0.95-1.00x. ncu of it (4x16x4096x128
+// (Sm90BwdHdim128NoProducer), H100, four runs at those six points (8eece55, 55bd2cf, 234e98c):
+// 0.97-1.09x, 19 of 24 at or above 1.00, mean 1.02x; the producer alone ran 0.95-1.00x. ncu of it (4x16x4096x128
 // full): 0.33 eligible warps per scheduler, the MMA warps' largest stalls the waits for their own GEMMs.
 struct Sm90BwdHdim128 {
   static constexpr const char* kName = "sm90_bwd_hdim128";
