@@ -328,6 +328,10 @@ struct Sm90FwdHdim64Fp8C3Sum : Sm90FwdHdim64Fp8C3 {
   static constexpr const char* kName = "sm90_fwd_hdim64_fp8_c3_sum";
   static constexpr bool kSumByGemm = true;
 };
+struct Sm90FwdHdim256Fp8Sum : Sm90FwdHdim256Fp8 {
+  static constexpr const char* kName = "sm90_fwd_hdim256_fp8_sum";
+  static constexpr bool kSumByGemm = true;
+};
 
 // The fp8 configurations, built for __nv_fp8_e4m3 only; a launch of fp8
 // inputs runs the first one of its head dim (CMake reads this line too).
@@ -337,7 +341,7 @@ using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim64Fp8C3Sum, Sm90FwdHdim
 // (attnprof::flash_attention_sm90_fp8_config, built with
 // -DATTNPROF_KERNEL_CONFIGS; CMake reads this line too): the same tiles
 // summing P by FADD among them.
-using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim128Fp8N192S4>;
+using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim256Fp8Sum>;
 
 // Alternatives to time against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS) and run by name through
