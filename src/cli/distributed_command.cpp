@@ -251,6 +251,19 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
     error(e.what());
     return exit_code::kOutput;
   }
+  // A stop signal seen (during a unit, between two, or before the first: a signal just after the
+  // rendezvous ended the rank with no line before): one line, the signal's exit code. Also when a
+  // unit failed after it: the launcher signals every rank, and a peer that stopped first closes the
+  // connection under this rank's transfer (seen on the GPU machine under load: "Connection closed by peer").
+  if (const int sig = interrupt_signal()) {
+    std::vector<RunRecord> records = res.run.records;  // a unit that failed after the signal was stopped by it
+    if (res.left_at)
+      for (RunRecord& r : records)
+        if (r.variant == res.left_at->variant && r.status == Status::failed) r.status = Status::interrupted;
+    notef("attnprof: rank {} {}", env.rank,
+          interrupted_line(sig, names, records, res.run.interrupted ? interrupted_left(*res.run.interrupted) : ""));
+    return 128 + sig;
+  }
   if (res.left_at) {  // its peers would wait for it in the next transfer: leave, the launcher stops them
     const RunRecord& r = *res.left_at;
     notef("attnprof: rank {}: {} {}: {}", env.rank, r.variant, r.status == Status::failed ? "failed" : "could not run",
@@ -261,13 +274,6 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
     outf("\nContext parallel, side by side:\n{}  files: {} (+ .csv, .md, .json)\n",
          report::to_text(report::context_parallel_table(res.summaries)),
          io::visible(res.context_parallel_files.front()));
-  // During a unit, between two, or before the first (a signal just after the
-  // rendezvous ended the rank with no line before): one line, the signal's exit code.
-  if (const int sig = interrupt_signal()) {
-    notef("attnprof: rank {} {}", env.rank,
-          interrupted_line(sig, names, res.run.records, res.run.interrupted ? interrupted_left(*res.run.interrupted) : ""));
-    return 128 + sig;
-  }
   try {
     group.leave();
   } catch (const Interrupted&) {
