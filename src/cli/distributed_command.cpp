@@ -251,6 +251,10 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
     error(e.what());
     return exit_code::kOutput;
   }
+  if (!res.left_at && !res.context_parallel_files.empty())  // written before any signal came
+    outf("\nContext parallel, side by side:\n{}  files: {} (+ .csv, .md, .json)\n",
+         report::to_text(report::context_parallel_table(res.summaries)),
+         io::visible(res.context_parallel_files.front()));
   // A stop signal seen (during a unit, between two, or before the first: a signal just after the
   // rendezvous ended the rank with no line before): one line, the signal's exit code. Also when a
   // unit failed after it: the launcher signals every rank, and a peer that stopped first closes the
@@ -270,10 +274,6 @@ int run_rank(const CliOptions& o, const std::vector<std::string>& names, const r
           r.reason);
     return exit_code::kRunFailed;
   }
-  if (!res.context_parallel_files.empty())
-    outf("\nContext parallel, side by side:\n{}  files: {} (+ .csv, .md, .json)\n",
-         report::to_text(report::context_parallel_table(res.summaries)),
-         io::visible(res.context_parallel_files.front()));
   try {
     group.leave();
   } catch (const Interrupted&) {

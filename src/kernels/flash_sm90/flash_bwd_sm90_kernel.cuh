@@ -227,7 +227,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     }
   }
 
-  // The dQ reductions must have read shared memory before the block exits.
+  // The dQ reductions must have read shared memory before the block exits
+  // (kDqWriter: the writer warps wait for theirs; here nothing is pending).
   if (tid == 0) bulk_wait_group<0>();
   store_dk_dv<Traits>(a, b, hkv, key_row0, lane, dv, dk);
 }
