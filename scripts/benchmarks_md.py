@@ -80,12 +80,16 @@ class Section:
     """One table: the points of `suite` that `select` keeps, one row each, sorted by `sort`, then the runs
     they come from (command, machine, note), numbered as the rows' last column names them."""
 
-    def __init__(self, suite, title, intro, columns, select=lambda p: True, sort=None):
+    def __init__(self, suite, title, intro, columns, select=lambda p: True, sort=None, drop_empty=False):
         self.suite, self.title, self.intro, self.columns = suite, title, intro, columns
-        self.select, self.sort = select, sort
+        self.select, self.sort, self.drop_empty = select, sort, drop_empty
 
     def render(self, doc):
-        rows = [(p, run) for run in doc["runs"] for p in run["points"] if self.select(p)]
+        # drop_empty: a point with no figure in any number column (a configuration by name that does not run
+        # the shape's head dim) says nothing.
+        figures = [c for c in self.columns if c.number] if self.drop_empty else []
+        rows = [(p, run) for run in doc["runs"] for p in run["points"]
+                if self.select(p) and (not figures or any(c.make(p) != NONE for c in figures))]
         if self.sort:
             rows.sort(key=lambda pr: self.sort(pr[0]))
         if not rows:
@@ -228,7 +232,7 @@ SECTIONS = [
             "cudnn's time over the kernel's, same run; vs sm90 bf16: the bf16 kernel's over the fp8 one's.",
             [text("shape", "shape"), text("mask", "mask"), text("backend", "variant"), num("µs", "us", "us"),
              num("TFLOP/s", "tflops", ".0f"), num("vs", "vs", "x"), num("vs sm90 bf16", "vs_sm90_bf16", "x")],
-            sort=by("shape", "mask", "variant")),
+            sort=by("shape", "mask", "variant"), drop_empty=True),
     Section("op_forward_sustained", "Forward at the power cap",
             "`scripts/bench_flash_sm90.py --sustain`, bf16: each kernel alone for seconds of back-to-back calls, "
             "timed over the second half, once the clock has settled under the 700 W cap. `vs`: cudnn's time over "

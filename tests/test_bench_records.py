@@ -212,6 +212,18 @@ class Page(unittest.TestCase):
         docs = self.docs(run("aaaaaaa", [fwd("custom-flash", tflops=234)]), run("bbbbbbb", [fwd("sdpa-flash")]))
         self.assertEqual(md.render(docs), md.render(json.loads(json.dumps(docs))))  # the records alone decide
 
+    def test_a_kernel_by_name_that_refused_the_shape_leaves_no_row_in_the_python_forward_table(self):
+        points = [{"shape": "4x16x4096x128", "mask": "full", "variant": "sm90 fp8", "us": 719.3, "tflops": 764},
+                  {"shape": "4x16x4096x128", "mask": "full", "variant": "sm90 fp8 sm90_fwd_hdim64_fp8_c3",
+                   "skipped": "refused the shape"},
+                  {"shape": "4x16x4096x64", "mask": "full", "variant": "sm90 fp8 sm90_fwd_hdim64_fp8_c3",
+                   "us": 592.0, "tflops": 464}]
+        page = md.render({"op_forward": {"schema": br.SCHEMA, "suite": "op_forward",
+                                         "runs": [run("aaaaaaa", points, command="bench_flash_sm90.py --fp8")]}})
+        rows = [line.split(" | ")[:3] for line in page.splitlines() if line.startswith("| 4x16")]
+        self.assertEqual(rows, [["| 4x16x4096x64", "full", "sm90 fp8 sm90_fwd_hdim64_fp8_c3"],
+                                ["| 4x16x4096x128", "full", "sm90 fp8"]])
+
     def test_problems_sort_by_size_and_variants_by_the_registry(self):
         page = md.render(self.docs(run("aaaaaaa", [fwd("custom-flash-sm90", shape="1x16x16384x128"),
                                                    fwd("custom-flash", shape="4x16x4096x128"),
