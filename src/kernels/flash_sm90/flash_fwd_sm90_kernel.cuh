@@ -174,66 +174,23 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
       mbar_wait(sm.v_full(prev.stage), prev.phase);
       if (mainloop.warp_leader) mbar_arrive(sm.v_empty(prev.stage));
     } else {
-      using PFragments = typename Mainloop::PFragments;
-      // P of the previous key block, packed as wgmma A fragments; with
-      // kDeferPvWait P_j is packed into p_alt while P_{j-1}·V still reads p.
-      PFragments p;
-      [[maybe_unused]] PFragments p_alt;
+      typename Mainloop::PFragments p;  // P of the previous key block, packed as wgmma A fragments
       RingPos<Traits::kStages> prev;
       typename Mainloop::QFragments qf;
       if constexpr (Traits::kQInRegs) mainloop.load_q_fragments(w, qf);
       // Keys of the first block (the last visible one) inside the sequence: a
       // packed batch zeroes the rest of its V before their P·V (issue_gemms).
       const int tail_rows = Traits::kVarlen ? min(kBN, seqlen_k_of<Traits>(a, t) - (t.n_hi - 1) * kBN) : kBN;
-      // kDeferPvWait: the P·V issued a step ago, finished at this step's start
-      // (its V stage, and the rescale of O by the alpha of the step that issued it).
-      // (-1: none yet. Finishing it is then harmless, which keeps the finish
-      // unconditional from the second block on: a branch on the block index kept
-      // these registers live through every step, and ptxas spilled.)
-      [[maybe_unused]] int pending_v_stage = -1;
-      [[maybe_unused]] bool pending_moved = false;
-      [[maybe_unused]] float pending_alpha[2] = {1.f, 1.f};
-      // P_{j-1}·V_{j-1} done: (kDeferPvWait: P_j moves into p,) its row sums,
-      // then O rescaled to the max of block j.
-      auto finish_block_pv = [&](PFragments& p_done, int v_stage, bool moved, const float (&alpha)[2]) {
-        const bool release = mainloop.warp_leader && (!Traits::kDeferPvWait || v_stage >= 0);
-        finish_pv<Traits>(o, p_done, release, sm.v_empty(v_stage));
-        if constexpr (Traits::kDeferPvWait) {  // P_j into the set its P·V reads, now free
-#pragma unroll
-          for (int kk = 0; kk < Traits::kPSteps; ++kk)
-#pragma unroll
-            for (int r = 0; r < 4; ++r) p[kk][r] = p_alt[kk][r];
-        }
-        if constexpr (Traits::kSumByGemm) add_gemm_sums<Traits>(o, st);  // P_{j-1}'s, against the same max as O
-        // With the rescale slack a row max rarely moves past the first key
-        // blocks: the kD/2 multiplies (and the two exponentials for alpha)
-        // are skipped when no row of the warp moved (warp-uniform).
-        if (moved) {
-          rescale_rows<kD>(o, alpha);
-          if constexpr (Traits::kSumByGemm) {
-            st.sum[0] *= alpha[0];
-            st.sum[1] *= alpha[1];
-          }
-        }
-      };
       // One key block, i-th from the last visible one (kFirst, kHalfS, kHalfPV: above).
-      // p_pv: P_{j-1}, read by this step's P·V; p_new: where P_j goes (the same
-      // set unless kDeferPvWait). kPending: the P·V of the step before is
-      // finished before this one's turn (kDeferPvWait).
-      auto step = [&](auto first, auto half_s, auto half_pv, auto pending, int i, PFragments& p_pv,
-                      PFragments& p_new) {
+      auto step = [&](auto first, auto half_s, auto half_pv, int i) {
         constexpr bool kFirst = decltype(first)::value;
         constexpr bool kHalfS = decltype(half_s)::value;
-        constexpr bool kPending = decltype(pending)::value;
         static_assert(kFirst || !kHalfS, "only the first block can be half");
-        static_assert(!kPending || (Traits::kDeferPvWait && !kFirst), "the P·V issued a step ago");
         constexpr int kSN = kHalfS ? kBN / 2 : kBN;  // S columns computed
         const int n_block = t.n_hi - 1 - i;
         float s[kSN / 2];
-        mainloop.template issue_gemms<kFirst, decltype(half_pv)::value, kSN>(
-            w, s, qf, p_pv, prev, o, i == 1 ? tail_rows : kBN, [&] {
-              if constexpr (kPending) finish_block_pv(p_pv, pending_v_stage, pending_moved, pending_alpha);
-            });
+        mainloop.template issue_gemms<kFirst, decltype(half_pv)::value, kSN>(w, s, qf, p, prev, o,
+                                                                             i == 1 ? tail_rows : kBN);
         wgmma_wait<kFirst ? 0 : 1>();  // S done; P·V may still run
         pin_registers(s);
         mainloop.release_k(w, i);
@@ -241,20 +198,24 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
         float alpha[2];
         // (16-bit: the launch's scale itself; read through hs, the short-causal
         // kernel compiled to other SASS.)
-        const bool moved = online_softmax<kSN, Traits::kPolyExpEvery, Traits::kExpOffset, !Traits::kSumByGemm>(
-            s, st, Traits::kFp8 ? hs.scale_log2 : a.scale_log2, Traits::kSlackLog2, alpha);
-        if constexpr (Traits::kDeferPvWait) {
-          pack_p<Traits, kHalfS, kSN>(s, p_new);  // beside the exponentials
-          if constexpr (!kFirst) {  // P_{j-1}·V_{j-1} finishes at the next step (or before the last P·V)
-            pending_v_stage = prev.stage;
-            pending_moved = moved;
-            pending_alpha[0] = alpha[0];
-            pending_alpha[1] = alpha[1];
+        const bool moved = online_softmax<kSN, Traits::kPolyExpEvery, Traits::kRescaleSlack, Traits::kExpOffset,
+                                          !Traits::kSumByGemm>(
+            s, st, Traits::kFp8 ? hs.scale_log2 : a.scale_log2, alpha);
+        if constexpr (!kFirst) {
+          finish_pv<Traits>(o, p, mainloop.warp_leader, sm.v_empty(prev.stage));  // P_{j-1}·V_{j-1}
+          // With the rescale slack a row max rarely moves past the first key
+          // blocks: the kD/2 multiplies (and the two exponentials for alpha)
+          // are skipped when no row of the warp moved (warp-uniform).
+          if constexpr (Traits::kSumByGemm) add_gemm_sums<Traits>(o, st);  // P_{j-1}'s, against the same max as O
+          if (moved) {
+            rescale_rows<kD>(o, alpha);
+            if constexpr (Traits::kSumByGemm) {
+              st.sum[0] *= alpha[0];
+              st.sum[1] *= alpha[1];
+            }
           }
-        } else if constexpr (!kFirst) {
-          finish_block_pv(p_pv, prev.stage, moved, alpha);  // P_{j-1}·V_{j-1}
         }
-        if constexpr (!Traits::kDeferPvWait) pack_p<Traits, kHalfS, kSN>(s, p_new);
+        pack_p<Traits, kHalfS, kSN>(s, p);
         prev = pos;
         pos.advance();
       };
@@ -268,20 +229,16 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
         const int half_n0 = (t.n_hi - 1) * kBN + kBN / 2;  // the first key of the upper half
         const int last_row = min(wg_row0 + 63, seqlen_q - 1);
         if (half_n0 >= seqlen_k_of<Traits>(a, t) || (a.causal && last_row + causal_offset_of<Traits>(a, t) < half_n0)) {
-          step(Yes{}, Yes{}, No{}, No{}, 0, p, p);
-          if (n_count > 1) step(No{}, No{}, Yes{}, No{}, 1, p, p);
+          step(Yes{}, Yes{}, No{}, 0);
+          if (n_count > 1) step(No{}, No{}, Yes{}, 1);
         } else {
-          step(Yes{}, No{}, No{}, No{}, 0, p, p);
-          if (n_count > 1) step(No{}, No{}, No{}, No{}, 1, p, p);
+          step(Yes{}, No{}, No{}, 0);
+          if (n_count > 1) step(No{}, No{}, No{}, 1);
         }
-        for (int i = 2; i < n_count; ++i) step(No{}, No{}, No{}, No{}, i, p, p);
-      } else if constexpr (Traits::kDeferPvWait) {
-        step(Yes{}, No{}, No{}, No{}, 0, p, p_alt);
-        for (int i = 1; i < n_count; ++i) step(No{}, No{}, No{}, Yes{}, i, p, p_alt);
-        finish_block_pv(p, pending_v_stage, pending_moved, pending_alpha);
+        for (int i = 2; i < n_count; ++i) step(No{}, No{}, No{}, i);
       } else {
-        step(Yes{}, No{}, No{}, No{}, 0, p, p);
-        for (int i = 1; i < n_count; ++i) step(No{}, No{}, No{}, No{}, i, p, p);
+        step(Yes{}, No{}, No{}, 0);
+        for (int i = 1; i < n_count; ++i) step(No{}, No{}, No{}, i);
       }
       mainloop.last_pv(o, p, prev, n_count == 1 ? tail_rows : kBN);  // O += P·V of the last key block
       if constexpr (Traits::kSumByGemm) add_gemm_sums<Traits>(o, st);

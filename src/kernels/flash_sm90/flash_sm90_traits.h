@@ -108,14 +108,6 @@ struct FwdTraits : Config {
   // variants/fp8.h), so probabilities down to 2^-17 of the row's largest keep
   // a value; the row sum carries the same factor and divides it out.
   static constexpr int kExpOffset = kFp8 ? 8 : 0;
-  // The running max's slack in powers of two (softmax_sm90.cuh; < 0: it
-  // moves on every increase). log2(448) - 8 = 0.807 with kLagToSaturation.
-  static constexpr float kSaturationSlack = 0.8f;
-  static constexpr float kSlackLog2 =
-      Config::kLagToSaturation ? kSaturationSlack : static_cast<float>(Config::kRescaleSlack);
-  static_assert(!Config::kDeferPvWait || !Config::kHalfFirstBlock, "kDeferPvWait: every block full width");
-  static_assert(!Config::kLagToSaturation || (kFp8 && kExpOffset == 8),
-                "kLagToSaturation: 8-bit P scaled by 2^8 (its slack is what is left below 448)");
 
   // Named barriers 1..kConsumerWarpgroups pass the GEMM-issue token between
   // the consumers (ping-pong); 0 is __syncthreads.
@@ -187,16 +179,6 @@ struct Sm90FwdDefaults {
   // kSumByGemm (8-bit only): each key block's row sums of P by a GEMM over 8
   // rows of ones appended to Vᵀ, instead of kBlockN / 2 FADD per thread.
   static constexpr bool kSumByGemm = false;
-  // kLagToSaturation (8-bit only): the running max lags as long as P =
-  // 2^(x + kExpOffset) stays below e4m3's largest value, 448 = 2^8.807, a slack
-  // of kSaturationSlack powers of two, instead of moving on every increase.
-  // kDeferPvWait: P of a key block is packed for P·V as soon as its
-  // exponentials are done, into registers apart from the P that the previous
-  // block's P·V still reads, and that P·V is waited for (its row sums, the
-  // rescale of O, its V stage released) at the next block, before the
-  // warpgroup's turn: ptxas hoisted the wait above the exponentials (SASS of the
-  // 192-key fp8 kernel), so the softmax started only once P·V was done.
-  static constexpr bool kLagToSaturation = false, kDeferPvWait = false;
 };
 
 // 128-row tiles for short causal launches (192 rows waste an eighth of the
@@ -353,20 +335,6 @@ struct Sm90FwdHdim128Fp8N192SumQSmem : Sm90FwdHdim128Fp8N192Sum {
   static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem";
   static constexpr bool kQInRegs = false;
 };
-// The operator's head_dim-128 kernel with the max lagging up to e4m3's
-// saturation, with P·V waited for a block later, and both.
-struct Sm90FwdHdim128Fp8N192SumQSmemLag : Sm90FwdHdim128Fp8N192SumQSmem {
-  static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_lag";
-  static constexpr bool kLagToSaturation = true;
-};
-struct Sm90FwdHdim128Fp8N192SumQSmemLagDefer : Sm90FwdHdim128Fp8N192SumQSmem {
-  static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_lag_defer";
-  static constexpr bool kLagToSaturation = true, kDeferPvWait = true;
-};
-struct Sm90FwdHdim128Fp8N192SumQSmemDefer : Sm90FwdHdim128Fp8N192SumQSmem {
-  static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_defer";
-  static constexpr bool kDeferPvWait = true;
-};
 struct Sm90FwdHdim64Fp8C3Sum : Sm90FwdHdim64Fp8C3 {
   static constexpr const char* kName = "sm90_fwd_hdim64_fp8_c3_sum";
   static constexpr bool kSumByGemm = true;
@@ -380,7 +348,7 @@ using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim64Fp8C3Sum, Sm90FwdHdim
 // (attnprof::flash_attention_sm90_fp8_config, built with
 // -DATTNPROF_KERNEL_CONFIGS; CMake reads this line too): the same tiles
 // summing P by FADD among them.
-using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum, Sm90FwdHdim128Fp8N192SumQSmemLag, Sm90FwdHdim128Fp8N192SumQSmemLagDefer, Sm90FwdHdim128Fp8N192SumQSmemDefer>;
+using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum>;
 
 // Alternatives to time against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS) and run by name through
@@ -394,14 +362,7 @@ struct Sm90FwdHdim128N176 : Sm90FwdHdim128 {
   static constexpr int kBlockN = 176, kStages = 2;
   static constexpr bool kQInRegs = false;
 };
-// bf16 with P·V waited for at the next block (kDeferPvWait):
-// ptxas put that wait before the exponentials here too. Q in shared memory
-// (in registers ptxas serialised the wgmma, C7512).
-struct Sm90FwdHdim128DeferQSmem : Sm90FwdHdim128 {
-  static constexpr const char* kName = "sm90_fwd_hdim128_defer_qsmem";
-  static constexpr bool kDeferPvWait = true, kTailSplit = false, kQInRegs = false;
-};
-using Sm90FwdAlternatives = kernels::ConfigList<Sm90FwdHdim128N176, Sm90FwdHdim128DeferQSmem>;
+using Sm90FwdAlternatives = kernels::ConfigList<Sm90FwdHdim128N176>;
 
 // Causal attention over fewer query rows than this, but more than one tile
 // of a short-causal configuration, runs that configuration; everything else

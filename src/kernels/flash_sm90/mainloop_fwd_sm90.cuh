@@ -398,13 +398,10 @@ struct FwdConsumerMainloop {
   // own wgmma group (kHalfPV: the first kPSteps / 2 k16 steps of P only).
   // prev_rows: the previous block's keys inside the sequence (a packed
   // batch's last key block: the rest of its V is zeroed first).
-  // before_turn: run once K and V are in, before this warpgroup's turn
-  // (kDeferPvWait: the P·V before the previous one finishes there).
-  template <bool kFirst, bool kHalfPV, int kSN, typename BeforeTurn>
+  template <bool kFirst, bool kHalfPV, int kSN>
   __device__ __forceinline__ void issue_gemms(const ConsumerTile& w, float (&s)[kSN / 2], const QFragments& qf,
                                               const PFragments& p, const RingPos<Traits::kStages>& prev,
-                                              float (&o)[Traits::kORegs], int prev_rows,
-                                              BeforeTurn&& before_turn) const {
+                                              float (&o)[Traits::kORegs], int prev_rows) const {
     constexpr int kPVSteps = kHalfPV ? Traits::kPSteps / 2 : Traits::kPSteps;
     // The GEMMs' base descriptors before the waits: their shuffles and
     // moves to uniform registers then finish while this warpgroup waits.
@@ -419,7 +416,6 @@ struct FwdConsumerMainloop {
     if constexpr (!kFirst) mbar_wait(sm.v_full(prev.stage), prev.phase);
     if constexpr (Traits::kVarlen && !kFirst)
       if (prev_rows < Traits::kBlockN) zero_v_rows(prev.stage, prev_rows);
-    before_turn();
     take_turn();  // my turn to use the tensor cores
     wgmma_fence();
     qk_gemm<Traits, kSN>(s, qf, dq, dk);

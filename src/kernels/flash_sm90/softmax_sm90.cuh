@@ -55,9 +55,9 @@ struct RowState {
 // Folds a new score tile into the running state and turns s into
 // P = exp2((s - max) · scale_log2) in place, against the row's running max.
 // That max need not be the true one, only one that keeps every exponent
-// <= slack (in powers of two; a constant of the configuration): the sum and O
-// are normalised by the same max, so the result is exact. A row's max moves
-// only when a score exceeds it by more than slack (< 0: whenever it grows), and then, so that the
+// <= kSlack (in powers of two): the sum and O are normalised by the same max,
+// so the result is exact. A row's max moves only when a score exceeds it by
+// more than kSlack (kSlack < 0: whenever it grows), and then, so that the
 // branch stays warp-uniform, every row of the warp moves (rows that did not
 // grow keep their max, alpha 1). Returns whether the warp moved; alpha then
 // holds exp2((old - new max) · scale_log2) per row, by which O accumulated so
@@ -67,8 +67,8 @@ struct RowState {
 // kExpOffset: P = exp2((s - max) · scale_log2 + kExpOffset), the sum alike
 // (P scaled by 2^kExpOffset before its rounding to 8 bits; alpha is not).
 // kSums false: the caller sums P elsewhere (kSumByGemm); st.sum is left alone.
-template <int kN, int kPolyEvery, int kExpOffset = 0, bool kSums = true>
-__device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st, float scale_log2, float slack,
+template <int kN, int kPolyEvery, int kSlack, int kExpOffset = 0, bool kSums = true>
+__device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st, float scale_log2,
                                                float (&alpha)[2]) {
   // Row max as a tree over the thread's kN/4 values per row (depth log2,
   // not a chain of kN/8 dependent FMNMX): the exponentials, and P for the
@@ -91,8 +91,9 @@ __device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st,
   for (int i = 0; i < 2; ++i) {
     mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
     mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-    // -inf (nothing seen yet) + slack stays -inf: the first visible key always moves it.
-    grow[i] = slack < 0.f ? mx[i] > st.max[i] : mx[i] * scale_log2 > st.max[i] * scale_log2 + slack;
+    // -inf (nothing seen yet) + kSlack stays -inf: the first visible key always moves it.
+    grow[i] = kSlack < 0 ? mx[i] > st.max[i]
+                         : mx[i] * scale_log2 > st.max[i] * scale_log2 + static_cast<float>(kSlack);
   }
   const bool move = __any_sync(0xffffffffu, grow[0] || grow[1]);
   float m_scaled[2];
