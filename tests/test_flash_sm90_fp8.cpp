@@ -50,6 +50,16 @@ c10::TypedOperatorHandle<Fp8Fn> fp8_op() {
   return c10::Dispatcher::singleton().findSchemaOrThrow(kFp8Op, "").typed<Fp8Fn>();
 }
 
+// attnprof::flash_attention_sm90_fp8_config: the same with a configuration's name last.
+using NamedFp8Fn = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                                      const at::Tensor&, const at::Tensor&, const at::Tensor&, bool,
+                                                      double, c10::string_view);
+c10::TypedOperatorHandle<NamedFp8Fn> named_fp8_op() {
+  return c10::Dispatcher::singleton()
+      .findSchemaOrThrow("attnprof::flash_attention_sm90_fp8_config", "")
+      .typed<NamedFp8Fn>();
+}
+
 bool fp8_kernel_registered() {
   return c10::Dispatcher::singleton().findSchemaOrThrow(kFp8Op, "").hasKernelForDispatchKey(c10::DispatchKey::CUDA);
 }
@@ -352,12 +362,7 @@ TEST(FlashSm90Fp8Op, EveryConfigurationByName) {
                          .typed<std::vector<std::string>()>()
                          .call();
   ASSERT_FALSE(names.empty());
-  using NamedFn = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                                     const at::Tensor&, const at::Tensor&, const at::Tensor&, bool,
-                                                     double, c10::string_view);
-  const auto named = c10::Dispatcher::singleton()
-                         .findSchemaOrThrow("attnprof::flash_attention_sm90_fp8_config", "")
-                         .typed<NamedFn>();
+  const auto named = named_fp8_op();
   for (const std::string& name : names) {
     SCOPED_TRACE(name);
     const flash_sm90::FwdConfigEntry* entry = flash_sm90::find_fwd_config(name, false);
@@ -381,6 +386,46 @@ TEST(FlashSm90Fp8Op, EveryConfigurationByName) {
       EXPECT_NE(std::string(e.what()).find("'" + bad + "'"), std::string::npos) << e.what();
     }
   }
+}
+
+// A configuration named X_transv is X with Vᵀ written in the kernel
+// (kTransposeV) instead of by the pass before it: the same values reach the
+// same GEMMs, so the same bits, at key counts off every block size (rows past
+// the end zero either way), GQA, both masks.
+TEST(FlashSm90Fp8Op, VtInKernelMatchesVtPassBitForBit) {
+  const std::string why = why_not_runnable();
+  if (!why.empty()) GTEST_SKIP() << why;
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const auto named = named_fp8_op();
+  const std::string suffix = "_transv";
+  int pairs = 0;
+  for (const std::string& name : flash_sm90::fp8_config_names()) {
+    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string base = name.substr(0, name.size() - suffix.size());
+    const flash_sm90::FwdConfigEntry* entry = flash_sm90::find_fwd_config(name, false);
+    ASSERT_NE(entry, nullptr) << name;
+    if (flash_sm90::find_fwd_config(base, false) == nullptr) continue;  // X is an alternative not built
+    ++pairs;
+    for (const int64_t skv : {int64_t{1}, int64_t{77}, int64_t{1000}, int64_t{4099}})
+      for (const bool causal : {false, true}) {
+        const Problem p = fp8_problem(2, 8, 2, 300, skv, entry->head_dim, causal, "cuda:0");
+        SCOPED_TRACE(name + " " + p.shape_string() + " " + p.config_string());
+        const Inputs in = random_inputs(p);
+        auto run = [&](const std::string& config) {
+          return named.call(in.q, in.k, in.v, in.fp8.q_descale, in.fp8.k_descale, in.fp8.v_descale, causal,
+                            p.softmax_scale(), config);
+        };
+        const auto [out, lse] = run(name);
+        const auto [out_base, lse_base] = run(base);
+        EXPECT_TRUE(at::equal(out, out_base)) << "output differs from " << base << " by up to "
+                                              << (out.to(at::kFloat) - out_base.to(at::kFloat)).abs().max().item<float>();
+        EXPECT_TRUE(at::equal(lse.nan_to_num(0, 1e30, -1e30), lse_base.nan_to_num(0, 1e30, -1e30)))
+            << "lse differs from " << base;
+      }
+  }
+  if (pairs == 0) GTEST_SKIP() << "no pair X, X_transv in this build (-DATTNPROF_KERNEL_CONFIGS builds them)";
 }
 
 // Launch after launch on one stream (the causal tile counter the kernel

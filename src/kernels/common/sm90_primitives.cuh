@@ -140,10 +140,15 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
-// Stores four 8x8 16-bit matrices, transposed: register r[i] holds matrix i
-// in the mma fragment layout (lane l: row l / 4, columns 2(l % 4), +1), and
-// lanes 8i..8i+7 give the addresses of matrix i's stored rows, which are its
-// fragment columns (16 bytes each).
+// Stores four 8x8 16-bit matrices: register r[i] holds matrix i in the mma
+// fragment layout (lane l: row l / 4, columns 2(l % 4), +1), and lanes
+// 8i..8i+7 give the addresses of matrix i's rows (16 bytes each).
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, const uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]),
+               "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+// The same, transposed: the stored rows are the fragment's columns.
 __device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const uint32_t (&r)[4]) {
   asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
                "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])

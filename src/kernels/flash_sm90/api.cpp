@@ -198,8 +198,10 @@ const Entry& config_entry(const Entry* entry, const std::string& name, const at:
 
 // Launches p (all but the device facts and the workspace filled) on q's
 // device, guarded by the caller, with the operator's own choice of
-// configuration (config null) or a named one.
-void launch(FwdParams& p, const at::Tensor& q, const FwdConfigEntry* config) {
+// configuration (config null) or a named one. fp8_v: 8-bit v, whose Vᵀ is
+// written first (one pass of its own kernel, in the trace) for a
+// configuration that reads one (FwdWorkspace::fp8_vt).
+void launch(FwdParams& p, const at::Tensor& q, const FwdConfigEntry* config, const at::Tensor* fp8_v = nullptr) {
   const cudaDeviceProp* prop = at::cuda::getDeviceProperties(q.device().index());
   p.num_sms = prop->multiProcessorCount;
   p.l2_bytes = prop->l2CacheSize;
@@ -222,6 +224,13 @@ void launch(FwdParams& p, const at::Tensor& q, const FwdConfigEntry* config) {
     partials = at::empty({(need.split_partial_bytes + 3) / 4}, q.options().dtype(at::kFloat));
     p.split_partials = partials.data_ptr<float>();
     p.split_partial_bytes = need.split_partial_bytes;
+  }
+  at::Tensor vt;
+  if (need.fp8_vt) {
+    TORCH_CHECK(fp8_v != nullptr, kFp8Op, ": the configuration reads Vᵀ, and no fp8 v was given");
+    vt = fp8_vt(*fp8_v);
+    p.vt = vt.data_ptr();
+    p.vt_keys = static_cast<int>(vt.size(3));
   }
   if (config) config->run(p, at::cuda::getCurrentCUDAStream().stream());
   else run_fwd(p, at::cuda::getCurrentCUDAStream().stream());
@@ -354,17 +363,14 @@ std::tuple<at::Tensor, at::Tensor> fp8_forward(const char* op, const at::Tensor&
     lse.fill_(-INFINITY);
     return {out, lse};
   }
-  const at::Tensor vt = fp8_vt(v);
   FwdParams p;
   static_cast<kernels::AttentionParams&>(p) = kernels::make_attention_params(q, k, v, out, lse, causal, scale);
   p.is_bf16 = false;
   p.is_fp8 = true;
-  p.vt = vt.data_ptr();
-  p.vt_keys = static_cast<int>(vt.size(3));
   p.q_descale = q_descale.data_ptr<float>();
   p.k_descale = k_descale.data_ptr<float>();
   p.v_descale = v_descale.data_ptr<float>();
-  launch(p, q, config);
+  launch(p, q, config, &v);
   return {out, lse};
 }
 

@@ -29,6 +29,8 @@
 // (flash_sm90_traits.h), P scaled by 2^8 and packed to e4m3 in registers;
 // each tile's head folds q's and k's descales into the softmax scale and v's
 // into the output's normalisation (HeadScales, epilogue_fwd_sm90.cuh).
+// With kTransposeV, V is loaded as it is in memory into staging buffers and
+// warps 1..3 of the producer warpgroup write the Vᵀ stages (transpose_v).
 //
 // A packed variable-length batch (kVarlen configurations, cu_seqlens): the
 // tensor maps span the packed rows of each head, the producer walks the
@@ -68,6 +70,7 @@ __device__ __forceinline__ void producer(const KernelArgs& a, const Smem<Traits>
   prefetch_tensor_map(&a.tma_v);
   const int group = a.heads_q / a.heads_kv;
   RingPos<Traits::kStages> pos;
+  RingPos<Traits::kVsStages> spos;  // (kTransposeV)
   RingPos<Traits::kQStages> qpos;
   [[maybe_unused]] VarlenCursor<Traits::kBlockM, Traits::kBlockN> cursor;
   int item = first_work(a);
@@ -96,7 +99,7 @@ __device__ __forceinline__ void producer(const KernelArgs& a, const Smem<Traits>
     load_q_tile<Traits>(a, sm, t, qpos.stage, q_full);
     qpos.advance();
     const int next = next_work(a, item);  // fetched now, needed after the K/V loop: the atomic's latency hides
-    load_kv_tiles<Traits>(a, sm, t, group, pos);
+    load_kv_tiles<Traits>(a, sm, t, group, pos, spos);
     item = next;
   }
 }
@@ -276,6 +279,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   sm.q = base + Traits::kOffQ;
   sm.k = base + Traits::kOffK;
   sm.v = base + Traits::kOffV;
+  sm.vs = base + Traits::kOffVs;
   sm.bar = base + Traits::kOffBarriers;
   sm.tile_slot = reinterpret_cast<volatile int*>(smem_raw + (base - raw) + Traits::kOffTileSlot);
 
@@ -283,14 +287,22 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 #pragma unroll
     for (int s = 0; s < Traits::kQStages; ++s) {
       mbar_init(sm.q_full(s), 1);
-      mbar_init(sm.q_empty(s), Traits::kConsumerWarps);
+      // (kTransposeV: the transposing warps read the work item with the Q tile too.)
+      mbar_init(sm.q_empty(s), Traits::kConsumerWarps + (Traits::kTransposeV ? Traits::kTransposeWarps : 0));
     }
 #pragma unroll
     for (int s = 0; s < Traits::kStages; ++s) {
       mbar_init(sm.k_full(s), 1);
       mbar_init(sm.k_empty(s), Traits::kConsumerWarps);
-      mbar_init(sm.v_full(s), 1);
+      mbar_init(sm.v_full(s), Traits::kTransposeV ? Traits::kTransposeWarps : 1);
       mbar_init(sm.v_empty(s), Traits::kConsumerWarps);
+    }
+    if constexpr (Traits::kTransposeV) {
+#pragma unroll
+      for (int s = 0; s < Traits::kVsStages; ++s) {
+        mbar_init(sm.vs_full(s), 1);
+        mbar_init(sm.vs_empty(s), Traits::kTransposeWarps);
+      }
     }
     fence_barrier_init();
   }
@@ -319,7 +331,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   const int warpgroup = warp_uniform(static_cast<int>(threadIdx.x / 128));
   if (warpgroup == 0) {
     setmaxnreg_dec<Traits::kProducerRegs>();
-    if (threadIdx.x == 0) producer<Traits>(args, sm);
+    if (threadIdx.x == 0) {
+      producer<Traits>(args, sm);
+    } else if constexpr (Traits::kTransposeV) {  // warps 1..kTransposeWarps (warp 0's other lanes are idle)
+      const int warp = static_cast<int>(threadIdx.x / 32);
+      if (warp >= 1 && warp <= Traits::kTransposeWarps) transpose_v<Traits>(args, sm, warp - 1, threadIdx.x % 32);
+    }
   } else {
     setmaxnreg_inc<Traits::kConsumerRegs>();
     consumer<Traits>(args, sm, warpgroup - 1);

@@ -71,6 +71,7 @@ FwdPlan plan_fwd(const FwdParams& p) {
 template <typename Traits>
 FwdWorkspace workspace_of(const FwdPlan& plan) {
   FwdWorkspace w;
+  w.fp8_vt = Traits::kFp8 && !Traits::kTransposeV;
   if (plan.split.tiles > 0) {
     w.split_partial_bytes = int64_t{2} * plan.split.grid * detail::kSplitSlotFloats<Traits> * int64_t{4};
     w.split_counters = plan.split.tiles * Traits::kConsumerWarps;
@@ -89,16 +90,22 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
               Traits::kFp8 ? " runs fp8 (e4m3) inputs only" : " runs 16-bit inputs only");
   a.q_descale = a.k_descale = a.v_descale = nullptr;
   if constexpr (Traits::kFp8) {
-    // Rows of head_dim bytes; Vᵀ's rows are its vt_keys keys (boxes of kVColKeys keys × head_dim rows).
-    TORCH_CHECK(p.vt != nullptr && p.vt_keys % 32 == 0 && p.vt_keys >= p.seqlen_k && p.q_descale != nullptr &&
-                    p.k_descale != nullptr && p.v_descale != nullptr,
-                op, ": an fp8 launch needs Vᵀ (", p.vt_keys, " keys for ", p.seqlen_k, ") and the three descales");
+    // Rows of head_dim bytes; Vᵀ's rows are its vt_keys keys (boxes of kVColKeys keys × head_dim rows), or
+    // with kTransposeV V's are (boxes of kVColKeys keys, as K's).
+    TORCH_CHECK((Traits::kTransposeV || (p.vt != nullptr && p.vt_keys % 32 == 0 && p.vt_keys >= p.seqlen_k)) &&
+                    p.q_descale != nullptr && p.k_descale != nullptr && p.v_descale != nullptr,
+                op, ": an fp8 launch of ", Traits::kName, " needs ", Traits::kTransposeV ? "" : "Vᵀ and ",
+                "the three descales");
     a.tma_q = make_tensor_map_8bit(p.q, kHeadDim, p.seqlen_q, p.batch * p.heads_q, kHeadDim,
                                    int64_t{p.seqlen_q} * kHeadDim, Traits::kBlockM, Traits::kSwizzleBytes, op);
     a.tma_k = make_tensor_map_8bit(p.k, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, kHeadDim,
                                    int64_t{p.seqlen_k} * kHeadDim, Traits::kBlockN, Traits::kSwizzleBytes, op);
-    a.tma_v = make_tensor_map_8bit(p.vt, p.vt_keys, kHeadDim, p.batch * p.heads_kv, p.vt_keys,
-                                   int64_t{kHeadDim} * p.vt_keys, kHeadDim, Traits::kVColKeys, op);
+    if constexpr (Traits::kTransposeV)
+      a.tma_v = make_tensor_map_8bit(p.v, kHeadDim, p.seqlen_k, p.batch * p.heads_kv, kHeadDim,
+                                     int64_t{p.seqlen_k} * kHeadDim, Traits::kVColKeys, Traits::kSwizzleBytes, op);
+    else
+      a.tma_v = make_tensor_map_8bit(p.vt, p.vt_keys, kHeadDim, p.batch * p.heads_kv, p.vt_keys,
+                                     int64_t{kHeadDim} * p.vt_keys, kHeadDim, Traits::kVColKeys, op);
     a.q_descale = p.q_descale;
     a.k_descale = p.k_descale;
     a.v_descale = p.v_descale;

@@ -48,10 +48,12 @@ struct FwdParams : kernels::AttentionParams {
   bool varlen() const { return cu_seqlens_q != nullptr; }
 
   // 8-bit inputs (attnprof::flash_attention_sm90_fp8; Sm90FwdFp8Configs): q
-  // and k e4m3 as above; v unused, read as vt: Vᵀ [B·Hkv][head_dim][vt_keys]
-  // e4m3, each group of 32 keys permuted (fp8_layout.h), zeros from seqlen_k
-  // to vt_keys (a multiple of 32); descales float32, q's [B·Hq], k's and v's
-  // [B·Hkv] (x = value · descale); o bf16.
+  // and k e4m3 as above; v e4m3 as above, read as it is by the kTransposeV
+  // configurations, and by the others as vt (FwdWorkspace::fp8_vt): Vᵀ
+  // [B·Hkv][head_dim][vt_keys] e4m3, each group of 32 keys permuted
+  // (fp8_layout.h), zeros from seqlen_k to vt_keys (a multiple of 32);
+  // descales float32, q's [B·Hq], k's and v's [B·Hkv] (x = value · descale);
+  // o bf16.
   bool is_fp8 = false;
   const void* vt = nullptr;
   int vt_keys = 0;
@@ -68,6 +70,7 @@ struct FwdParams : kernels::AttentionParams {
 struct FwdWorkspace {
   int64_t split_partial_bytes = 0;
   int split_counters = 0;
+  bool fp8_vt = false;  // reads Vᵀ (FwdParams::vt, written by run_fp8_vt), not v
 };
 FwdWorkspace fwd_workspace(const FwdParams& params);
 

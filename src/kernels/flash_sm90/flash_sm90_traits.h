@@ -81,14 +81,28 @@ struct FwdTraits : Config {
   static_assert(kVColBlocks * (kFp8 ? kHeadDim * kVColKeys : kKVColBytes) == kKVBytes,
                 "a V stage loads as many bytes as a K stage (one expect_tx size)");
   static_assert(!kSumByGemm || kFp8, "the row sums' ones are rows of Vᵀ (8-bit inputs)");
+  // kTransposeV (8-bit only): V comes as it is in memory, kVColKeys keys at a
+  // time, by TMA into a ring of kVStaging staging buffers (rows of head_dim
+  // bytes, laid out as K's), and kTransposeWarps warps of the producer
+  // warpgroup write it into the Vᵀ stages (mainloop_fwd_sm90.cuh,
+  // transpose_v): no Vᵀ copy in global memory, no pass of its own.
+  static constexpr bool kTransposeV = Config::kTransposeV;
+  static constexpr int kTransposeWarps = 3;  // warps 1..3: warp 0's thread 0 issues the copies
+  static constexpr int kVsStages = kTransposeV ? Config::kVStaging : 1;
+  static constexpr int kVsColBytes = (kFp8 ? kVColKeys : 0) * kSwizzleBytes;  // one column block of a staging buffer
+  static constexpr int kVsBytes = kVsColBytes * kColBlocks;                    // kVColKeys keys × head_dim bytes
+  static_assert(!kTransposeV || (kFp8 && kVsBytes % 1024 == 0),
+                "V is transposed in the kernel for 8-bit inputs only (wgmma reads their B K-major)");
 
   static constexpr int kOffQ = 0;
   static constexpr int kOffK = kOffQ + kQStages * kQBytes;
   static constexpr int kOffV = kOffK + kStages * kKVBytes;
-  static constexpr int kOffBarriers = kOffV + kStages * kVStageBytes;
+  static constexpr int kOffVs = kOffV + kStages * kVStageBytes;
+  static constexpr int kOffBarriers = kOffVs + (kTransposeV ? kVsStages * kVsBytes : 0);
   // q_full, q_empty per Q stage, then k_full, k_empty, v_full, v_empty per
-  // K/V stage; then one tile slot per Q stage.
-  static constexpr int kNumBarriers = 2 * kQStages + 4 * kStages;
+  // K/V stage, then (kTransposeV) vs_full, vs_empty per staging buffer; then
+  // one tile slot per Q stage.
+  static constexpr int kNumBarriers = 2 * kQStages + 4 * kStages + (kTransposeV ? 2 * kVsStages : 0);
   static constexpr int kOffTileSlot = kOffBarriers + 8 * kNumBarriers;
   // A tile slot: the work item, and for a packed batch the tile the producer
   // decoded (tile_scheduler_fwd_sm90.cuh).
@@ -179,6 +193,11 @@ struct Sm90FwdDefaults {
   // kSumByGemm (8-bit only): each key block's row sums of P by a GEMM over 8
   // rows of ones appended to Vᵀ, instead of kBlockN / 2 FADD per thread.
   static constexpr bool kSumByGemm = false;
+  // kTransposeV (8-bit only): Vᵀ written by the producer warpgroup from V as
+  // TMA loads it into kVStaging buffers of kVColKeys keys, instead of read
+  // from a Vᵀ copy that a pass of its own writes before the launch.
+  static constexpr bool kTransposeV = false;
+  static constexpr int kVStaging = 4;
 };
 
 // 128-row tiles for short causal launches (192 rows waste an eighth of the
@@ -340,6 +359,22 @@ struct Sm90FwdHdim64Fp8C3Sum : Sm90FwdHdim64Fp8C3 {
   static constexpr bool kSumByGemm = true;
 };
 
+// Vᵀ written in the kernel (kTransposeV) instead of by a pass before it
+// (fp8_vt_kernel.cu: ncu 25.7 us at 4x16x4096x128 on the H100, 4% / 6% of the
+// forward through the CLI, full / causal; and B·Hkv·S·D bytes of memory). Per
+// 64-key piece (8 KiB) each of the three transposing warps runs 5 or 6
+// ldmatrix.trans, 4 byte permutes and a stmatrix per 512 bytes.
+struct Sm90FwdHdim128Fp8N192SumQSmemTransV : Sm90FwdHdim128Fp8N192SumQSmem {
+  static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_transv";
+  static constexpr bool kTransposeV = true;
+  static constexpr int kProducerRegs = 40;
+};
+struct Sm90FwdHdim64Fp8C3SumTransV : Sm90FwdHdim64Fp8C3Sum {
+  static constexpr const char* kName = "sm90_fwd_hdim64_fp8_c3_sum_transv";
+  static constexpr bool kTransposeV = true;
+  static constexpr int kProducerRegs = 32;
+};
+
 // The fp8 configurations, built for __nv_fp8_e4m3 only; a launch of fp8
 // inputs runs the first one of its head dim (CMake reads this line too).
 using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim64Fp8C3Sum, Sm90FwdHdim128Fp8N192SumQSmem, Sm90FwdHdim256Fp8>;
@@ -348,7 +383,7 @@ using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim64Fp8C3Sum, Sm90FwdHdim
 // (attnprof::flash_attention_sm90_fp8_config, built with
 // -DATTNPROF_KERNEL_CONFIGS; CMake reads this line too): the same tiles
 // summing P by FADD among them.
-using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum>;
+using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum, Sm90FwdHdim128Fp8N192SumQSmemTransV, Sm90FwdHdim64Fp8C3SumTransV>;
 
 // Alternatives to time against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS) and run by name through

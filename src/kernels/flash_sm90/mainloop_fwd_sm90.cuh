@@ -27,7 +27,7 @@ using namespace kernels;
 // Shared-memory addresses (shared window, 1024-byte aligned tiles).
 template <typename Traits>
 struct Smem {
-  uint32_t q, k, v, bar;
+  uint32_t q, k, v, vs, bar;  // vs: the V staging buffers (kTransposeV)
   volatile int* tile_slot;
 
   static constexpr uint32_t kKV = 16 * Traits::kQStages;  // the K/V barriers follow the Q ones
@@ -38,6 +38,11 @@ struct Smem {
   __device__ uint32_t k_empty(uint32_t s) const { return bar + kKV + 8 * (Traits::kStages + s); }
   __device__ uint32_t v_full(uint32_t s) const { return bar + kKV + 8 * (2 * Traits::kStages + s); }
   __device__ uint32_t v_empty(uint32_t s) const { return bar + kKV + 8 * (3 * Traits::kStages + s); }
+  __device__ uint32_t vs_tile(uint32_t s) const { return vs + s * Traits::kVsBytes; }
+  __device__ uint32_t vs_full(uint32_t s) const { return bar + kKV + 8 * (4 * Traits::kStages + s); }
+  __device__ uint32_t vs_empty(uint32_t s) const {
+    return bar + kKV + 8 * (4 * Traits::kStages + Traits::kVsStages + s);
+  }
 };
 
 // A packed batch's tile, decoded by the producer, beside its work item in the
@@ -101,10 +106,11 @@ __device__ __forceinline__ void load_q_tile(const KernelArgs& a, const Smem<Trai
   }
 }
 
-// K and V of t's key blocks, the last visible one first, into the K/V ring.
+// K and V of t's key blocks, the last visible one first, into the K/V ring
+// (kTransposeV: V into the staging ring, `spos`).
 template <typename Traits>
 __device__ __forceinline__ void load_kv_tiles(const KernelArgs& a, const Smem<Traits>& sm, const Tile& t, int group,
-                                              RingPos<Traits::kStages>& pos) {
+                                              RingPos<Traits::kStages>& pos, RingPos<Traits::kVsStages>& spos) {
   // A packed batch: the slab is the K/V head, its rows from the sequence's
   // first (keys past the sequence, the next one's or zeros, are masked).
   const int kv_slab = Traits::kVarlen ? t.bh / group : dense_kv_head(a, t.bh, group);
@@ -128,14 +134,95 @@ __device__ __forceinline__ void load_kv_tiles(const KernelArgs& a, const Smem<Tr
       tma_load_3d(dst + cb * Traits::kVColBytes, &a.tma_v, full, n * Traits::kBlockN + cb * Traits::kVColKeys, 0,
                   kv_slab);
   };
+  // kTransposeV: V's key block n as it is in memory, kVColKeys keys (one Vᵀ
+  // column block) per staging buffer; the transposing warps free each.
+  auto load_v_staged = [&](int n) {
+#pragma unroll 1
+    for (int vb = 0; vb < Traits::kVColBlocks; ++vb) {
+      mbar_wait(sm.vs_empty(spos.stage), spos.phase ^ 1);
+      mbar_arrive_expect_tx(sm.vs_full(spos.stage), Traits::kVsBytes);
+#pragma unroll
+      for (int cb = 0; cb < Traits::kColBlocks; ++cb)
+        tma_load_3d(sm.vs_tile(spos.stage) + cb * Traits::kVsColBytes, &a.tma_v, sm.vs_full(spos.stage),
+                    cb * Traits::kColElems, row0 + n * Traits::kBlockN + vb * Traits::kVColKeys, kv_slab);
+      spos.advance();
+    }
+  };
   for (int n = t.n_hi - 1; n >= t.n_lo; --n) {
     load_kv(&a.tma_k, sm.k + pos.stage * Traits::kKVBytes, sm.k_full(pos.stage), sm.k_empty(pos.stage), n);
     const uint32_t v_dst = sm.v + pos.stage * Traits::kVStageBytes;
-    if constexpr (Traits::kFp8)
+    if constexpr (Traits::kTransposeV)
+      load_v_staged(n);
+    else if constexpr (Traits::kFp8)
       load_vt(v_dst, sm.v_full(pos.stage), sm.v_empty(pos.stage), n);
     else
       load_kv(&a.tma_v, v_dst, sm.v_full(pos.stage), sm.v_empty(pos.stage), n);
     pos.advance();
+  }
+}
+
+// kTransposeV: warp `tw` of the kTransposeWarps transposing warps of the
+// producer warpgroup. It follows the producer's work items (read with the Q
+// tile, like the consumers, whose release of the Q stage it joins) and per
+// key block writes the Vᵀ stage from kVColBlocks staging buffers, once the
+// consumers have released the stage; the fence orders its stores before
+// wgmma reads them. A unit is 32 keys (a group of fp8_layout.h) × 16
+// head-dim bytes: one ldmatrix.x4.trans of the keys' rows (matrix i: keys
+// 8i..8i+7; lane l gets 2 bytes of keys 2(l % 4) and +1 at head-dim bytes
+// 2(l / 4) and +1), 4 byte permutes into Vᵀ words (keys 16h + 2c, +1, +8, +9:
+// the order fp8_vt_key gives positions 16h + 4c..+3), one stmatrix.x4 of
+// 16-byte pieces of 8 Vᵀ rows. Lane group g stores rows 2g + e with e
+// alternating between its two registers by g >= 4, so the 8 rows of each
+// stored matrix differ mod 8 and fall in distinct banks under either swizzle.
+template <typename Traits>
+__device__ __forceinline__ void transpose_v(const KernelArgs& a, const Smem<Traits>& sm, int tw, int lane) {
+  constexpr int kDChunks = Traits::kHeadDim / 16;  // 16-byte pieces of a key's row
+  constexpr int kUnits = Traits::kVColKeys / kFp8KeyGroup * kDChunks;
+  constexpr int kChunksPerCol = Traits::kSwizzleBytes / 16;
+  const int m = lane / 8, r = lane % 8;  // the matrix and row this lane addresses
+  const int flip = r >> 2;
+  const int st_row = 2 * r + (flip ^ (m & 1));  // of the unit's 16 Vᵀ rows; matrix m: (h, e) = (m / 2, m % 2)
+  const int st_half = m >> 1;
+  const int mine = (lane / 4) >> 2;  // whose row this lane's register e holds: 2(lane / 4) + (mine ^ e)
+  const uint32_t sel0 = mine ? 0x7531u : 0x6420u, sel1 = mine ? 0x6420u : 0x7531u;
+  RingPos<Traits::kStages> pos;
+  RingPos<Traits::kVsStages> spos;
+  RingPos<Traits::kQStages> qpos;
+  for (;;) {
+    mbar_wait(sm.q_full(qpos.stage), qpos.phase);
+    const int item = warp_uniform<int>(sm.tile_slot[qpos.stage * Traits::kSlotInts]);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(sm.q_empty(qpos.stage));
+    qpos.advance();
+    if (item == kNoMoreWork) return;
+    const Tile t = decode_tile<Traits>(a, item);
+    for (int n = t.n_hi - 1; n >= t.n_lo; --n) {
+      mbar_wait(sm.v_empty(pos.stage), pos.phase ^ 1);
+      const uint32_t vt = sm.v + pos.stage * Traits::kVStageBytes;
+#pragma unroll 1
+      for (int vb = 0; vb < Traits::kVColBlocks; ++vb) {
+        mbar_wait(sm.vs_full(spos.stage), spos.phase);
+        const uint32_t src = sm.vs_tile(spos.stage), dst = vt + vb * Traits::kVColBytes;
+#pragma unroll 1
+        for (int u = tw; u < kUnits; u += Traits::kTransposeWarps) {
+          const int group = u / kDChunks, dc = u % kDChunks;
+          uint32_t x[4];
+          ldmatrix_x4_trans(x, src + (dc / kChunksPerCol) * Traits::kVsColBytes +
+                                   swizzled_chunk<Traits::kSwizzleBytes>(kFp8KeyGroup * group + 8 * m + r,
+                                                                         dc % kChunksPerCol));
+          const uint32_t y[4] = {__byte_perm(x[0], x[1], sel0), __byte_perm(x[0], x[1], sel1),
+                                 __byte_perm(x[2], x[3], sel0), __byte_perm(x[2], x[3], sel1)};
+          stmatrix_x4(dst + swizzled_chunk<Traits::kVColKeys>(16 * dc + st_row, 2 * group + st_half), y);
+        }
+        __syncwarp();  // the warp's reads of the buffer are done
+        if (lane == 0) mbar_arrive(sm.vs_empty(spos.stage));
+        spos.advance();
+      }
+      fence_proxy_async_shared();
+      __syncwarp();
+      if (lane == 0) mbar_arrive(sm.v_full(pos.stage));
+      pos.advance();
+    }
   }
 }
 
