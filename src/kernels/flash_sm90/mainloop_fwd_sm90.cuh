@@ -164,9 +164,9 @@ __device__ __forceinline__ void load_kv_tiles(const KernelArgs& a, const Smem<Tr
 // kTransposeV: warp `tw` of the kTransposeWarps transposing warps of the
 // producer warpgroup. It follows the producer's work items (read with the Q
 // tile, like the consumers, whose release of the Q stage it joins) and per
-// key block writes the Vᵀ stage from kVColBlocks staging buffers, once the
-// consumers have released the stage; the fence orders its stores before
-// wgmma reads them. A unit is 32 keys (a group of fp8_layout.h) × 16
+// key block writes its groups of 32 keys (fp8_layout.h) of each Vᵀ column
+// block from a staging buffer, once the consumers have released the stage;
+// the fence orders its stores before wgmma reads them. Per 32 keys × 16
 // head-dim bytes: one ldmatrix.x4.trans of the keys' rows (matrix i: keys
 // 8i..8i+7; lane l gets 2 bytes of keys 2(l % 4) and +1 at head-dim bytes
 // 2(l / 4) and +1), 4 byte permutes into Vᵀ words (keys 16h + 2c, +1, +8, +9:
@@ -174,14 +174,17 @@ __device__ __forceinline__ void load_kv_tiles(const KernelArgs& a, const Smem<Tr
 // 16-byte pieces of 8 Vᵀ rows. Lane group g stores rows 2g + e with e
 // alternating between its two registers by g >= 4, so the 8 rows of each
 // stored matrix differ mod 8 and fall in distinct banks under either swizzle.
+// Both swizzles permute 16-byte chunks within a row by the row alone, so a
+// lane's addresses are one base per group plus a constant (an XOR of the
+// chunk for the loads) per 16 head-dim bytes.
 template <typename Traits>
 __device__ __forceinline__ void transpose_v(const KernelArgs& a, const Smem<Traits>& sm, int tw, int lane) {
   constexpr int kDChunks = Traits::kHeadDim / 16;  // 16-byte pieces of a key's row
-  constexpr int kUnits = Traits::kVColKeys / kFp8KeyGroup * kDChunks;
+  constexpr int kGroups = Traits::kVColKeys / kFp8KeyGroup;
+  static_assert(kGroups % Traits::kTransposeWarps == 0, "whole groups of 32 keys per transposing warp");
   constexpr int kChunksPerCol = Traits::kSwizzleBytes / 16;
   const int m = lane / 8, r = lane % 8;  // the matrix and row this lane addresses
-  const int flip = r >> 2;
-  const int st_row = 2 * r + (flip ^ (m & 1));  // of the unit's 16 Vᵀ rows; matrix m: (h, e) = (m / 2, m % 2)
+  const int st_row = 2 * r + ((r >> 2) ^ (m & 1));  // of each 16 Vᵀ rows; matrix m: (h, e) = (m / 2, m % 2)
   const int st_half = m >> 1;
   const int mine = (lane / 4) >> 2;  // whose row this lane's register e holds: 2(lane / 4) + (mine ^ e)
   const uint32_t sel0 = mine ? 0x7531u : 0x6420u, sel1 = mine ? 0x6420u : 0x7531u;
@@ -202,17 +205,21 @@ __device__ __forceinline__ void transpose_v(const KernelArgs& a, const Smem<Trai
 #pragma unroll 1
       for (int vb = 0; vb < Traits::kVColBlocks; ++vb) {
         mbar_wait(sm.vs_full(spos.stage), spos.phase);
-        const uint32_t src = sm.vs_tile(spos.stage), dst = vt + vb * Traits::kVColBytes;
 #pragma unroll 1
-        for (int u = tw; u < kUnits; u += Traits::kTransposeWarps) {
-          const int group = u / kDChunks, dc = u % kDChunks;
-          uint32_t x[4];
-          ldmatrix_x4_trans(x, src + (dc / kChunksPerCol) * Traits::kVsColBytes +
-                                   swizzled_chunk<Traits::kSwizzleBytes>(kFp8KeyGroup * group + 8 * m + r,
-                                                                         dc % kChunksPerCol));
-          const uint32_t y[4] = {__byte_perm(x[0], x[1], sel0), __byte_perm(x[0], x[1], sel1),
-                                 __byte_perm(x[2], x[3], sel0), __byte_perm(x[2], x[3], sel1)};
-          stmatrix_x4(dst + swizzled_chunk<Traits::kVColKeys>(16 * dc + st_row, 2 * group + st_half), y);
+        for (int i = 0; i < kGroups / Traits::kTransposeWarps; ++i) {
+          const int group = tw + Traits::kTransposeWarps * i;
+          const uint32_t ld = sm.vs_tile(spos.stage) +
+                              swizzled_chunk<Traits::kSwizzleBytes>(kFp8KeyGroup * group + 8 * m + r, 0);
+          const uint32_t st = vt + vb * Traits::kVColBytes +
+                              swizzled_chunk<Traits::kVColKeys>(st_row, 2 * group + st_half);
+#pragma unroll
+          for (int dc = 0; dc < kDChunks; ++dc) {
+            uint32_t x[4];
+            ldmatrix_x4_trans(x, (ld ^ ((dc % kChunksPerCol) << 4)) + (dc / kChunksPerCol) * Traits::kVsColBytes);
+            const uint32_t y[4] = {__byte_perm(x[0], x[1], sel0), __byte_perm(x[0], x[1], sel1),
+                                   __byte_perm(x[2], x[3], sel0), __byte_perm(x[2], x[3], sel1)};
+            stmatrix_x4(st + dc * 16 * Traits::kVColKeys, y);
+          }
         }
         __syncwarp();  // the warp's reads of the buffer are done
         if (lane == 0) mbar_arrive(sm.vs_empty(spos.stage));
