@@ -41,6 +41,10 @@ std::string describe_config() {
          (T::kHalfFirstBlock ? "the first key block " + std::to_string(T::kBlockN / 2) +
                                    " keys wide for a warpgroup that sees none of the rest (the causal diagonal), "
                              : "") +
+         (T::kTransposeV ? "Vᵀ written by " + std::to_string(T::kTransposeWarps) + " producer warps from " +
+                               std::to_string(T::kVsStages) + " staging buffers of " + std::to_string(T::kVColKeys) +
+                               " keys, "
+                         : "") +
          std::to_string(T::kSmemBytes / 1024) + " KiB shared memory";
 }
 
@@ -124,13 +128,24 @@ class CustomFlashSm90 final : public CustomOpVariant {
   std::vector<Fact> facts() const override {
     std::vector<Fact> f;
     if (fp8_) {
+      // Where V is transposed (Vᵀ, keys contiguous, as 8-bit wgmma reads its B operand), per head dim.
+      std::string in_kernel, by_pass;
+      kernels::for_each_config(flash_sm90::Sm90FwdFp8Configs{}, [&](auto c) {
+        std::string& dims = decltype(c)::kTransposeV ? in_kernel : by_pass;
+        dims += (dims.empty() ? "" : ", ") + std::to_string(decltype(c)::kHeadDim);
+      });
+      std::string vt = "V transposed (Vᵀ, keys contiguous, as 8-bit wgmma reads its B operand)";
+      if (!in_kernel.empty())
+        vt += " at head_dim " + in_kernel + " inside the kernel, by two producer warps from V as TMA stages it";
+      if (!by_pass.empty())
+        vt += std::string(in_kernel.empty() ? "" : ";") + " at head_dim " + by_pass +
+              " first by attnprof::flash_sm90::fp8_vt_kernel (one read and one write of V), inside the measured "
+              "forward and in the trace";
       f.push_back({"kernel", "attnprof::flash_sm90::flash_fwd_sm90_kernel on e4m3 inputs "
                              "(attnprof::flash_attention_sm90_fp8): Q·Kᵀ and P·V on e4m3 wgmma (k32) with fp32 "
                              "accumulators, P scaled by 2^8 and rounded to e4m3 in registers, q's and k's descales "
-                             "folded into the softmax scale and v's into the output's normalisation, bf16 output; "
-                             "first attnprof::flash_sm90::fp8_vt_kernel writes V transposed (Vᵀ, keys contiguous, as 8-bit "
-                             "wgmma reads its B operand: one read and one write of V), inside the measured forward "
-                             "and in the trace"});
+                             "folded into the softmax scale and v's into the output's normalisation, bf16 output; " +
+                             vt});
       std::string tiles;
       kernels::for_each_config(flash_sm90::Sm90FwdFp8Configs{}, [&](auto c) {
         tiles += (tiles.empty() ? "" : " | ") + ("head_dim " + std::to_string(decltype(c)::kHeadDim) + ": ") +

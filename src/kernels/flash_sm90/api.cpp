@@ -58,13 +58,14 @@ TORCH_LIBRARY_FRAGMENT(attnprof, m) {
   // a key is refused (attnprof::flash_attention_varlen takes one).
   m.def("flash_attention_sm90_varlen(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, int max_seqlen_q, int max_seqlen_k, bool causal, float scale, int window=0) -> (Tensor out, Tensor lse)");
   // flash_attention_sm90 on fp8 inputs: q, k, v float8_e4m3fn, shaped and
-  // masked as flash_attention_sm90's (head_dim 128), each value times its
+  // masked as flash_attention_sm90's (head_dim 64, 128, 256), each value times its
   // head's descale factor: q_descale float32 [batch, heads_q], k_descale and
   // v_descale [batch, heads_kv], on q's device, finite and positive (checked
   // once per version of the tensors, as the varlen offsets: a sync the first
   // time; none during graph capture). Q·Kᵀ and P·V run on e4m3 tensor cores,
-  // P scaled by 2^8 and rounded to e4m3; V is first written transposed
-  // (one pass of fp8_vt_kernel over v per call, in the trace). out: bf16 like q's shape; lse as
+  // P scaled by 2^8 and rounded to e4m3; V transposed in the kernel, or at
+  // head dims whose configuration reads a copy (FwdWorkspace::fp8_vt) first
+  // by one pass of fp8_vt_kernel over v per call, in the trace. out: bf16 like q's shape; lse as
   // flash_attention_sm90's, of the descaled scores. Forward only.
   m.def("flash_attention_sm90_fp8(Tensor q, Tensor k, Tensor v, Tensor q_descale, Tensor k_descale, Tensor v_descale, bool causal, float scale) -> (Tensor out, Tensor lse)");
   // The gradients of flash_attention (flash_attention/api.cpp) from the Hopper

@@ -361,34 +361,38 @@ struct Sm90FwdHdim64Fp8C3Sum : Sm90FwdHdim64Fp8C3 {
 
 // Vᵀ written in the kernel (kTransposeV) instead of by a pass before it
 // (fp8_vt_kernel.cu: ncu 25.7 us at 4x16x4096x128 on the H100, 4% / 6% of the
-// forward through the CLI, full / causal; and B·Hkv·S·D bytes of memory). Per
-// 64-key piece (8 KiB) each of the three transposing warps runs 5 or 6
-// ldmatrix.trans, 4 byte permutes and a stmatrix per 512 bytes.
-struct Sm90FwdHdim128Fp8N192SumQSmemTransV : Sm90FwdHdim128Fp8N192SumQSmem {
-  static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_transv";
-  static constexpr bool kTransposeV = true;
-  static constexpr int kProducerRegs = 40;  // 24 spill; the consumers keep 232 (their code peaks at 228)
-};
-// (Measurement control: the operator's configuration with the transposing one's register split.)
-struct Sm90FwdHdim128Fp8N192SumQSmemP40 : Sm90FwdHdim128Fp8N192SumQSmem {
-  static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_p40";
-  static constexpr int kProducerRegs = 40;
-};
+// forward through the CLI, full / causal; and B·Hkv·S·D bytes of memory): two
+// warps of the producer warpgroup, per 32 keys × 16 head-dim bytes one
+// ldmatrix.trans, 4 byte permutes and one stmatrix. The operator's at head_dim
+// 64: against the same tiles reading the pass's Vᵀ, by name in one process
+// (H100, 2294faf): 1.13x / 1.08x at 8x16x1024x64 causal / full, 1.03x / 1.00x
+// at 4x16x4096x64 (a first version on three warps, e983828: 1.10x / 1.05x,
+// 0.99x / 0.97x). At head_dim 128 by name only: 0.94-1.03x in two runs
+// (2294faf; ncu at 4x16x8192x128 full 2.56 against 2.41 ms for the kernel alone,
+// L1/TEX 45% against 32% busy: the staging's TMA writes, the ldmatrix reads and
+// the stmatrix writes on top of wgmma's operand reads cost the kernel more
+// than the pass it saves, 2-4% there); the same register split without the
+// transpose (40 / 232) ran 0.96-1.07x, so the split is not the cause.
 struct Sm90FwdHdim64Fp8C3SumTransV : Sm90FwdHdim64Fp8C3Sum {
   static constexpr const char* kName = "sm90_fwd_hdim64_fp8_c3_sum_transv";
   static constexpr bool kTransposeV = true;
   static constexpr int kProducerRegs = 32;  // 24 spill; the consumers keep 160
 };
+struct Sm90FwdHdim128Fp8N192SumQSmemTransV : Sm90FwdHdim128Fp8N192SumQSmem {
+  static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_transv";
+  static constexpr bool kTransposeV = true;
+  static constexpr int kProducerRegs = 40;  // 24 spill; the consumers keep 232 (their code peaks at 228)
+};
 
 // The fp8 configurations, built for __nv_fp8_e4m3 only; a launch of fp8
 // inputs runs the first one of its head dim (CMake reads this line too).
-using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim64Fp8C3Sum, Sm90FwdHdim128Fp8N192SumQSmem, Sm90FwdHdim256Fp8>;
+using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim64Fp8C3SumTransV, Sm90FwdHdim128Fp8N192SumQSmem, Sm90FwdHdim256Fp8>;
 
 // fp8 alternatives to time or check by name
 // (attnprof::flash_attention_sm90_fp8_config, built with
 // -DATTNPROF_KERNEL_CONFIGS; CMake reads this line too): the same tiles
-// summing P by FADD among them.
-using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum, Sm90FwdHdim128Fp8N192SumQSmemTransV, Sm90FwdHdim64Fp8C3SumTransV, Sm90FwdHdim128Fp8N192SumQSmemP40>;
+// summing P by FADD, or reading the Vᵀ pass's copy, among them.
+using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum, Sm90FwdHdim64Fp8C3Sum, Sm90FwdHdim128Fp8N192SumQSmemTransV>;
 
 // Alternatives to time against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS) and run by name through
