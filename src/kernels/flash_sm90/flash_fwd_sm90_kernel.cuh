@@ -30,7 +30,7 @@
 // each tile's head folds q's and k's descales into the softmax scale and v's
 // into the output's normalisation (HeadScales, epilogue_fwd_sm90.cuh).
 // With kTransposeV, V is loaded as it is in memory into staging buffers and
-// warps 1..3 of the producer warpgroup write the Vᵀ stages (transpose_v).
+// warps 1 and 2 of the producer warpgroup write the Vᵀ stages (transpose_v).
 //
 // A packed variable-length batch (kVarlen configurations, cu_seqlens): the
 // tensor maps span the packed rows of each head, the producer walks the

@@ -3,7 +3,7 @@
 //
 // A block is 1 producer warpgroup + kConsumerWarpgroups consumer warpgroups.
 // The producer (one thread of it) streams Q, K and V tiles into shared memory
-// by TMA; each consumer warpgroup owns 64 query rows of the kBlockM-row Q tile
+// by TMA (with kTransposeV two of its warps write Vᵀ from V); each consumer warpgroup owns 64 query rows of the kBlockM-row Q tile
 // and computes S = Q·Kᵀ (wgmma, K from shared memory, Q from shared memory
 // or, with kQInRegs, from registers loaded once per tile) and O += P·V
 // (wgmma, P from registers, V from shared memory) for kBlockN keys at a time.
