@@ -136,7 +136,8 @@ class CustomFlashSm90 final : public CustomOpVariant {
       });
       std::string vt = "V transposed (Vᵀ, keys contiguous, as 8-bit wgmma reads its B operand)";
       if (!in_kernel.empty())
-        vt += " at head_dim " + in_kernel + " inside the kernel, by two producer warps from V as TMA stages it";
+        vt += " at head_dim " + in_kernel +
+              " inside the kernel, by producer warps from V as TMA stages it (the tiles fact says how many)";
       if (!by_pass.empty())
         vt += std::string(in_kernel.empty() ? "" : ";") + " at head_dim " + by_pass +
               " first by attnprof::flash_sm90::fp8_vt_kernel (one read and one write of V), inside the measured "
