@@ -60,9 +60,11 @@ inline constexpr int kSplitSlotFloats = 128 * Traits::kConsumerWarpgroups * (Tra
 // into the piece's slot, then counted on the tile's counter for this warp.
 // Returns false unless this warp counted last; then o and st hold every
 // piece's rows merged, slot by slot in block order, as one whole tile would.
+// scale_log2: the one the pieces' maxima were taken with (an 8-bit head's
+// descaled one).
 template <typename Traits>
 __device__ __forceinline__ bool merge_tail_piece(const KernelArgs& a, const TailPiece& t, int cwg, int warp, int lane,
-                                                 float (&o)[Traits::kORegs], RowState& st) {
+                                                 float scale_log2, float (&o)[Traits::kORegs], RowState& st) {
   constexpr int kStride = 128 * Traits::kConsumerWarpgroups;
   constexpr int kO = Traits::kORegs;
   const int64_t thread = cwg * 128 + warp * 32 + lane;
@@ -104,7 +106,7 @@ __device__ __forceinline__ bool merge_tail_piece(const KernelArgs& a, const Tail
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const float m = __ldcg(src + (kO + i) * kStride);
-      w[i] = m == -INFINITY ? 0.f : kernels::exp2_approx((m - mx[i]) * a.scale_log2);
+      w[i] = m == -INFINITY ? 0.f : kernels::exp2_approx((m - mx[i]) * scale_log2);
       sum[i] += w[i] * __ldcg(src + (kO + 2 + i) * kStride);
     }
 #pragma unroll

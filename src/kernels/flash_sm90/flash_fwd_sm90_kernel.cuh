@@ -253,8 +253,9 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
     if constexpr (Traits::kTailSplit) {
       if (item >= a.split.first_tile) {
         const TailPiece piece = piece_of(a, item);
-        if (piece.count > 1 && (wg_row0 >= seqlen_q ||
-                                !merge_tail_piece<Traits>(a, piece, cwg, mainloop.warp, mainloop.lane, o, st)))
+        if (piece.count > 1 &&
+            (wg_row0 >= seqlen_q || !merge_tail_piece<Traits>(a, piece, cwg, mainloop.warp, mainloop.lane,
+                                                              Traits::kFp8 ? hs.scale_log2 : a.scale_log2, o, st)))
           continue;
       }
     }

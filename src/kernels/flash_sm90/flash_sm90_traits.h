@@ -140,11 +140,10 @@ struct FwdTraits : Config {
   // 8-bit: Vᵀ's stage in whole 64- or 128-key column blocks (fp8_layout.h permutes
   // keys within groups of 32); the max moves on every increase so P <= 2^8
   // before e4m3's 448 (with kRescaleSlack 8 it would reach 2^16 and
-  // saturate); dense batches of one length, no tail split (its merge reads
-  // the launch's scale, not a head's descaled one), no half first block.
+  // saturate); dense batches of one length, no half first block.
   static_assert(!kFp8 || (kBlockN % 64 == 0 && kHeadDim <= 256 && Config::kRescaleSlack < 0 && !Config::kVarlen &&
-                          !Config::kTailSplit && !Config::kHalfFirstBlock),
-                "8-bit configuration: 64- or 128-key column blocks, kRescaleSlack < 0, no varlen, tail split or half block");
+                          !Config::kHalfFirstBlock),
+                "8-bit configuration: 64- or 128-key column blocks, kRescaleSlack < 0, no varlen or half block");
   static_assert(kBlockM <= 256, "a TMA box has at most 256 rows");
   static_assert(kStages >= 2, "TMA needs at least double buffering to overlap");
   static_assert(kQStages == 1 || kQStages == 2, "one or two Q tiles");
@@ -354,6 +353,16 @@ struct Sm90FwdHdim128Fp8N192SumQSmem : Sm90FwdHdim128Fp8N192Sum {
   static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem";
   static constexpr bool kQInRegs = false;
 };
+// The last round of a launch without a mask cut along the keys (kTailSplit,
+// tail_split.h; the merge weighs the pieces with the head's descaled scale).
+struct Sm90FwdHdim128Fp8N192SumQSmemSplit : Sm90FwdHdim128Fp8N192SumQSmem {
+  static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_split";
+  static constexpr bool kTailSplit = true;
+};
+struct Sm90FwdHdim256Fp8Split : Sm90FwdHdim256Fp8 {
+  static constexpr const char* kName = "sm90_fwd_hdim256_fp8_split";
+  static constexpr bool kTailSplit = true;
+};
 struct Sm90FwdHdim64Fp8C3Sum : Sm90FwdHdim64Fp8C3 {
   static constexpr const char* kName = "sm90_fwd_hdim64_fp8_c3_sum";
   static constexpr bool kSumByGemm = true;
@@ -392,7 +401,7 @@ using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim64Fp8C3SumTransV, Sm90F
 // (attnprof::flash_attention_sm90_fp8_config, built with
 // -DATTNPROF_KERNEL_CONFIGS; CMake reads this line too): the same tiles
 // summing P by FADD, or reading the Vᵀ pass's copy, among them.
-using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum, Sm90FwdHdim64Fp8C3Sum, Sm90FwdHdim128Fp8N192SumQSmemTransV>;
+using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum, Sm90FwdHdim64Fp8C3Sum, Sm90FwdHdim128Fp8N192SumQSmemTransV, Sm90FwdHdim128Fp8N192SumQSmemSplit, Sm90FwdHdim256Fp8Split>;
 
 // Alternatives to time against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS) and run by name through
