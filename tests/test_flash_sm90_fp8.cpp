@@ -388,17 +388,21 @@ TEST(FlashSm90Fp8Op, EveryConfigurationByName) {
   }
 }
 
-// A configuration named X_transv is X with Vᵀ written in the kernel
-// (kTransposeV) instead of by the pass before it: the same values reach the
-// same GEMMs, so the same bits, at key counts off every block size (rows past
-// the end zero either way), GQA, both masks.
-TEST(FlashSm90Fp8Op, VtInKernelMatchesVtPassBitForBit) {
+namespace {
+
+// Pairs of configurations that must give the same bits: X_transv is X with
+// Vᵀ written in the kernel (kTransposeV) instead of by the pass before it (the
+// same values reach the same GEMMs; rows past the end zero either way), and
+// X_imax is X with the row max taken on the scores' bits as integers
+// (kIntMax: the same max element). At key counts off every block size, GQA,
+// both masks; random scores and scores falling or climbing along the keys (a
+// row of negative scores only, then a row max crossing zero).
+void expect_pairs_bit_for_bit(const std::string& suffix) {
   const std::string why = why_not_runnable();
   if (!why.empty()) GTEST_SKIP() << why;
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   const auto named = named_fp8_op();
-  const std::string suffix = "_transv";
   int pairs = 0;
   for (const std::string& name : flash_sm90::fp8_config_names()) {
     if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
@@ -409,24 +413,31 @@ TEST(FlashSm90Fp8Op, VtInKernelMatchesVtPassBitForBit) {
     if (flash_sm90::find_fwd_config(base, false) == nullptr) continue;  // X is an alternative not built
     ++pairs;
     for (const int64_t skv : {int64_t{1}, int64_t{77}, int64_t{1000}, int64_t{4099}})
-      for (const bool causal : {false, true}) {
-        const Problem p = fp8_problem(2, 8, 2, 300, skv, entry->head_dim, causal, "cuda:0");
-        SCOPED_TRACE(name + " " + p.shape_string() + " " + p.config_string());
-        const Inputs in = random_inputs(p);
-        auto run = [&](const std::string& config) {
-          return named.call(in.q, in.k, in.v, in.fp8.q_descale, in.fp8.k_descale, in.fp8.v_descale, causal,
-                            p.softmax_scale(), config);
-        };
-        const auto [out, lse] = run(name);
-        const auto [out_base, lse_base] = run(base);
-        EXPECT_TRUE(at::equal(out, out_base)) << "output differs from " << base << " by up to "
-                                              << (out.to(at::kFloat) - out_base.to(at::kFloat)).abs().max().item<float>();
-        EXPECT_TRUE(at::equal(lse.nan_to_num(0, 1e30, -1e30), lse_base.nan_to_num(0, 1e30, -1e30)))
-            << "lse differs from " << base;
-      }
+      for (const bool causal : {false, true})
+        for (const int kind : {0, 1}) {
+          const Problem p = fp8_problem(2, 8, 2, 300, skv, entry->head_dim, causal, "cuda:0");
+          SCOPED_TRACE(name + " " + p.shape_string() + " " + p.config_string() + (kind == 0 ? " random" : " climbing"));
+          const Inputs in = kind == 0 ? random_inputs(p) : climbing_max_inputs(p);
+          auto run = [&](const std::string& config) {
+            return named.call(in.q, in.k, in.v, in.fp8.q_descale, in.fp8.k_descale, in.fp8.v_descale, causal,
+                              p.softmax_scale(), config);
+          };
+          const auto [out, lse] = run(name);
+          const auto [out_base, lse_base] = run(base);
+          EXPECT_TRUE(at::equal(out, out_base))
+              << "output differs from " << base << " by up to "
+              << (out.to(at::kFloat) - out_base.to(at::kFloat)).abs().max().item<float>();
+          EXPECT_TRUE(at::equal(lse.nan_to_num(0, 1e30, -1e30), lse_base.nan_to_num(0, 1e30, -1e30)))
+              << "lse differs from " << base;
+        }
   }
-  if (pairs == 0) GTEST_SKIP() << "no pair X, X_transv in this build (-DATTNPROF_KERNEL_CONFIGS builds them)";
+  if (pairs == 0) GTEST_SKIP() << "no pair X, X" << suffix << " in this build (-DATTNPROF_KERNEL_CONFIGS builds them)";
 }
+
+}  // namespace
+
+TEST(FlashSm90Fp8Op, VtInKernelMatchesVtPassBitForBit) { expect_pairs_bit_for_bit("_transv"); }
+TEST(FlashSm90Fp8Op, IntegerRowMaxMatchesFloatRowMaxBitForBit) { expect_pairs_bit_for_bit("_imax"); }
 
 // Launch after launch on one stream (the causal tile counter the kernel
 // resets) the same bits; a head of zeros (descale 1) gives zeros.

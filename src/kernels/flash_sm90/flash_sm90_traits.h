@@ -197,6 +197,9 @@ struct Sm90FwdDefaults {
   // from a Vᵀ copy that a pass of its own writes before the launch.
   static constexpr bool kTransposeV = false;
   static constexpr int kVStaging = 4;
+  // kIntMax: each key block's row max on the scores' bits as integers, by
+  // 3-input VIMNMX3 (softmax_sm90.cuh), instead of a tree of FMNMX.
+  static constexpr bool kIntMax = false;
 };
 
 // 128-row tiles for short causal launches (192 rows waste an eighth of the
@@ -359,6 +362,16 @@ struct Sm90FwdHdim128Fp8N192SumQSmemSplit : Sm90FwdHdim128Fp8N192SumQSmem {
   static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_split";
   static constexpr bool kTailSplit = true;
 };
+// The row max by VIMNMX3 on the scores' bits (kIntMax): the row max's FMNMX
+// were 15.6% of the operator kernel's instructions (96 a thread per key block).
+struct Sm90FwdHdim128Fp8N192SumQSmemImax : Sm90FwdHdim128Fp8N192SumQSmem {
+  static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_imax";
+  static constexpr bool kIntMax = true;
+};
+struct Sm90FwdHdim128Fp8N192SumQSmemSplitImax : Sm90FwdHdim128Fp8N192SumQSmemSplit {
+  static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_split_imax";
+  static constexpr bool kIntMax = true;
+};
 struct Sm90FwdHdim256Fp8Split : Sm90FwdHdim256Fp8 {
   static constexpr const char* kName = "sm90_fwd_hdim256_fp8_split";
   static constexpr bool kTailSplit = true;
@@ -392,6 +405,10 @@ struct Sm90FwdHdim128Fp8N192SumQSmemTransV : Sm90FwdHdim128Fp8N192SumQSmem {
   static constexpr bool kTransposeV = true;
   static constexpr int kProducerRegs = 40;  // 24 spill; the consumers keep 232 (their code peaks at 228)
 };
+struct Sm90FwdHdim64Fp8C3SumTransVImax : Sm90FwdHdim64Fp8C3SumTransV {
+  static constexpr const char* kName = "sm90_fwd_hdim64_fp8_c3_sum_transv_imax";
+  static constexpr bool kIntMax = true;
+};
 
 // The fp8 configurations, built for __nv_fp8_e4m3 only; a launch of fp8
 // inputs runs the first one of its head dim (CMake reads this line too).
@@ -401,7 +418,7 @@ using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim64Fp8C3SumTransV, Sm90F
 // (attnprof::flash_attention_sm90_fp8_config, built with
 // -DATTNPROF_KERNEL_CONFIGS; CMake reads this line too): the same tiles
 // summing P by FADD, or reading the Vᵀ pass's copy, among them.
-using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum, Sm90FwdHdim64Fp8C3Sum, Sm90FwdHdim128Fp8N192SumQSmemTransV, Sm90FwdHdim128Fp8N192SumQSmemSplit, Sm90FwdHdim256Fp8Split>;
+using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum, Sm90FwdHdim64Fp8C3Sum, Sm90FwdHdim128Fp8N192SumQSmemTransV, Sm90FwdHdim128Fp8N192SumQSmemSplit, Sm90FwdHdim256Fp8Split, Sm90FwdHdim128Fp8N192SumQSmemImax, Sm90FwdHdim128Fp8N192SumQSmemSplitImax, Sm90FwdHdim64Fp8C3SumTransVImax>;
 
 // Alternatives to time against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS) and run by name through
@@ -415,7 +432,15 @@ struct Sm90FwdHdim128N176 : Sm90FwdHdim128 {
   static constexpr int kBlockN = 176, kStages = 2;
   static constexpr bool kQInRegs = false;
 };
-using Sm90FwdAlternatives = kernels::ConfigList<Sm90FwdHdim128N176>;
+struct Sm90FwdHdim128Imax : Sm90FwdHdim128 {
+  static constexpr const char* kName = "sm90_fwd_hdim128_imax";
+  static constexpr bool kIntMax = true;
+};
+struct Sm90FwdHdim64Imax : Sm90FwdHdim64 {
+  static constexpr const char* kName = "sm90_fwd_hdim64_imax";
+  static constexpr bool kIntMax = true;
+};
+using Sm90FwdAlternatives = kernels::ConfigList<Sm90FwdHdim128N176, Sm90FwdHdim128Imax, Sm90FwdHdim64Imax>;
 
 // Causal attention over fewer query rows than this, but more than one tile
 // of a short-causal configuration, runs that configuration; everything else

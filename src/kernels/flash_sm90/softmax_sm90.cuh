@@ -46,6 +46,20 @@ __device__ __forceinline__ float exp2_poly(float x) {
   return __int_as_float(__float_as_int(p) + (__float_as_int(shifted) << 23));
 }
 
+// A reduction of kN values in a tree of 3-input steps (op3: the DPX
+// VIMNMX3 on sm_90, one instruction where FMNMX takes two for three values).
+template <int kN, typename T, typename Op3, typename Op2>
+__device__ __forceinline__ T tree3(T (&v)[kN], Op3 op3, Op2 op2) {
+#pragma unroll
+  for (int w = 1; w < kN; w *= 3)
+#pragma unroll
+    for (int t = 0; t < kN; t += 3 * w) {
+      if (t + 2 * w < kN) v[t] = op3(v[t], v[t + w], v[t + 2 * w]);
+      else if (t + w < kN) v[t] = op2(v[t], v[t + w]);
+    }
+  return v[0];
+}
+
 // Running softmax state of a thread's two rows.
 struct RowState {
   float max[2];  // running max of the raw scores (-inf until a key is visible)
@@ -67,30 +81,77 @@ struct RowState {
 // kExpOffset: P = exp2((s - max) · scale_log2 + kExpOffset), the sum alike
 // (P scaled by 2^kExpOffset before its rounding to 8 bits; alpha is not).
 // kSums false: the caller sums P elsewhere (kSumByGemm); st.sum is left alone.
-template <int kN, int kPolyEvery, int kSlack, int kExpOffset = 0, bool kSums = true>
+// kIntMax: the row max on the floats' bits as integers (below).
+template <int kN, int kPolyEvery, int kSlack, int kExpOffset = 0, bool kSums = true, bool kIntMax = false>
 __device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st, float scale_log2,
                                                float (&alpha)[2]) {
-  // Row max as a tree over the thread's kN/4 values per row (depth log2,
-  // not a chain of kN/8 dependent FMNMX): the exponentials, and P for the
-  // next P·V, wait on it. Same instruction count; on the H200 within the
-  // ±2% run-to-run noise of the chain (+0.5% on average over 8 points).
   float mx[2];
+  if constexpr (kIntMax) {
+    // A float's bits as a signed integer order the floats >= +0 as the floats
+    // (and below every negative one), so when a row has a score >= +0 or a
+    // running max >= +0 their signed integer max is the row max: 3-input
+    // VIMNMX3, about half the instructions of the FMNMX tree. A row of only
+    // negative values (as its running max is until a score >= 0 is seen) takes
+    // the least of their bits as unsigned integers, which is their float max
+    // (-inf last, and a negative NaN after it, as FMNMX drops NaN). A positive
+    // NaN score wins the integer max where FMNMX drops it; its P is NaN either
+    // way, and so is the row's output.
+    int im[2];
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    float v[kN / 8];
+    for (int i = 0; i < 2; ++i) {
+      int v[kN / 4 + 1];
 #pragma unroll
-    for (int t = 0; t < kN / 8; ++t) v[t] = fmaxf(s[4 * t + 2 * i], s[4 * t + 2 * i + 1]);
+      for (int t = 0; t < kN / 8; ++t)
 #pragma unroll
-    for (int w = 1; w < kN / 8; w *= 2)
+        for (int j = 0; j < 2; ++j) v[2 * t + j] = __float_as_int(s[4 * t + 2 * i + j]);
+      v[kN / 4] = __float_as_int(st.max[i]);
+      im[i] = tree3(v, [](int a, int b, int c) { return __vimax3_s32(a, b, c); },
+                    [](int a, int b) { return max(a, b); });
+      im[i] = max(im[i], __shfl_xor_sync(0xffffffffu, im[i], 1));
+      im[i] = max(im[i], __shfl_xor_sync(0xffffffffu, im[i], 2));
+    }
+    if (__any_sync(0xffffffffu, (im[0] | im[1]) < 0)) {  // a row of negative values only (warp-uniform)
 #pragma unroll
-      for (int t = 0; t + w < kN / 8; t += 2 * w) v[t] = fmaxf(v[t], v[t + w]);
-    mx[i] = fmaxf(st.max[i], v[0]);
+      for (int i = 0; i < 2; ++i) {
+        unsigned v[kN / 4 + 1];
+#pragma unroll
+        for (int t = 0; t < kN / 8; ++t)
+#pragma unroll
+          for (int j = 0; j < 2; ++j) v[2 * t + j] = __float_as_uint(s[4 * t + 2 * i + j]);
+        v[kN / 4] = __float_as_uint(st.max[i]);
+        unsigned um = tree3(v, [](unsigned a, unsigned b, unsigned c) { return __vimin3_u32(a, b, c); },
+                            [](unsigned a, unsigned b) { return min(a, b); });
+        um = min(um, __shfl_xor_sync(0xffffffffu, um, 1));
+        um = min(um, __shfl_xor_sync(0xffffffffu, um, 2));
+        if (im[i] < 0) im[i] = static_cast<int>(um);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i) mx[i] = __int_as_float(im[i]);
+  } else {
+    // Row max as a tree over the thread's kN/4 values per row (depth log2,
+    // not a chain of kN/8 dependent FMNMX): the exponentials, and P for the
+    // next P·V, wait on it. Same instruction count; on the H200 within the
+    // ±2% run-to-run noise of the chain (+0.5% on average over 8 points).
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      float v[kN / 8];
+#pragma unroll
+      for (int t = 0; t < kN / 8; ++t) v[t] = fmaxf(s[4 * t + 2 * i], s[4 * t + 2 * i + 1]);
+#pragma unroll
+      for (int w = 1; w < kN / 8; w *= 2)
+#pragma unroll
+        for (int t = 0; t + w < kN / 8; t += 2 * w) v[t] = fmaxf(v[t], v[t + w]);
+      mx[i] = fmaxf(st.max[i], v[0]);
+    }
   }
   bool grow[2];
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+    if constexpr (!kIntMax) {  // (the quad's share; the integer max has it)
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+    }
     // -inf (nothing seen yet) + kSlack stays -inf: the first visible key always moves it.
     grow[i] = kSlack < 0 ? mx[i] > st.max[i]
                          : mx[i] * scale_log2 > st.max[i] * scale_log2 + static_cast<float>(kSlack);
