@@ -41,6 +41,7 @@ std::string describe_config() {
          (T::kHalfFirstBlock ? "the first key block " + std::to_string(T::kBlockN / 2) +
                                    " keys wide for a warpgroup that sees none of the rest (the causal diagonal), "
                              : "") +
+         (T::kIntMax ? "each key block's row max on the scores' bits as integers (VIMNMX3), " : "") +
          (T::kTransposeV ? "Vᵀ written by " + std::to_string(T::kTransposeWarps) + " producer warps from " +
                                std::to_string(T::kVsStages) + " staging buffers of " + std::to_string(T::kVColKeys) +
                                " keys, "
@@ -129,10 +130,11 @@ class CustomFlashSm90 final : public CustomOpVariant {
     std::vector<Fact> f;
     if (fp8_) {
       // Where V is transposed (Vᵀ, keys contiguous, as 8-bit wgmma reads its B operand), per head dim.
-      std::string in_kernel, by_pass;
+      std::string in_kernel, by_pass, split;
       kernels::for_each_config(flash_sm90::Sm90FwdFp8Configs{}, [&](auto c) {
         std::string& dims = decltype(c)::kTransposeV ? in_kernel : by_pass;
         dims += (dims.empty() ? "" : ", ") + std::to_string(decltype(c)::kHeadDim);
+        if (decltype(c)::kTailSplit) split += (split.empty() ? "" : ", ") + std::to_string(decltype(c)::kHeadDim);
       });
       std::string vt = "V transposed (Vᵀ, keys contiguous, as 8-bit wgmma reads its B operand)";
       if (!in_kernel.empty())
@@ -146,7 +148,12 @@ class CustomFlashSm90 final : public CustomOpVariant {
                              "(attnprof::flash_attention_sm90_fp8): Q·Kᵀ and P·V on e4m3 wgmma (k32) with fp32 "
                              "accumulators, P scaled by 2^8 and rounded to e4m3 in registers, q's and k's descales "
                              "folded into the softmax scale and v's into the output's normalisation, bf16 output; " +
-                             vt});
+                             vt +
+                             (split.empty() ? std::string()
+                                            : "; at head_dim " + split +
+                                                  " tiles of one cost (no mask, or one query block per head) in whole "
+                                                  "rounds, the last partial round cut along the keys into a range per "
+                                                  "SM and merged by log-sum-exp in the kernel")});
       std::string tiles;
       kernels::for_each_config(flash_sm90::Sm90FwdFp8Configs{}, [&](auto c) {
         tiles += (tiles.empty() ? "" : " | ") + ("head_dim " + std::to_string(decltype(c)::kHeadDim) + ": ") +

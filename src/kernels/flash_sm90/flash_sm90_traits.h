@@ -347,9 +347,9 @@ struct Sm90FwdHdim128Fp8N192Sum : Sm90FwdHdim128Fp8N192 {
   static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum";
   static constexpr bool kSumByGemm = true;
 };
-// The operator's at head_dim 128: the same with Q in shared memory (16
-// registers a thread fewer; an 8-bit Q·Kᵀ from shared memory reads half the
-// bytes a 16-bit one does, where Q in registers won 1-2%). Against Q in
+// The same with Q in shared memory (16 registers a thread fewer; an 8-bit
+// Q·Kᵀ from shared memory reads half the bytes a 16-bit one does, where Q in
+// registers won 1-2%): the base of the operator's (below). Against Q in
 // registers by name, three H100 runs (9e68510, c45595c): 0.99-1.06x at
 // 4x16x{4096,8192}x128 and 1x16x16384x128, causal and full; 1.01-1.03x at 16384.
 struct Sm90FwdHdim128Fp8N192SumQSmem : Sm90FwdHdim128Fp8N192Sum {
@@ -358,20 +358,28 @@ struct Sm90FwdHdim128Fp8N192SumQSmem : Sm90FwdHdim128Fp8N192Sum {
 };
 // The last round of a launch without a mask cut along the keys (kTailSplit,
 // tail_split.h; the merge weighs the pieces with the head's descaled scale).
+// Against Sm90FwdHdim128Fp8N192SumQSmem by name (H100, two runs, 0ce8315):
+// 0.97-1.01x at 4x16x{4096,8192}x128 and 1x16x16384x128, causal and full;
+// 2.97x at 1x32q/8kv x4x131072x128 causal and 4.36x at 1x8x64x65536x128 (32
+// and 8 tiles: one key range per SM instead of one tile each), 1.01-1.02x at
+// 8x32q/8kv x1x{4096,32768,131072}x128.
 struct Sm90FwdHdim128Fp8N192SumQSmemSplit : Sm90FwdHdim128Fp8N192SumQSmem {
   static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_split";
   static constexpr bool kTailSplit = true;
 };
-// The row max by VIMNMX3 on the scores' bits (kIntMax): the row max's FMNMX
-// were 15.6% of the operator kernel's instructions (96 a thread per key block).
-struct Sm90FwdHdim128Fp8N192SumQSmemImax : Sm90FwdHdim128Fp8N192SumQSmem {
-  static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_imax";
-  static constexpr bool kIntMax = true;
-};
+// The operator's at head_dim 128: the split, and the row max by VIMNMX3 on the
+// scores' bits (kIntMax; its FMNMX were 15.6% of the kernel's instructions).
+// Against Sm90FwdHdim128Fp8N192SumQSmem by name (H100, two runs, 0ce8315):
+// 0.99-1.06x at the three shapes above, causal and full (mean 1.02x), and
+// 0.98-1.07x the split alone (above 1 at 11 of 12 points). The integer max
+// without the split ran 0.93-1.00x: the two do not add up as measured parts,
+// the pair's SASS is scheduled otherwise.
 struct Sm90FwdHdim128Fp8N192SumQSmemSplitImax : Sm90FwdHdim128Fp8N192SumQSmemSplit {
   static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_split_imax";
   static constexpr bool kIntMax = true;
 };
+// The split at head_dim 256: 0.99x / 1.01x at 4x16x4096x256 causal / full
+// (H100, one run, 0ce8315); by name.
 struct Sm90FwdHdim256Fp8Split : Sm90FwdHdim256Fp8 {
   static constexpr const char* kName = "sm90_fwd_hdim256_fp8_split";
   static constexpr bool kTailSplit = true;
@@ -405,20 +413,16 @@ struct Sm90FwdHdim128Fp8N192SumQSmemTransV : Sm90FwdHdim128Fp8N192SumQSmem {
   static constexpr bool kTransposeV = true;
   static constexpr int kProducerRegs = 40;  // 24 spill; the consumers keep 232 (their code peaks at 228)
 };
-struct Sm90FwdHdim64Fp8C3SumTransVImax : Sm90FwdHdim64Fp8C3SumTransV {
-  static constexpr const char* kName = "sm90_fwd_hdim64_fp8_c3_sum_transv_imax";
-  static constexpr bool kIntMax = true;
-};
 
 // The fp8 configurations, built for __nv_fp8_e4m3 only; a launch of fp8
 // inputs runs the first one of its head dim (CMake reads this line too).
-using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim64Fp8C3SumTransV, Sm90FwdHdim128Fp8N192SumQSmem, Sm90FwdHdim256Fp8>;
+using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim64Fp8C3SumTransV, Sm90FwdHdim128Fp8N192SumQSmemSplitImax, Sm90FwdHdim256Fp8>;
 
 // fp8 alternatives to time or check by name
 // (attnprof::flash_attention_sm90_fp8_config, built with
 // -DATTNPROF_KERNEL_CONFIGS; CMake reads this line too): the same tiles
 // summing P by FADD, or reading the Vᵀ pass's copy, among them.
-using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum, Sm90FwdHdim64Fp8C3Sum, Sm90FwdHdim128Fp8N192SumQSmemTransV, Sm90FwdHdim128Fp8N192SumQSmemSplit, Sm90FwdHdim256Fp8Split, Sm90FwdHdim128Fp8N192SumQSmemImax, Sm90FwdHdim128Fp8N192SumQSmemSplitImax, Sm90FwdHdim64Fp8C3SumTransVImax>;
+using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum, Sm90FwdHdim64Fp8C3Sum, Sm90FwdHdim128Fp8N192SumQSmem, Sm90FwdHdim128Fp8N192SumQSmemTransV, Sm90FwdHdim128Fp8N192SumQSmemSplit, Sm90FwdHdim256Fp8Split>;
 
 // Alternatives to time against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS) and run by name through
@@ -432,15 +436,15 @@ struct Sm90FwdHdim128N176 : Sm90FwdHdim128 {
   static constexpr int kBlockN = 176, kStages = 2;
   static constexpr bool kQInRegs = false;
 };
+// The row max by VIMNMX3 (kIntMax) in bf16: 0.95-1.01 of the time of
+// Sm90FwdHdim128 at 4x16x4096x128 and 1x16x16384x128, causal and full
+// (scripts/ab_ops.py, 3 rounds whose ratios ranged 0.92-1.03; H100, 0ce8315):
+// by name until a steadier measure.
 struct Sm90FwdHdim128Imax : Sm90FwdHdim128 {
   static constexpr const char* kName = "sm90_fwd_hdim128_imax";
   static constexpr bool kIntMax = true;
 };
-struct Sm90FwdHdim64Imax : Sm90FwdHdim64 {
-  static constexpr const char* kName = "sm90_fwd_hdim64_imax";
-  static constexpr bool kIntMax = true;
-};
-using Sm90FwdAlternatives = kernels::ConfigList<Sm90FwdHdim128N176, Sm90FwdHdim128Imax, Sm90FwdHdim64Imax>;
+using Sm90FwdAlternatives = kernels::ConfigList<Sm90FwdHdim128N176, Sm90FwdHdim128Imax>;
 
 // Causal attention over fewer query rows than this, but more than one tile
 // of a short-causal configuration, runs that configuration; everything else
