@@ -1047,47 +1047,4 @@ TEST(FlashSm90Configs, EachBuiltConfigurationByNameMatchesFloat64Reference) {
   }
 }
 
-// X_imax is X with each key block's row max taken on the scores' bits as
-// integers (kIntMax): the same max element, so the same bits, on random scores
-// and on scores falling or climbing along the keys (rows of negative scores
-// only, then a row max crossing zero), both masks, both 16-bit types.
-TEST(FlashSm90Configs, IntegerRowMaxMatchesFloatRowMaxBitForBit) {
-  REQUIRE_SM90();
-  const uint64_t seed = fresh_seed();
-  const auto by_name = c10::Dispatcher::singleton().findSchemaOrThrow(kConfigOp, "").typed<ConfigFwdFn>();
-  const std::vector<std::string> built = built_configs(false);
-  const std::string suffix = "_imax";
-  int pairs = 0;
-  for (const std::string& name : built) {
-    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
-      continue;
-    const std::string base = name.substr(0, name.size() - suffix.size());
-    if (std::find(built.begin(), built.end(), base) == built.end()) continue;
-    ++pairs;
-    const auto* entry = attnprof::flash_sm90::find_fwd_config(name, /*is_bf16=*/true);
-    ASSERT_NE(entry, nullptr) << name;
-    const int64_t d = entry->head_dim;
-    for (auto dt : {at::kBFloat16, at::kHalf})
-      for (bool causal : {false, true})
-        for (int kind : {0, 1, 2}) {
-          SCOPED_TRACE(name + (dt == at::kHalf ? " fp16" : " bf16") + (causal ? " causal" : " full") +
-                       (kind == 0 ? " random" : kind == 1 ? " falling" : " climbing") + ", seed " +
-                       std::to_string(seed));
-          const auto opts = at::TensorOptions().device(at::kCUDA).dtype(dt);
-          const auto [q, k, v] = kind == 0 ? attnprof::testing::Qkv{at::randn({2, 6, 1000, d}, opts),
-                                                                    at::randn({2, 6, 1000, d}, opts),
-                                                                    at::randn({2, 6, 1000, d}, opts)}
-                                           : attnprof::testing::drifting_max_inputs(2, 6, 1000, d, dt, kind == 1 ? 1.0 : -1.0);
-          const double scale = kind == 0 ? 1.0 / std::sqrt(static_cast<double>(d)) : 1.0;
-          const auto [o1, l1] = by_name.call(q, k, v, causal, scale, name);
-          const auto [o2, l2] = by_name.call(q, k, v, causal, scale, base);
-          EXPECT_TRUE(at::equal(o1, o2)) << "output differs from " << base << " by up to "
-                                         << (o1.to(at::kFloat) - o2.to(at::kFloat)).abs().max().item<float>();
-          EXPECT_TRUE(at::equal(l1.nan_to_num(0, 1e30, -1e30), l2.nan_to_num(0, 1e30, -1e30)))
-              << "lse differs from " << base;
-        }
-  }
-  if (pairs == 0) GTEST_SKIP() << "no pair X, X_imax in this build (-DATTNPROF_KERNEL_CONFIGS builds them)";
-}
-
 }  // namespace

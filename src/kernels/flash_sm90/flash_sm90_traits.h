@@ -436,15 +436,7 @@ struct Sm90FwdHdim128N176 : Sm90FwdHdim128 {
   static constexpr int kBlockN = 176, kStages = 2;
   static constexpr bool kQInRegs = false;
 };
-// The row max by VIMNMX3 (kIntMax) in bf16: 0.95-1.01 of the time of
-// Sm90FwdHdim128 at 4x16x4096x128 and 1x16x16384x128, causal and full
-// (scripts/ab_ops.py, 3 rounds whose ratios ranged 0.92-1.03; H100, 0ce8315):
-// by name until a steadier measure.
-struct Sm90FwdHdim128Imax : Sm90FwdHdim128 {
-  static constexpr const char* kName = "sm90_fwd_hdim128_imax";
-  static constexpr bool kIntMax = true;
-};
-using Sm90FwdAlternatives = kernels::ConfigList<Sm90FwdHdim128N176, Sm90FwdHdim128Imax>;
+using Sm90FwdAlternatives = kernels::ConfigList<Sm90FwdHdim128N176>;
 
 // Causal attention over fewer query rows than this, but more than one tile
 // of a short-causal configuration, runs that configuration; everything else
