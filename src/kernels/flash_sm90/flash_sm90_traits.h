@@ -360,9 +360,9 @@ struct Sm90FwdHdim128Fp8N192SumQSmem : Sm90FwdHdim128Fp8N192Sum {
 // tail_split.h; the merge weighs the pieces with the head's descaled scale).
 // Against Sm90FwdHdim128Fp8N192SumQSmem by name (H100, two runs, 0ce8315):
 // 0.97-1.01x at 4x16x{4096,8192}x128 and 1x16x16384x128, causal and full;
-// 2.97x at 1x32q/8kv x4x131072x128 causal and 4.36x at 1x8x64x65536x128 (32
-// and 8 tiles: one key range per SM instead of one tile each), 1.01-1.02x at
-// 8x32q/8kv x1x{4096,32768,131072}x128.
+// in one run 2.97x at 1x32q/8kv x4x131072x128 causal and 4.36x at
+// 1x8x64x65536x128 (32 and 8 tiles: one key range per SM instead of one tile
+// each), 1.01-1.02x at 8x32q/8kv x1x{4096,32768,131072}x128.
 struct Sm90FwdHdim128Fp8N192SumQSmemSplit : Sm90FwdHdim128Fp8N192SumQSmem {
   static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_split";
   static constexpr bool kTailSplit = true;
