@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/common/sm80_primitives.cuh"  // exp2_approx
 
@@ -46,18 +47,32 @@ __device__ __forceinline__ float exp2_poly(float x) {
   return __int_as_float(__float_as_int(p) + (__float_as_int(shifted) << 23));
 }
 
-// A reduction of kN values in a tree of 3-input steps (op3: the DPX
-// VIMNMX3 on sm_90, one instruction where FMNMX takes two for three values).
-template <int kN, typename T, typename Op3, typename Op2>
-__device__ __forceinline__ T tree3(T (&v)[kN], Op3 op3, Op2 op2) {
+// Row i of a thread's two, reduced over its quad: the thread's kN/4 scores and
+// the running value as T's bits (int or unsigned), in a tree of 3-input steps
+// (op3: the DPX VIMNMX3 on sm_90, one instruction where FMNMX takes two for
+// three values), then across the quad's 4 lanes by op2.
+template <typename T, int kN, typename Op3, typename Op2>
+__device__ __forceinline__ T quad_row_reduce_bits(const float (&s)[kN / 2], float running, int i, Op3 op3, Op2 op2) {
+  auto bits = [](float x) -> T {
+    if constexpr (std::is_signed_v<T>) return __float_as_int(x);
+    else return __float_as_uint(x);
+  };
+  constexpr int kV = kN / 4 + 1;
+  T v[kV];
 #pragma unroll
-  for (int w = 1; w < kN; w *= 3)
+  for (int t = 0; t < kN / 8; ++t)
 #pragma unroll
-    for (int t = 0; t < kN; t += 3 * w) {
-      if (t + 2 * w < kN) v[t] = op3(v[t], v[t + w], v[t + 2 * w]);
-      else if (t + w < kN) v[t] = op2(v[t], v[t + w]);
+    for (int j = 0; j < 2; ++j) v[2 * t + j] = bits(s[4 * t + 2 * i + j]);
+  v[kN / 4] = bits(running);
+#pragma unroll
+  for (int w = 1; w < kV; w *= 3)
+#pragma unroll
+    for (int t = 0; t < kV; t += 3 * w) {
+      if (t + 2 * w < kV) v[t] = op3(v[t], v[t + w], v[t + 2 * w]);
+      else if (t + w < kV) v[t] = op2(v[t], v[t + w]);
     }
-  return v[0];
+  T r = op2(v[0], __shfl_xor_sync(0xffffffffu, v[0], 1));
+  return op2(r, __shfl_xor_sync(0xffffffffu, r, 2));
 }
 
 // Running softmax state of a thread's two rows.
@@ -98,31 +113,16 @@ __device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st,
     // way, and so is the row's output.
     int im[2];
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      int v[kN / 4 + 1];
-#pragma unroll
-      for (int t = 0; t < kN / 8; ++t)
-#pragma unroll
-        for (int j = 0; j < 2; ++j) v[2 * t + j] = __float_as_int(s[4 * t + 2 * i + j]);
-      v[kN / 4] = __float_as_int(st.max[i]);
-      im[i] = tree3(v, [](int a, int b, int c) { return __vimax3_s32(a, b, c); },
-                    [](int a, int b) { return max(a, b); });
-      im[i] = max(im[i], __shfl_xor_sync(0xffffffffu, im[i], 1));
-      im[i] = max(im[i], __shfl_xor_sync(0xffffffffu, im[i], 2));
-    }
+    for (int i = 0; i < 2; ++i)
+      im[i] = quad_row_reduce_bits<int, kN>(
+          s, st.max[i], i, [](int a, int b, int c) { return __vimax3_s32(a, b, c); },
+          [](int a, int b) { return max(a, b); });
     if (__any_sync(0xffffffffu, (im[0] | im[1]) < 0)) {  // a row of negative values only (warp-uniform)
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        unsigned v[kN / 4 + 1];
-#pragma unroll
-        for (int t = 0; t < kN / 8; ++t)
-#pragma unroll
-          for (int j = 0; j < 2; ++j) v[2 * t + j] = __float_as_uint(s[4 * t + 2 * i + j]);
-        v[kN / 4] = __float_as_uint(st.max[i]);
-        unsigned um = tree3(v, [](unsigned a, unsigned b, unsigned c) { return __vimin3_u32(a, b, c); },
-                            [](unsigned a, unsigned b) { return min(a, b); });
-        um = min(um, __shfl_xor_sync(0xffffffffu, um, 1));
-        um = min(um, __shfl_xor_sync(0xffffffffu, um, 2));
+        const unsigned um = quad_row_reduce_bits<unsigned, kN>(
+            s, st.max[i], i, [](unsigned a, unsigned b, unsigned c) { return __vimin3_u32(a, b, c); },
+            [](unsigned a, unsigned b) { return min(a, b); });
         if (im[i] < 0) im[i] = static_cast<int>(um);
       }
     }
