@@ -38,7 +38,9 @@ Suites:
             64) and sdpa-auto's dequantising path, beside custom-flash-sm90 and
             sdpa-cudnn in bf16 (the ratio's baseline; each fp8 point also
             against our bf16 kernel: vs_our_bf16); each with its error against
-            float64 (the summary's headline.accuracy) (issue 32).
+            float64 (the summary's headline.accuracy) (issue 32); and decode
+            (the shapes suite's four causal points): custom-flash-sm90 in fp8
+            and in bf16 against sdpa-flash, K+V bandwidth in each one's bytes.
 
   python3 scripts/bench_kernels.py [--attnprof build/attnprof] [--suite forward,shapes,backward]
                                    [--iters 100] [--markdown out.md] [--json out.json]
@@ -186,6 +188,8 @@ def copy_ceiling_gbs():
     try:
         import torch
     except Exception:
+        return None
+    if not torch.cuda.is_available():
         return None
     x = torch.empty(1 << 30, dtype=torch.float16, device="cuda")
     y = torch.empty_like(x)
@@ -408,13 +412,36 @@ def fp8_suite(exe, tmp, iters):
         for causal in (True, False):
             pts += run_variants(exe, tmp, variants, b, h, h, s, s, d, causal, iters=iters)
     ratio_to(pts, "sdpa-cudnn")
-    # Issue 32's target ratio: an fp8 point against custom-flash-sm90 in bf16, same shape, mask and run.
+    vs_our_bf16(pts)
+    # Decode (the shapes suite's, causal): K and V bytes read, e4m3 one byte an element, against a copy
+    # (timed only when a decode point ran).
+    decode = []
+    for (b, sq, skv) in ((8, 1, 4096), (8, 1, 32768), (8, 1, 131072), (1, 4, 131072)):
+        for p in run_variants(exe, tmp, pick(["custom-flash-sm90 fp8", "custom-flash-sm90", "sdpa-flash"], "sdpa-flash"),
+                              b, 32, 8, sq, skv, 128, True, iters=iters):
+            if p.get("median_us"):
+                kv_bytes = 2 * b * 8 * skv * 128 * (1 if p["variant"].endswith(" fp8") else 2)
+                p["gbs"] = kv_bytes / (p["median_us"] * 1e-6) / 1e9
+            decode.append(p)
+    ceiling = copy_ceiling_gbs() if decode else None
+    for p in decode:
+        if p.get("gbs") and ceiling:
+            p["pct_copy"] = 100 * p["gbs"] / ceiling
+    ratio_to(decode, "sdpa-flash")
+    vs_our_bf16(decode)
+    RUN_FIELDS["fp8"] = {"copy_ceiling_gbs": ceiling} if ceiling else {}
+    return [("fp8", "fp8: e4m3 against bf16 (ratio to sdpa-cudnn, bf16)", pts, "sdpa-cudnn"),
+            ("fp8_decode", f"fp8 decode: K+V bandwidth (copy ceiling {fmt(ceiling, '.0f')} GB/s in this run; "
+             "ratio to sdpa-flash, bf16)", decode, "sdpa-flash")]
+
+
+def vs_our_bf16(pts):
+    """Issue 32's target ratio: an fp8 point against custom-flash-sm90 in bf16, same shape, mask and run."""
     ours = {(p["shape"], p["mask"]): p for p in pts if p["variant"] == "custom-flash-sm90"}
     for p in pts:
         o = ours.get((p["shape"], p["mask"]), {})
         if p["variant"].endswith(" fp8") and p.get("median_us") and o.get("median_us"):
             p["vs_our_bf16"] = o["median_us"] / p["median_us"]
-    return [("fp8", "fp8: e4m3 against bf16 (ratio to sdpa-cudnn, bf16)", pts, "sdpa-cudnn")]
 
 
 # Extra fields of a suite's recorded run (the shapes suite's copy ceiling).

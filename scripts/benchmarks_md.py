@@ -218,6 +218,16 @@ SECTIONS = [
              num("event median µs", "median_us", "us", True), num("TFLOP/s", "tflops", ".0f"), num("vs", "vs", "x"),
              num("vs our bf16", "vs_our_bf16", "x"), num("error vs fp64", "error_vs_fp64", ".2g")],
             lambda p: p.get("group") == "fp8", by("shape", "mask", "variant")),
+    Section("fp8", "FP8 decode",
+            "`scripts/bench_kernels.py --suite fp8`, the decode points (32 query and 8 K/V heads, causal): "
+            "custom-flash-sm90 in fp8 (its decode route: the split-KV kernel reading K and V as e4m3) and in bf16 "
+            "against sdpa-flash (bf16). GB/s: K and V bytes (one a value in e4m3, two in bf16) over the event median, "
+            "against a device-to-device copy timed in the same run; vs our bf16 as above. " + RATIO,
+            [text("shape", "shape"), text("mask", "mask"), text("variant", "variant"),
+             num("event median µs", "median_us", "us", True), num("GB/s", "gbs", ".0f"),
+             num("% of copy", "pct_copy", ".0f"), num("vs", "vs", "x"), num("vs our bf16", "vs_our_bf16", "x"),
+             num("error vs fp64", "error_vs_fp64", ".2g")],
+            lambda p: p.get("group") == "fp8_decode", by("shape", "mask", "variant")),
     Section("op_backward", "Backward kernels from Python",
             "`scripts/bench_flash_bwd.py`, bf16: the backward operators alone (sm90: the Hopper kernel; portable: "
             "the `mma.sync` one) and SDPA's backward in one process; the SDPA columns are from the same run.",

@@ -350,6 +350,28 @@ class BenchKernelsRecord(unittest.TestCase):
             page = md.render(br.load_dir(rec))
             self.assertIn("## FP8", page)
             self.assertIn("| 8x16x1024x64 | full | sdpa-auto fp8 |", page)
+            self.assertNotIn("## FP8 decode", page)  # no decode point was asked for
+
+    def test_fp8_suite_decode_points_count_each_dtypes_bytes(self):
+        with tempfile.TemporaryDirectory() as d:
+            fake = write_fake_attnprof(d)
+            rec = os.path.join(d, "bench")
+            p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench_kernels.py"), "--attnprof", fake,
+                                "--suite", "fp8", "--shapes", "8x32/8x1/4096x128", "--iters", "5", "--record", rec,
+                                "--commit", "f184856"], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            runs = br.load(br.path_of(rec, "fp8"))["runs"][0]["points"]
+            points = {q["variant"]: q for q in runs}
+            self.assertEqual(set(points), {"custom-flash-sm90 fp8", "custom-flash-sm90", "sdpa-flash"})
+            self.assertEqual({q["group"] for q in runs}, {"fp8_decode"})
+            kv = 2 * 8 * 8 * 4096 * 128  # K and V values
+            self.assertAlmostEqual(points["custom-flash-sm90 fp8"]["gbs"], kv * 1 / 50e-6 / 1e9, places=2)
+            self.assertAlmostEqual(points["custom-flash-sm90"]["gbs"], kv * 2 / 80e-6 / 1e9, places=2)
+            self.assertAlmostEqual(points["custom-flash-sm90 fp8"]["vs_our_bf16"], 80.0 / 50.0, places=4)
+            self.assertAlmostEqual(points["custom-flash-sm90 fp8"]["vs"], 120.0 / 50.0, places=4)
+            page = md.render(br.load_dir(rec))
+            self.assertIn("## FP8 decode", page)
+            self.assertIn("| 8x32/8x1/4096x128 | causal | custom-flash-sm90 fp8 | 50.0 |", page)
 
 
 class BenchShapes(unittest.TestCase):

@@ -27,7 +27,9 @@
 #include "fp8_test_inputs.h"
 #include "sm90_test_util.h"
 #include "test_seed.h"
+#include "kernels/flash_attention/api.h"
 #include "kernels/flash_sm90/api.h"
+#include "kernels/flash_sm90/decode_route.h"
 #include "kernels/flash_sm90/flash_sm90_params.h"
 #include "kernels/flash_sm90/flash_sm90_traits.h"
 #include "kernels/flash_sm90/fp8_layout.h"
@@ -270,36 +272,59 @@ Inputs climbing_max_inputs(const Problem& p) {
                     x.v.narrow(1, 0, p.heads_kv).contiguous());
 }
 
+// Normal inputs whose heads differ in scale (q head h times 1 + h, k and v
+// head h times 1 + h / 2), so that each head's descale differs: the decode
+// route packs a KV group's query heads into one tile, each row scaled by its
+// own head's descale.
+Inputs head_scaled_inputs(const Problem& p) {
+  const auto opt = at::TensorOptions().dtype(at::kFloat).device(torch_device(p));
+  const auto ramp = [&](int64_t heads, double step) {
+    return (at::arange(heads, opt) * step + 1).view({1, heads, 1, 1});
+  };
+  const at::Tensor q = at::randn({p.batch, p.heads_q, p.seq_q, p.head_dim}, opt) * ramp(p.heads_q, 1.0);
+  const at::Tensor k = at::randn({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, opt) * ramp(p.heads_kv, 0.5);
+  const at::Tensor v = at::randn({p.batch, p.heads_kv, p.seq_kv, p.head_dim}, opt) * ramp(p.heads_kv, 0.5);
+  return fp8_inputs(q.to(at::kBFloat16), k.to(at::kBFloat16), v.to(at::kBFloat16));
+}
+
 }  // namespace
 
 namespace {
 
 using Fp8Call = std::function<std::tuple<at::Tensor, at::Tensor>(const Problem&, const Inputs&)>;
 
+struct Fp8Shape {
+  int64_t b, hq, hkv, sq, skv;
+};
+
 // Shapes across the kernel's cases: odd lengths, GQA, decode, keys longer
-// and shorter than queries (rows that see no key), more tiles than SMs,
-// both masks; inputs normal, outlier-heavy and with a climbing row max.
+// and shorter than queries (rows that see no key), more tiles than SMs.
+const std::vector<Fp8Shape> kFp8Shapes = {{2, 4, 2, 77, 77},    {1, 3, 1, 1, 300},   {1, 2, 2, 130, 130},
+                                          {2, 8, 2, 200, 1100}, {1, 2, 2, 300, 100}, {3, 16, 16, 1000, 1000},
+                                          {1, 2, 1, 3000, 3000}};
+
+// `shapes` under both masks; inputs normal, outlier-heavy, with a climbing
+// row max and (with head_scales) with heads of different scales.
 // Returns the worst error as a share of the bound, and counts the cases.
 // e4m3_sums: the kernel's lse may also stray by e4m3_sum_slack.
-double expect_within_twice_plain_fp8(const Fp8Call& call, int& cases, int64_t head_dim, bool e4m3_sums) {
-  struct Shape {
-    int64_t b, hq, hkv, sq, skv;
-  };
-  const std::vector<Shape> shapes = {{2, 4, 2, 77, 77},  {1, 3, 1, 1, 300},    {1, 2, 2, 130, 130},
-                                     {2, 8, 2, 200, 1100}, {1, 2, 2, 300, 100}, {3, 16, 16, 1000, 1000},
-                                     {1, 2, 1, 3000, 3000}};
+double expect_within_twice_plain_fp8(const Fp8Call& call, int& cases, int64_t head_dim, bool e4m3_sums,
+                                     const std::vector<Fp8Shape>& shapes = kFp8Shapes, bool head_scales = false) {
+  static constexpr const char* kKinds[] = {" normal", " outliers", " climbing max", " heads of different scales"};
   double worst = 0;
-  for (const Shape& s : shapes)
+  for (const Fp8Shape& s : shapes)
     for (const bool causal : {false, true})
-      for (const int kind : {0, 1, 2}) {
+      for (int kind = 0; kind < (head_scales ? 4 : 3); ++kind) {
         const Problem p = fp8_problem(s.b, s.hq, s.hkv, s.sq, s.skv, head_dim, causal, "cuda:0");
-        SCOPED_TRACE(p.shape_string() + " " + p.config_string() + (kind == 0 ? " normal" : kind == 1 ? " outliers" : " climbing max"));
+        SCOPED_TRACE(p.shape_string() + " " + p.config_string() + kKinds[kind]);
         // The errors pooled over enough draws for a stable ratio (draws_for_rows: the
         // one-query shape's 3 rows once gave 2.08x at head_dim 256 in one draw).
         double err_sq = 0, plain_sq = 0, ref_sq = 0;
         bool any_seen = false;
         for (int draw = 0; draw < attnprof::testing::draws_for_rows(p); ++draw) {
-          const Inputs in = kind == 0 ? random_inputs(p) : kind == 1 ? attnprof::testing::outlier_inputs(p) : climbing_max_inputs(p);
+          const Inputs in = kind == 0   ? random_inputs(p)
+                            : kind == 1 ? attnprof::testing::outlier_inputs(p)
+                            : kind == 2 ? climbing_max_inputs(p)
+                                        : head_scaled_inputs(p);
           auto [out, lse] = call(p, in);
           EXPECT_EQ(out.sizes(), in.q.sizes());
           EXPECT_EQ(out.scalar_type(), at::kBFloat16);
@@ -346,6 +371,34 @@ TEST(FlashSm90Fp8Op, WithinTwicePlainFp8OfFloat64) {
   const double worst =
       expect_within_twice_plain_fp8(call_fp8, cases, 128, operator_e4m3_sums(128));
   std::cout << "[ sm90 fp8 ] " << cases << " cases, worst error " << worst << " of the bound\n";
+}
+
+// Decode shapes (few query rows per KV head: decode_route.h) take the split-KV
+// kernel on e4m3 K and V: GQA groups of 1 to 8 packed into m16 tiles (rows
+// past a group's end, several tiles), 1 to 16 queries, keys from 1 to past a
+// K/V tile and in many splits merged by the combine kernel, both masks, each
+// row under its own head's descale; held to the same rule (its P is fp16, so
+// its error sits below plain FP8's).
+TEST(FlashSm90Fp8Op, DecodeRouteWithinTwicePlainFp8OfFloat64) {
+  const std::string why = why_not_runnable();
+  if (!why.empty()) GTEST_SKIP() << why;
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const std::vector<Fp8Shape> shapes = {{1, 8, 1, 1, 1},     {2, 4, 4, 1, 63},    {1, 3, 1, 5, 65},
+                                        {2, 16, 2, 2, 1000}, {1, 8, 1, 8, 4099},  {1, 32, 8, 4, 20000},
+                                        {3, 8, 8, 16, 777},  {1, 6, 1, 3, 300},   {1, 2, 1, 1, 70001}};
+  for (const Fp8Shape& s : shapes)
+    for (const bool causal : {false, true}) {
+      const at::Tensor q = at::empty({s.b, s.hq, s.sq, 128}, at::TensorOptions().device("cuda:0"));
+      const at::Tensor k = at::empty({s.b, s.hkv, s.skv, 128}, at::TensorOptions().device("cuda:0"));
+      const flash::FwdPlan plan = flash::plan_for(q, k, causal);
+      EXPECT_TRUE(flash_sm90::runs_fp8_split_kv_decode(plan, 128))
+          << s.b << "x" << s.hq << "/" << s.hkv << "x" << s.sq << "/" << s.skv << " is not on the decode route";
+      if (s.skv == 70001) EXPECT_GT(plan.num_splits, 1) << "the long case must split its keys";
+    }
+  int cases = 0;
+  const double worst = expect_within_twice_plain_fp8(call_fp8, cases, 128, /*e4m3_sums=*/false, shapes, true);
+  std::cout << "[ sm90 fp8 decode route ] " << cases << " cases, worst error " << worst << " of the bound\n";
 }
 
 // Every fp8 configuration of this build by name (the operator's and the

@@ -98,10 +98,10 @@ class CustomFlashSm90 final : public CustomOpVariant {
     varlen_ = p.varlen();
     is_bf16_ = p.dtype == DType::BF16;
     fp8_ = p.dtype == DType::FP8;
-    // The path the operator takes (decode_route.h): decode shapes run the split-KV kernel (fp8: never).
+    // The path the operator takes (decode_route.h): decode shapes run the split-KV kernel (fp8: at its head dims).
     plan_ = {};
 #ifdef ATTNPROF_HAVE_CUDA_KERNELS
-    if (q.is_cuda() && !varlen_ && !fp8_) plan_ = flash::plan_for(q, k, causal_);
+    if (q.is_cuda() && !varlen_) plan_ = flash::plan_for(q, k, causal_);
 #endif
   }
 
@@ -128,7 +128,17 @@ class CustomFlashSm90 final : public CustomOpVariant {
 
   std::vector<Fact> facts() const override {
     std::vector<Fact> f;
-    if (fp8_) {
+    // The decode path (decode_route.h): few query rows per KV head would leave the Hopper kernel's tiles,
+    // 64 rows of one query head per consumer warpgroup, nearly empty.
+    const std::string decode_why = "decode path (" + std::to_string(plan_.group * plan_.seqlen_q) +
+                                   " query rows per KV head, at most " +
+                                   std::to_string(flash_sm90::kDecodeMaxRowsPerKvHead) +
+                                   ": the Hopper kernel's tiles, 64 rows of one query head per consumer warpgroup, "
+                                   "would be nearly empty): ";
+    if (fp8_ && flash_sm90::runs_fp8_split_kv_decode(plan_, head_dim_)) {
+      f.push_back({"kernel", decode_why + flash::describe_fwd(head_dim_, is_bf16_, plan_, /*e4m3=*/true) +
+                                 "; no Vᵀ pass (attnprof::flash_attention_sm90_fp8's decode route)"});
+    } else if (fp8_) {
       // Where V is transposed (Vᵀ, keys contiguous, as 8-bit wgmma reads its B operand), per head dim.
       std::string in_kernel, by_pass, split;
       kernels::for_each_config(flash_sm90::Sm90FwdFp8Configs{}, [&](auto c) {
@@ -161,12 +171,7 @@ class CustomFlashSm90 final : public CustomOpVariant {
       });
       f.push_back({"tiles", tiles});
     } else if (flash_sm90::runs_split_kv_decode(plan_)) {
-      f.push_back({"kernel", "decode path (" + std::to_string(plan_.group * plan_.seqlen_q) +
-                                 " query rows per KV head, at most " +
-                                 std::to_string(flash_sm90::kDecodeMaxRowsPerKvHead) +
-                                 ": the Hopper kernel's tiles, 64 rows of one query head per consumer warpgroup, "
-                                 "would be nearly empty): " +
-                                 flash::describe_fwd(head_dim_, is_bf16_, plan_)});
+      f.push_back({"kernel", decode_why + flash::describe_fwd(head_dim_, is_bf16_, plan_)});
     } else {
       f.push_back({"kernel", "attnprof::flash_sm90::flash_fwd_sm90_kernel (persistent, one block per SM: 1 producer "
                              "warpgroup issuing TMA loads, consumer warpgroups of 64 query rows on wgmma; causal tiles "

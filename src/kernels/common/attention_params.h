@@ -44,6 +44,14 @@ struct AttentionParams {
   // the diagonal's included (FlashAttention's window_size_left = window - 1).
   int window = 0;
   bool is_bf16 = true;  // else fp16
+
+  // 8-bit inputs (attnprof::flash_attention_sm90_fp8): q, k, v e4m3, each
+  // value times its head's descale, float32 q_descale [B·Hq], k_descale and
+  // v_descale [B·Hkv]; o bf16 (is_bf16 false).
+  bool is_fp8 = false;
+  const float* q_descale = nullptr;
+  const float* k_descale = nullptr;
+  const float* v_descale = nullptr;
 };
 
 }  // namespace attnprof::kernels

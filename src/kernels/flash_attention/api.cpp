@@ -158,7 +158,8 @@ void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
 // e.g. 0.53 MB for decode 8 x 32q x 1 at d128 in 4 splits, 16.9 MB for
 // chunked prefill 1 x 32q x 512 at d128 in 2 splits (the planner's choices on
 // 132 SMs).
-void launch_planned(const char* op, FwdParams& p, const at::Tensor& q) {
+void launch_planned(const char* op, FwdParams& p, const at::Tensor& q,
+                    void (*run)(const FwdParams&, CUstream_st*) = run_flash_fwd) {
   TORCH_CHECK(p.plan.num_splits <= kMaxGridY && p.plan.row_tiles <= kMaxGridY, op, ": ", p.plan.num_splits,
               " key splits x ", p.plan.row_tiles, " row tiles exceed the grid limit for q ", q.sizes());
   at::Tensor o_accum, lse_accum;  // alive until the launches are queued
@@ -169,7 +170,7 @@ void launch_planned(const char* op, FwdParams& p, const at::Tensor& q) {
     p.o_accum = o_accum.data_ptr<float>();
     p.lse_accum = lse_accum.data_ptr<float>();
   }
-  run_flash_fwd(p, at::cuda::getCurrentCUDAStream().stream());
+  run(p, at::cuda::getCurrentCUDAStream().stream());
 }
 
 // Streaming multiprocessors of `device`, read once per device.
@@ -391,6 +392,11 @@ void run_planned_forward(const char* op, const kernels::FwdCall& call, const at:
   static_cast<kernels::AttentionParams&>(p) = call.params;
   p.plan = plan;
   launch_planned(op, p, q);
+}
+
+void run_planned_forward(const char* op, FwdParams& p, const at::Tensor& q, void (*run)(const FwdParams&, CUstream_st*)) {
+  check_sizes(op, q, p.seqlen_k);
+  launch_planned(op, p, q, run);
 }
 
 FlashBwdCall prepare_flash_bwd(const char* op, const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k,

@@ -14,6 +14,7 @@
 #include "kernels/common/boundary.h"
 #include "kernels/flash_attention/flash_bwd_params.h"
 #include "kernels/flash_attention/flash_fwd_plan.h"
+#include "kernels/flash_attention/flash_params.h"
 
 namespace attnprof::flash {
 
@@ -34,6 +35,12 @@ FwdPlan plan_for(const at::Tensor& q, const at::Tensor& k, bool causal);
 // guarded by the caller: the Hopper operator's decode path (flash_sm90/decode_route.h).
 void run_planned_forward(const char* op, const kernels::FwdCall& call, const at::Tensor& q, const at::Tensor& k,
                          const FwdPlan& plan);
+
+// p (p.plan set, inputs checked by the calling operator `op`) on another
+// family's kernels for the plan: the size and grid limits, the key splits'
+// workspace, then run(p) on the current stream of q's device (guarded by the
+// caller): the Hopper fp8 operator's decode route (flash_sm90/decode_route.h).
+void run_planned_forward(const char* op, FwdParams& p, const at::Tensor& q, void (*run)(const FwdParams&, CUstream_st*));
 
 // The backward of both flash families, from the saved forward: gradients,
 // workspaces and the plain params of the launch layers.

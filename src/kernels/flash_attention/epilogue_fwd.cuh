@@ -9,11 +9,13 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/common/packed_halves.cuh"
 #include "kernels/common/sm80_primitives.cuh"  // exp2_approx
 #include "kernels/flash_attention/flash_params.h"
 #include "kernels/flash_attention/tile_ops.cuh"  // HeadDimStride
+#include "kernels/flash_attention/tile_ops_fp8.cuh"  // fp8_o_columns
 
 namespace attnprof::flash::detail {
 
@@ -132,10 +134,16 @@ __device__ __forceinline__ void write_warp_partials(float* merge_o, float* merge
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int row = row_in_tile + 8 * half;
-    float* dst = merge_o + (warp * kBM + row) * kD + (lane % 4) * 2;
+    if constexpr (Traits::kFp8) {  // O's columns in the e4m3 GEMM's order (tile_ops_fp8.cuh)
+      float* dst = merge_o + (warp * kBM + row) * kD + (lane % 4) * 4;
 #pragma unroll
-    for (int t = 0; t < kOTiles; ++t)
-      *reinterpret_cast<float2*>(dst + t * 8) = make_float2(acc_o[0][t][2 * half], acc_o[0][t][2 * half + 1]);
+      for (int c = 0; c < kD / 16; ++c) *reinterpret_cast<float4*>(dst + c * 16) = fp8_o_columns(acc_o, c, half);
+    } else {
+      float* dst = merge_o + (warp * kBM + row) * kD + (lane % 4) * 2;
+#pragma unroll
+      for (int t = 0; t < kOTiles; ++t)
+        *reinterpret_cast<float2*>(dst + t * 8) = make_float2(acc_o[0][t][2 * half], acc_o[0][t][2 * half + 1]);
+    }
     if (lane % 4 == 0) {
       merge_max[warp * kBM + row] = softmax.row_max[0][half];
       merge_sum[warp * kBM + row] = softmax.row_sum[0][half];
@@ -149,7 +157,8 @@ template <typename Traits>
 __device__ __forceinline__ void store_merged_rows(const FwdParams& p, float* merge_o, float* merge_max, float* merge_sum,
                                                   int b, int h_kv, int split, int r0, int rows, int64_t group_row0,
                                                   int tid, float scale_log2) {
-  using Element = typename Traits::Element;
+  // e4m3 inputs give bf16 output.
+  using Element = std::conditional_t<Traits::kFp8, __nv_bfloat16, typename Traits::Element>;
   constexpr int kD = Traits::kHeadDim;
   constexpr int kBM = Traits::kBlockM;
   constexpr int kNWarps = Traits::kNWarps;

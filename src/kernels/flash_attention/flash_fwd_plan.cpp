@@ -78,9 +78,9 @@ std::string describe_prefill_tile() {
   return s;
 }
 
-template <typename Tile>
+template <typename Tile, typename Element = short>
 std::string describe_decode_tile() {
-  using T = DecodeKernelTraits<Tile, short>;
+  using T = DecodeKernelTraits<Tile, Element>;
   return "BLOCK_N " + std::to_string(T::kBlockN) + " (" + std::to_string(T::kNWarps) + " warps x " +
          std::to_string(T::kWarpKeys) + " keys, merged in shared memory), " +
          std::to_string(T::kStages) + "-stage cp.async K/V ring, " +
@@ -124,9 +124,18 @@ FwdPlan plan_fwd(const FwdShape& s, int num_sms) {
   return plan;
 }
 
-std::string describe_fwd(int head_dim, bool is_bf16, const FwdPlan& plan) {
+std::string describe_fwd(int head_dim, bool is_bf16, const FwdPlan& plan, bool e4m3) {
   std::string tile;  // the path's tile configuration in words
-  if (plan.path == FwdPath::kDecode)
+  if (e4m3) {
+    if (plan.path == FwdPath::kDecode)
+      kernels::for_each_config(DecodeFp8Tiles{}, [&](auto t) {
+        if (decltype(t)::kHeadDim == head_dim)
+          tile = describe_decode_tile<decltype(t), E4m3>() +
+                 ", K and V tiles kept e4m3 and widened to fp16 in registers for mma.sync (P fp16, fp32 "
+                 "accumulators), the descales applied to the scores and to O";
+      });
+    if (tile.empty()) return "no e4m3 kernel of this family for head_dim " + std::to_string(head_dim);
+  } else if (plan.path == FwdPath::kDecode)
     kernels::for_each_config(DecodeTiles{}, [&](auto t) {
       if (decltype(t)::kHeadDim == head_dim) tile = describe_decode_tile<decltype(t)>();
     });
@@ -139,13 +148,14 @@ std::string describe_fwd(int head_dim, bool is_bf16, const FwdPlan& plan) {
       if (decltype(t)::kHeadDim == head_dim) tile = describe_prefill_tile<decltype(t)>();
     });
   if (tile.empty()) return "no kernel for head_dim " + std::to_string(head_dim);
-  const std::string instance =
-      std::string("<") + (is_bf16 ? "bf16" : "fp16") + ", d" + std::to_string(head_dim) + ">";
+  const std::string d = ", d" + std::to_string(head_dim) + ">";
+  const std::string instance = std::string("<") + (e4m3 ? "e4m3" : is_bf16 ? "bf16" : "fp16") + d;
+  const std::string out_instance = std::string("<") + (e4m3 || is_bf16 ? "bf16" : "fp16") + d;  // e4m3 in, bf16 out
   const std::string splits =
       plan.num_splits > 1
           ? ", keys in " + count(plan.num_splits, "split", "splits") + " of " +
                 std::to_string(plan.keys_per_split) + " merged by attnprof::flash::flash_combine_kernel" +
-                instance
+                out_instance
           : std::string();
   if (plan.path == FwdPath::kDecode) {
     return "split-KV decode, attnprof::flash::flash_fwd_splitkv_kernel" + instance + ": " +

@@ -55,7 +55,8 @@ constexpr int64_t kDecodeTilesPerPrefillBlock = 3;
 FwdPlan plan_fwd(const FwdShape& shape, int num_sms);
 
 // The path and tile configuration in words, from the traits, e.g.
-// "attnprof::flash::flash_fwd_kernel<bf16, d128> (...): BLOCK_M 128 (4 warps x 2 m16 tiles), ...".
-std::string describe_fwd(int head_dim, bool is_bf16, const FwdPlan& plan);
+// "attnprof::flash::flash_fwd_kernel<bf16, d128> (...): BLOCK_M 128 (4 warps x 2 m16 tiles), ...";
+// e4m3: the decode kernel on e4m3 inputs (DecodeFp8Tiles; the Hopper fp8 operator's decode route).
+std::string describe_fwd(int head_dim, bool is_bf16, const FwdPlan& plan, bool e4m3 = false);
 
 }  // namespace attnprof::flash

@@ -10,7 +10,11 @@
 // one split the block writes the output; with more, fp32 partials that
 // flash_combine_kernel merges by their log-sum-exps (as for split prefill).
 // kPaged reads the K/V tiles from a paged cache through its block table
-// (tile_ops.cuh, KVSource).
+// (tile_ops.cuh, KVSource). On e4m3 inputs (Traits::kFp8: the Hopper fp8
+// operator's decode route) the tiles stay e4m3 and the fragments widen to
+// fp16 (tile_ops_fp8.cuh); each row's scores take its query head's q descale
+// times the KV head's k descale before the softmax, O the v descale before
+// the merge, and the output is bf16.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -26,6 +30,7 @@
 #include "kernels/flash_attention/masking.cuh"
 #include "kernels/flash_attention/online_softmax.cuh"
 #include "kernels/flash_attention/tile_ops.cuh"
+#include "kernels/flash_attention/tile_ops_fp8.cuh"
 
 namespace attnprof::flash {
 
@@ -128,14 +133,30 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
   const uint32_t v_lane_off = warp * kWarpKeys * kRowBytes + LaneOffsets<Traits>::v(lane);
   uint32_t q_regs[1][kDSteps][4];
   const float scale_log2 = p.scale_log2;
+  // e4m3: the descales of this thread's two rows' scores (rows past the
+  // group's end: any head's; their Q is zeros).
+  [[maybe_unused]] float qk_descale[2];
+  if constexpr (Traits::kFp8) {
+    const float k_descale = p.k_descale[b * p.heads_kv + h_kv];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int r = r0 + row_in_tile + 8 * half;
+      const int head = h_kv * p.group + (r < rows ? r / p.seqlen_q : 0);
+      qk_descale[half] = p.q_descale[b * p.heads_q + head] * k_descale;
+    }
+  }
 
   for (int n = n_begin; n < n_end; ++n) {
     cp_async_wait<kStages - 2>();
     __syncthreads();  // tile n visible to all; every warp is done with tile n-1
     load_kv_tile_or_none(smem, kv, n + kStages - 1, n_end, p.seqlen_k, tid);
     if (n == n_begin) {
+      if constexpr (Traits::kFp8) {
+        load_q_fp8<Traits>(q_regs, q_off);
+      } else {
 #pragma unroll
-      for (int ks = 0; ks < kDSteps; ++ks) ldmatrix_x4(q_regs[0][ks], q_frag_addr<Traits>(q_off, 0, ks));
+        for (int ks = 0; ks < kDSteps; ++ks) ldmatrix_x4(q_regs[0][ks], q_frag_addr<Traits>(q_off, 0, ks));
+      }
     }
 
     const int stage = n % kStages;
@@ -143,15 +164,31 @@ __global__ void __launch_bounds__(Traits::kNThreads, Traits::kMinBlocksPerSm)
     const uint32_t v_off = sV_addr + stage * kTileBytes + v_lane_off;
     const int n0 = n * kBN + warp * kWarpKeys;  // this warp's first key
     float acc_s[1][kSTiles][4];
-    gemm_qk<Traits>(acc_s, q_regs, q_off, k_off);
+    if constexpr (Traits::kFp8) {
+      gemm_qk_fp8<Traits>(acc_s, q_regs, k_off);
+#pragma unroll
+      for (int t = 0; t < kSTiles; ++t)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_s[0][t][e] *= qk_descale[e / 2];
+    } else {
+      gemm_qk<Traits>(acc_s, q_regs, q_off, k_off);
+    }
     // Query indices 0 and seqlen_q - 1 bound every row's: a tile needs the
     // test only near the end of the keys (or a window's start).
     if (mask.tile_needs_mask(n0, kWarpKeys, 0, p.seqlen_q - 1)) mask.apply(acc_s, n0, lane, query_row);
     softmax.update(acc_s, acc_o, scale_log2);
-    gemm_pv<Traits>(acc_o, acc_s, v_off);
+    if constexpr (Traits::kFp8) gemm_pv_fp8<Traits>(acc_o, acc_s, v_off);
+    else gemm_pv<Traits>(acc_o, acc_s, v_off);
   }
   cp_async_wait<0>();
   __syncthreads();  // every warp is done with the ring: it becomes the merge buffer
+  if constexpr (Traits::kFp8) {
+    const float v_descale = p.v_descale[b * p.heads_kv + h_kv];
+#pragma unroll
+    for (int t = 0; t < kOTiles; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_o[0][t][e] *= v_descale;
+  }
 
   float* merge_o = reinterpret_cast<float*>(smem.q_ptr + Traits::kSmemQBytes);  // [kNWarps][kBM][kD]
   float* merge_max = merge_o + kNWarps * kBM * kD;                              // [kNWarps][kBM]

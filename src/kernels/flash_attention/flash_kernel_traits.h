@@ -85,10 +85,29 @@ struct DecodeTileD128 : TileDefaults {
   static constexpr int kHeadDim = 128;
 };
 
+// Split-KV decode on e4m3 K and V (the Hopper fp8 operator's decode route,
+// flash_sm90/decode_fp8.h): a K/V tile is half the bytes, so twice the stages
+// keep the 16-bit tile's bytes in flight per block (6 x 16 KB + 2 KB of shared
+// memory, still 2 blocks per SM), and the split planner's geometry (BLOCK_N,
+// blocks per SM) stays the 16-bit tile's. Head dim 128 only: a 64-byte row of
+// e4m3 has 4 chunks, which the XOR swizzle (8 chunks) does not cover.
+struct DecodeTileD128Fp8 : DecodeTileD128 {
+  static constexpr const char* kName = "decode_d128_e4m3";
+  static constexpr int kStages = 6;
+};
+
 // The tiles the operator is built with, one per head dim and path.
 using FwdTiles = kernels::ConfigList<FwdTileD64, FwdTileD128>;
 using VarlenTiles = kernels::ConfigList<FwdTileD64, FwdTileD128Varlen>;
 using DecodeTiles = kernels::ConfigList<DecodeTileD64, DecodeTileD128>;
+using DecodeFp8Tiles = kernels::ConfigList<DecodeTileD128Fp8>;
+
+// An e4m3 element as the kernels store and move it (one byte); the
+// fragments widen it to fp16 (tile_ops_fp8.cuh). A tag rather than CUDA's
+// __nv_fp8_e4m3 so that host code (the planner, describe_fwd) can name it.
+struct E4m3 {
+  unsigned char bits;
+};
 
 // Shared-memory geometry of the kernels: rows of head_dim 16-bit elements
 // moved and swizzled in 16-byte chunks.
@@ -103,8 +122,8 @@ struct SmemRowGeometry {
   // One k16 step of an MMA along head_dim: 16 elements, two chunks.
   static constexpr int kKStepBytes = 16 * kElemBytes;
 
-  static_assert(kHeadDim % 64 == 0,
-                "the XOR swizzle permutes 8 chunks of 16 B: a row must hold >= 8 of them");
+  static_assert(kChunksPerRow % 8 == 0,
+                "the XOR swizzle permutes 8 chunks of 16 B: a row must hold a multiple of 8 of them");
 
   // Element offset of chunk `chunk` of row `row` in a [rows][kHeadDim] tile.
   // Chunks are XOR-swizzled with (row & 7): the 8 row addresses of one ldmatrix
@@ -120,7 +139,8 @@ struct SmemRowGeometry {
 template <typename Tile_, typename Element_, int kBlockM_>
 struct KernelTraitsBase : SmemRowGeometry<Tile_::kHeadDim, static_cast<int>(sizeof(Element_))> {
   using Tile = Tile_;
-  using Element = Element_;  // __nv_bfloat16 or __half
+  using Element = Element_;  // __nv_bfloat16, __half or (decode only) E4m3
+  static constexpr bool kFp8 = sizeof(Element_) == 1;
   using Geometry = SmemRowGeometry<Tile::kHeadDim, static_cast<int>(sizeof(Element))>;
   using Geometry::kElemBytes;
   using Geometry::kRowBytes;
@@ -139,7 +159,7 @@ struct KernelTraitsBase : SmemRowGeometry<Tile_::kHeadDim, static_cast<int>(size
   // the full shared address; the kRowBytes spare bytes allow rounding the base up.
   static constexpr int kSmemBytes = kSmemQBytes + kSmemRingBytes + kRowBytes;
 
-  static_assert(kElemBytes == 2, "mma.sync m16n8k16 path: bf16/fp16 inputs only");
+  static_assert(kElemBytes == 2 || kFp8, "mma.sync m16n8k16 path: bf16/fp16 inputs, or e4m3 widened to fp16");
   static_assert(kBlockN % 16 == 0, "P·V consumes keys in k16 steps");
   static_assert(kStages >= 2, "cp.async needs at least double buffering");
   static_assert((kBlockM * Geometry::kChunksPerRow) % kNThreads == 0,

@@ -65,7 +65,9 @@ TORCH_LIBRARY_FRAGMENT(attnprof, m) {
   // time; none during graph capture). Q·Kᵀ and P·V run on e4m3 tensor cores,
   // P scaled by 2^8 and rounded to e4m3; V transposed in the kernel, or at
   // head dims whose configuration reads a copy (FwdWorkspace::fp8_vt) first
-  // by one pass of fp8_vt_kernel over v per call, in the trace. out: bf16 like q's shape; lse as
+  // by one pass of fp8_vt_kernel over v per call, in the trace. Decode shapes
+  // (decode_route.h) run the split-KV kernel on e4m3 K and V instead (fp16
+  // mma.sync, P in fp16). out: bf16 like q's shape; lse as
   // flash_attention_sm90's, of the descaled scores. Forward only.
   m.def("flash_attention_sm90_fp8(Tensor q, Tensor k, Tensor v, Tensor q_descale, Tensor k_descale, Tensor v_descale, bool causal, float scale) -> (Tensor out, Tensor lse)");
   // The gradients of flash_attention (flash_attention/api.cpp) from the Hopper
@@ -364,13 +366,24 @@ std::tuple<at::Tensor, at::Tensor> fp8_forward(const char* op, const at::Tensor&
     lse.fill_(-INFINITY);
     return {out, lse};
   }
+  kernels::AttentionParams params = kernels::make_attention_params(q, k, v, out, lse, causal, scale);
+  params.is_bf16 = false;
+  params.is_fp8 = true;
+  params.q_descale = q_descale.data_ptr<float>();
+  params.k_descale = k_descale.data_ptr<float>();
+  params.v_descale = v_descale.data_ptr<float>();
+  if (!config) {  // the operator's own choice: decode on the e4m3 split-KV kernel (decode_route.h)
+    const flash::FwdPlan plan = flash::plan_for(q, k, causal);
+    if (runs_fp8_split_kv_decode(plan, q.size(3))) {
+      flash::FwdParams p;
+      static_cast<kernels::AttentionParams&>(p) = params;
+      p.plan = plan;
+      flash::run_planned_forward(op, p, q, &run_fp8_decode);
+      return {out, lse};
+    }
+  }
   FwdParams p;
-  static_cast<kernels::AttentionParams&>(p) = kernels::make_attention_params(q, k, v, out, lse, causal, scale);
-  p.is_bf16 = false;
-  p.is_fp8 = true;
-  p.q_descale = q_descale.data_ptr<float>();
-  p.k_descale = k_descale.data_ptr<float>();
-  p.v_descale = v_descale.data_ptr<float>();
+  static_cast<kernels::AttentionParams&>(p) = params;
   launch(p, q, config, &v);
   return {out, lse};
 }

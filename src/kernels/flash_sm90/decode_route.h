@@ -1,6 +1,6 @@
-// Which shapes attnprof::flash_attention_sm90 hands to the portable family's
-// split-KV decode kernel instead of its own (host code only: the operator
-// and the custom-flash-sm90 variant's facts both ask).
+// Which shapes attnprof::flash_attention_sm90 (and _fp8) hand to the portable
+// family's split-KV decode kernel instead of their own (host code: the
+// operators and the custom-flash-sm90 variant's facts both ask).
 //
 // The Hopper kernel's tiles are 64 query rows per warpgroup of one query
 // head: at decode (a few queries per head) nearly every row is empty and the
@@ -11,7 +11,12 @@
 // at 4.2-4.6 TB/s, level with or ahead of it (issue 30's measurements).
 #pragma once
 
+#include <cstdint>
+
+#include "kernels/common/config_list.h"
 #include "kernels/flash_attention/flash_fwd_plan.h"
+#include "kernels/flash_attention/flash_kernel_traits.h"
+#include "kernels/flash_attention/flash_params.h"
 
 namespace attnprof::flash_sm90 {
 
@@ -26,5 +31,20 @@ constexpr int kDecodeMaxRowsPerKvHead = 64;
 inline bool runs_split_kv_decode(const flash::FwdPlan& plan) {
   return plan.path == flash::FwdPath::kDecode && plan.group * plan.seqlen_q <= kDecodeMaxRowsPerKvHead;
 }
+
+// attnprof::flash_attention_sm90_fp8 routes the same shapes, at the head dims
+// of flash::DecodeFp8Tiles, to the split-KV kernel reading K and V as e4m3
+// (half the bytes of the 16-bit route). Why: its own kernel has no decode path
+// either, and at head_dim 128 writes Vᵀ first (a read and a write of V): on
+// the H100 it ran 0.47-0.56x the bf16 operator's speed at 8 x 32q/8kv x 1 x
+// {4096..131072} x 128 (docs/notes/flash_sm90_fp8.md).
+inline bool runs_fp8_split_kv_decode(const flash::FwdPlan& plan, int64_t head_dim) {
+  return runs_split_kv_decode(plan) && kernels::has_head_dim(flash::DecodeFp8Tiles{}, head_dim);
+}
+
+// The split-KV kernel on e4m3 q, k, v (p.is_fp8, descales set; p.plan from
+// flash::plan_fwd), then the combine kernel (bf16 output) when the keys are
+// split; on `stream`. Defined in decode_fp8_launch.cu (sm_90a).
+void run_fp8_decode(const flash::FwdParams& p, CUstream_st* stream);
 
 }  // namespace attnprof::flash_sm90

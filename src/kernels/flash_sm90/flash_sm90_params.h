@@ -47,19 +47,13 @@ struct FwdParams : kernels::AttentionParams {
   int total_q = 0, total_k = 0;
   bool varlen() const { return cu_seqlens_q != nullptr; }
 
-  // 8-bit inputs (attnprof::flash_attention_sm90_fp8; Sm90FwdFp8Configs): q
-  // and k e4m3 as above; v e4m3 as above, read as it is by the kTransposeV
-  // configurations, and by the others as vt (FwdWorkspace::fp8_vt): Vᵀ
-  // [B·Hkv][head_dim][vt_keys] e4m3, each group of 32 keys permuted
-  // (fp8_layout.h), zeros from seqlen_k to vt_keys (a multiple of 32);
-  // descales float32, q's [B·Hq], k's and v's [B·Hkv] (x = value · descale);
-  // o bf16.
-  bool is_fp8 = false;
+  // 8-bit inputs (AttentionParams::is_fp8; Sm90FwdFp8Configs): v is read as
+  // it is by the kTransposeV configurations, and by the others as vt
+  // (FwdWorkspace::fp8_vt): Vᵀ [B·Hkv][head_dim][vt_keys] e4m3, each group of
+  // 32 keys permuted (fp8_layout.h), zeros from seqlen_k to vt_keys (a
+  // multiple of 32).
   const void* vt = nullptr;
   int vt_keys = 0;
-  const float* q_descale = nullptr;
-  const float* k_descale = nullptr;
-  const float* v_descale = nullptr;
 
   int num_sms = 0;  // persistent grid: at most one block per SM
   int64_t l2_bytes = 0;  // sizes the head sections of the causal tile order (tile_order.h)
