@@ -101,7 +101,8 @@ class CustomFlashSm90 final : public CustomOpVariant {
     // The path the operator takes (decode_route.h): decode shapes run the split-KV kernel (fp8: at its head dims).
     plan_ = {};
 #ifdef ATTNPROF_HAVE_CUDA_KERNELS
-    if (q.is_cuda() && !varlen_) plan_ = flash::plan_for(q, k, causal_);
+    if (q.is_cuda() && !varlen_ && kernels::has_head_dim(flash::DecodeTiles{}, p.head_dim))
+      plan_ = flash::plan_for(q, k, causal_);
 #endif
   }
 

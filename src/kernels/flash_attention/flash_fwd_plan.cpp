@@ -98,6 +98,9 @@ FwdPlan plan_fwd(const FwdShape& s, int num_sms) {
   const int64_t group = s.heads_kv > 0 ? s.heads_q / s.heads_kv : 1;
   const TileFacts prefill = tile_facts(FwdPath::kPrefill, s.head_dim);
   const TileFacts decode = tile_facts(FwdPath::kDecode, s.head_dim);
+  // A head dim without this family's tiles (the Hopper fp8 operator's 256) has no plan: one
+  // prefill split, which no caller runs (they check the head dim first).
+  if (prefill.block_m == 0 || decode.block_m == 0) return plan;
   const int64_t prefill_blocks_per_group = group * ceil_div(s.seqlen_q, prefill.block_m);
   const int64_t decode_tiles = ceil_div(group * s.seqlen_q, decode.block_m);
   constexpr int64_t kMaxRowTiles = 65535;  // grid.z of the decode kernel
