@@ -28,6 +28,7 @@
 #include "sm90_test_util.h"
 #include "test_seed.h"
 #include "kernels/flash_attention/api.h"
+#include "kernels/flash_attention/flash_kernel_traits.h"
 #include "kernels/flash_sm90/api.h"
 #include "kernels/flash_sm90/decode_route.h"
 #include "kernels/flash_sm90/flash_sm90_params.h"
@@ -137,6 +138,40 @@ at::Tensor numbered_bytes(int64_t b, int64_t h, int64_t s, int64_t d) {
 
 // The operator takes the head dims of Sm90FwdFp8Configs; the by-name one any
 // (its configuration's, checked after), so an alternative may add one.
+// The decode route's shared-memory rows (flash_kernel_traits.h, SmemRowGeometry):
+// e4m3 at head_dim 64 (64-byte rows, 4 chunks) and 128, and the 16-bit rows,
+// hold every chunk of a row once, inside the row, and the 8 rows an ldmatrix
+// 8x8 matrix reads (rows 8i .. 8i + 7, one logical chunk) fall in 8
+// different 16-byte bank groups of the 128-byte bank line: no conflict.
+template <typename Geometry>
+void expect_swizzle_bijective_and_conflict_free() {
+  SCOPED_TRACE("head_dim " + std::to_string(Geometry::kHeadDim) + ", " + std::to_string(Geometry::kElemBytes) +
+               "-byte elements");
+  constexpr int kCh = Geometry::kChunksPerRow, kRows = 64;
+  std::set<int> offsets;
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < kCh; ++c) {
+      const int byte = Geometry::smem_offset(r, c) * Geometry::kElemBytes;
+      EXPECT_EQ(byte / Geometry::kRowBytes, r) << "chunk " << c << " leaves row " << r;
+      EXPECT_EQ(byte % Geometry::kChunkBytes, 0);
+      offsets.insert(byte);
+    }
+  EXPECT_EQ(offsets.size(), static_cast<size_t>(kRows * kCh)) << "two chunks share an address";
+  for (int r0 = 0; r0 < kRows; r0 += 8)
+    for (int c = 0; c < kCh; ++c) {
+      std::set<int> groups;
+      for (int r = r0; r < r0 + 8; ++r) groups.insert(Geometry::smem_offset(r, c) * Geometry::kElemBytes % 128 / 16);
+      EXPECT_EQ(groups.size(), 8u) << "rows " << r0 << "-" << r0 + 7 << ", chunk " << c << " conflict";
+    }
+}
+
+TEST(Fp8DecodeLayout, SwizzledRowsAreBijectiveAndLdmatrixConflictFree) {
+  expect_swizzle_bijective_and_conflict_free<flash::SmemRowGeometry<64, 1>>();
+  expect_swizzle_bijective_and_conflict_free<flash::SmemRowGeometry<128, 1>>();
+  expect_swizzle_bijective_and_conflict_free<flash::SmemRowGeometry<64, 2>>();
+  expect_swizzle_bijective_and_conflict_free<flash::SmemRowGeometry<128, 2>>();
+}
+
 TEST(Fp8Boundary, TheOperatorsHeadDimsAndByNameAny) {
   const auto query = [](int64_t head_dim) {
     return kernels::query_of(at::empty({1, 1, 8, head_dim}, at::TensorOptions().dtype(at::kFloat8_e4m3fn)));
@@ -387,18 +422,24 @@ TEST(FlashSm90Fp8Op, DecodeRouteWithinTwicePlainFp8OfFloat64) {
   const std::vector<Fp8Shape> shapes = {{1, 8, 1, 1, 1},     {2, 4, 4, 1, 63},    {1, 3, 1, 5, 65},
                                         {2, 16, 2, 2, 1000}, {1, 8, 1, 8, 4099},  {1, 32, 8, 4, 20000},
                                         {3, 8, 8, 16, 777},  {1, 6, 1, 3, 300},   {1, 2, 1, 1, 70001}};
-  for (const Fp8Shape& s : shapes)
-    for (const bool causal : {false, true}) {
-      const at::Tensor q = at::empty({s.b, s.hq, s.sq, 128}, at::TensorOptions().device("cuda:0"));
-      const at::Tensor k = at::empty({s.b, s.hkv, s.skv, 128}, at::TensorOptions().device("cuda:0"));
-      const flash::FwdPlan plan = flash::plan_for(q, k, causal);
-      EXPECT_TRUE(flash_sm90::runs_fp8_split_kv_decode(plan, 128))
-          << s.b << "x" << s.hq << "/" << s.hkv << "x" << s.sq << "/" << s.skv << " is not on the decode route";
-      if (s.skv == 70001) EXPECT_GT(plan.num_splits, 1) << "the long case must split its keys";
-    }
-  int cases = 0;
-  const double worst = expect_within_twice_plain_fp8(call_fp8, cases, 128, /*e4m3_sums=*/false, shapes, true);
-  std::cout << "[ sm90 fp8 decode route ] " << cases << " cases, worst error " << worst << " of the bound\n";
+  for (const int64_t d : {64, 128}) {
+    SCOPED_TRACE("head_dim " + std::to_string(d));
+#ifdef ATTNPROF_HAVE_CUDA_KERNELS  // (why_not_runnable() skips without them)
+    for (const Fp8Shape& s : shapes)
+      for (const bool causal : {false, true}) {
+        const at::Tensor q = at::empty({s.b, s.hq, s.sq, d}, at::TensorOptions().device("cuda:0"));
+        const at::Tensor k = at::empty({s.b, s.hkv, s.skv, d}, at::TensorOptions().device("cuda:0"));
+        const flash::FwdPlan plan = flash::plan_for(q, k, causal);
+        EXPECT_TRUE(flash_sm90::runs_fp8_split_kv_decode(plan, d))
+            << s.b << "x" << s.hq << "/" << s.hkv << "x" << s.sq << "/" << s.skv << " is not on the decode route";
+        if (s.skv == 70001) EXPECT_GT(plan.num_splits, 1) << "the long case must split its keys";
+      }
+#endif
+    int cases = 0;
+    const double worst = expect_within_twice_plain_fp8(call_fp8, cases, d, /*e4m3_sums=*/false, shapes, true);
+    std::cout << "[ sm90 fp8 decode route, head_dim " << d << " ] " << cases << " cases, worst error " << worst
+              << " of the bound\n";
+  }
 }
 
 // Every fp8 configuration of this build by name (the operator's and the

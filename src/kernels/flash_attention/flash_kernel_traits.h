@@ -86,11 +86,14 @@ struct DecodeTileD128 : TileDefaults {
 };
 
 // Split-KV decode on e4m3 K and V (the Hopper fp8 operator's decode route,
-// flash_sm90/decode_fp8.h): a K/V tile is half the bytes, so twice the stages
-// keep the 16-bit tile's bytes in flight per block (6 x 16 KB + 2 KB of shared
-// memory, still 2 blocks per SM), and the split planner's geometry (BLOCK_N,
-// blocks per SM) stays the 16-bit tile's. Head dim 128 only: a 64-byte row of
-// e4m3 has 4 chunks, which the XOR swizzle (8 chunks) does not cover.
+// flash_sm90/decode_route.h): a K/V tile is half the bytes, so twice the
+// stages keep the 16-bit tile's bytes in flight per block (d128: 6 x 16 KB +
+// 2 KB of shared memory, still 2 blocks per SM), and the split planner's
+// geometry (BLOCK_N, blocks per SM) stays the 16-bit tile's.
+struct DecodeTileD64Fp8 : DecodeTileD64 {
+  static constexpr const char* kName = "decode_d64_e4m3";
+  static constexpr int kStages = 8;
+};
 struct DecodeTileD128Fp8 : DecodeTileD128 {
   static constexpr const char* kName = "decode_d128_e4m3";
   static constexpr int kStages = 6;
@@ -100,7 +103,7 @@ struct DecodeTileD128Fp8 : DecodeTileD128 {
 using FwdTiles = kernels::ConfigList<FwdTileD64, FwdTileD128>;
 using VarlenTiles = kernels::ConfigList<FwdTileD64, FwdTileD128Varlen>;
 using DecodeTiles = kernels::ConfigList<DecodeTileD64, DecodeTileD128>;
-using DecodeFp8Tiles = kernels::ConfigList<DecodeTileD128Fp8>;
+using DecodeFp8Tiles = kernels::ConfigList<DecodeTileD64Fp8, DecodeTileD128Fp8>;
 
 // An e4m3 element as the kernels store and move it (one byte); the
 // fragments widen it to fp16 (tile_ops_fp8.cuh). A tag rather than CUDA's
@@ -122,15 +125,23 @@ struct SmemRowGeometry {
   // One k16 step of an MMA along head_dim: 16 elements, two chunks.
   static constexpr int kKStepBytes = 16 * kElemBytes;
 
-  static_assert(kChunksPerRow % 8 == 0,
-                "the XOR swizzle permutes 8 chunks of 16 B: a row must hold a multiple of 8 of them");
+  static_assert(kChunksPerRow % 8 == 0 || kChunksPerRow == 4,
+                "the XOR swizzle permutes 8 chunks of 16 B, or 4 in a 64-byte row");
+
+  // The chunk index of row `row` is XORed with this key. Rows of 8 chunks or
+  // more: row & 7, so the 8 row addresses of one ldmatrix 8x8 matrix fall in
+  // 8 different 16-byte bank groups (no conflicts), where a plain layout with
+  // 128/256-byte rows would be an 8-way conflict. 64-byte rows (e4m3 at
+  // head_dim 64): two rows share a 128-byte bank line, so (row >> 1) & 3 puts
+  // rows 2i and 2i + 1 in its two halves and the four pairs on different
+  // chunks. Either key depends on row & 7 alone.
+  ATTNPROF_HOST_DEVICE static constexpr int swizzle_key(int row) {
+    return kChunksPerRow == 4 ? (row >> 1) & 3 : row & 7;
+  }
 
   // Element offset of chunk `chunk` of row `row` in a [rows][kHeadDim] tile.
-  // Chunks are XOR-swizzled with (row & 7): the 8 row addresses of one ldmatrix
-  // 8x8 matrix then fall in 8 different 16-byte bank groups (no conflicts),
-  // where a plain layout with 128/256-byte rows would be an 8-way conflict.
   ATTNPROF_HOST_DEVICE static constexpr int smem_offset(int row, int chunk) {
-    return row * kHeadDim + ((chunk ^ (row & 7)) * kChunkElems);
+    return row * kHeadDim + ((chunk ^ swizzle_key(row)) * kChunkElems);
   }
 };
 
@@ -162,8 +173,6 @@ struct KernelTraitsBase : SmemRowGeometry<Tile_::kHeadDim, static_cast<int>(size
   static_assert(kElemBytes == 2 || kFp8, "mma.sync m16n8k16 path: bf16/fp16 inputs, or e4m3 widened to fp16");
   static_assert(kBlockN % 16 == 0, "P·V consumes keys in k16 steps");
   static_assert(kStages >= 2, "cp.async needs at least double buffering");
-  static_assert((kBlockM * Geometry::kChunksPerRow) % kNThreads == 0,
-                "Q tile copy: whole chunks per thread");
   static_assert((kBlockN * Geometry::kChunksPerRow) % kNThreads == 0,
                 "K/V tile copy: whole chunks per thread");
   static_assert(kSmemBytes * Tile::kBlocksPerSm <= 227 * 1024,
@@ -182,6 +191,8 @@ struct FwdKernelTraits
   static constexpr bool kQInRegs = kMTiles * kHeadDim <= 128;
 
   static_assert(kMTiles == 1 || kMTiles == 2, "1 or 2 m16 row tiles per warp");
+  static_assert((Base::kBlockM * Base::kChunksPerRow) % Base::kNThreads == 0,
+                "Q tile copy (load_tile): whole chunks per thread");
 };
 
 template <typename Tile_, typename Element_>

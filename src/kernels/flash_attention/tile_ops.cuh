@@ -53,7 +53,7 @@ __device__ __forceinline__ void load_tile(uint32_t smem_tile, const typename Tra
   constexpr int kCh = Traits::kChunksPerRow;
   constexpr int kRowsPerPass = kNThreads / kCh;
   static_assert(kNThreads % kCh == 0 && kRowsPerPass % 8 == 0,
-                "a thread's rows must share one swizzle key (row & 7)");
+                "a thread's rows must share one swizzle key (a function of row & 7)");
   static_assert(kRows % kRowsPerPass == 0, "whole passes per tile");
   const int r = tid / kCh;
   const int c = tid % kCh;
@@ -148,7 +148,7 @@ __device__ __forceinline__ void load_kv_tile(const SmemTiles<Traits>& smem,
   constexpr int kCh = Traits::kChunksPerRow;
   constexpr int kRowsPerPass = Traits::kNThreads / kCh;
   static_assert(Traits::kNThreads % kCh == 0 && kRowsPerPass % 8 == 0,
-                "a thread's rows must share one swizzle key (row & 7)");
+                "a thread's rows must share one swizzle key (a function of row & 7)");
   static_assert(kBN % kRowsPerPass == 0, "whole passes per tile");
   using Element = typename Traits::Element;
   const FwdParams& p = kv.p;
@@ -186,9 +186,10 @@ __device__ __forceinline__ void load_kv_tile_or_none(const SmemTiles<Traits>& sm
 }
 
 // ldmatrix lane addressing. In all three tiles a lane's row is ≡ lane (mod 8),
-// so its swizzle key is lane & 7, and the swizzled chunk of an even chunk pair
-// c0 + hi is (c0 + hi) ^ key = c0 ^ (hi ^ key): a per-lane byte offset (row
-// and 16·(hi ^ key)) XORed with the compile-time 16·c0. The XOR only touches
+// so its swizzle key is swizzle_key(lane) (lane & 7 for rows of 8 chunks or
+// more), and the swizzled chunk of an even chunk pair c0 + hi is
+// (c0 + hi) ^ key = c0 ^ (hi ^ key): a per-lane byte offset (row and
+// 16·(hi ^ key)) XORed with the compile-time 16·c0. The XOR only touches
 // bits below the row size, so whole rows (stages, m tiles, n tiles) can be
 // added before or after it: the tile steps become ldmatrix immediates.
 template <typename Traits>
@@ -198,17 +199,17 @@ struct LaneOffsets {
   static constexpr int kD = Traits::kHeadDim;
   // Q (A operand, x4 = rows 0-7/8-15 × k 0-7/8-15): row lane&15, chunk +lane/16.
   __device__ __forceinline__ static uint32_t q(int lane, int first_row) {
-    const int swz = lane & 7;
+    const int swz = Traits::swizzle_key(lane);
     return ((first_row + (lane & 15)) * kD + (((lane >> 4) ^ swz) * kCE)) * kEB;
   }
   // K (B operand, non-transposed): key (lane&7) + 8·(lane/16), chunk +(lane/8)&1.
   __device__ __forceinline__ static uint32_t k(int lane) {
-    const int swz = lane & 7;
+    const int swz = Traits::swizzle_key(lane);
     return (((lane & 7) + ((lane >> 4) << 3)) * kD + ((((lane >> 3) & 1) ^ swz) * kCE)) * kEB;
   }
   // V (B operand, transposed): key lane&15, chunk +lane/16.
   __device__ __forceinline__ static uint32_t v(int lane) {
-    const int swz = lane & 7;
+    const int swz = Traits::swizzle_key(lane);
     return ((lane & 15) * kD + (((lane >> 4) ^ swz) * kCE)) * kEB;
   }
 };

@@ -13,6 +13,19 @@
 #include "kernels/flash_sm90/decode_route.h"
 
 namespace attnprof::flash_sm90 {
+namespace {
+
+// Whether the 16-bit decode tiles (the planner's, flash::plan_fwd) have Tile's head dim with its
+// BLOCK_N and blocks per SM: the plan the operator made is then one this tile runs.
+template <typename Tile, typename... Tiles>
+constexpr bool planned_alike(kernels::ConfigList<Tiles...>) {
+  return ((Tiles::kHeadDim == Tile::kHeadDim) || ...) &&
+         ((Tiles::kHeadDim != Tile::kHeadDim ||
+           (Tiles::kBlockN == Tile::kBlockN && Tiles::kBlocksPerSm == Tile::kBlocksPerSm)) &&
+          ...);
+}
+
+}  // namespace
 
 void run_fp8_decode(const flash::FwdParams& p, CUstream_st* stream) {
   constexpr const char* op = "attnprof::flash_attention_sm90_fp8";
@@ -23,10 +36,8 @@ void run_fp8_decode(const flash::FwdParams& p, CUstream_st* stream) {
               p.plan.num_splits, " key splits need a workspace");
   kernels::head_dim_switch(flash::DecodeFp8Tiles{}, p.head_dim, op, [&](auto tile) {
     using Tile = decltype(tile);
-    // The plan (flash::plan_fwd) was made with the 16-bit decode tile's geometry.
-    static_assert(Tile::kBlockN == flash::DecodeTileD128::kBlockN &&
-                      Tile::kBlocksPerSm == flash::DecodeTileD128::kBlocksPerSm,
-                  "the e4m3 decode tile must keep the planner's BLOCK_N and blocks per SM");
+    static_assert(planned_alike<Tile>(flash::DecodeTiles{}),
+                  "an e4m3 decode tile must keep the 16-bit tile's BLOCK_N and blocks per SM (the planner's)");
     kernels::bool_switch(p.causal, [&](auto causal) {
       flash::launch_flash_fwd_splitkv<flash::DecodeKernelTraits<Tile, flash::E4m3>, decltype(causal)::value, false>(
           p, stream);
