@@ -597,13 +597,16 @@ TEST(FlashSm90DecodeRoute, DecodeShapesOnlyUpToOneTileOfRowsPerKvHead) {
     const fl::FwdPlan plan = fl::plan_fwd(c.shape, 132);
     EXPECT_EQ(attnprof::flash_sm90::runs_split_kv_decode(plan), c.decode);
     if (c.decode) EXPECT_EQ(plan.path, fl::FwdPath::kDecode);
-    // The fp8 operator's route: the same shapes (the e4m3 decode tiles have both head dims, 64 and 128).
-    EXPECT_EQ(attnprof::flash_sm90::runs_fp8_split_kv_decode(plan, c.shape.head_dim), c.decode);
+    // The fp8 operator's route: the same shapes (the e4m3 decode tiles have both head dims, 64 and 128),
+    // taken when the route is on.
+    EXPECT_EQ(attnprof::flash_sm90::fits_fp8_split_kv_decode(plan, c.shape.head_dim), c.decode);
+    EXPECT_EQ(attnprof::flash_sm90::runs_fp8_split_kv_decode(plan, c.shape.head_dim),
+              c.decode && attnprof::flash_sm90::kFp8DecodeRouteOn);
   }
   // A head dim without the family's tiles (the fp8 operator's 256) plans nothing to run, and does not divide by 0.
   const fl::FwdPlan d256 = fl::plan_fwd({8, 32, 8, 1, 4096, 256, true}, 132);
   EXPECT_EQ(d256.path, fl::FwdPath::kPrefill);
-  EXPECT_FALSE(attnprof::flash_sm90::runs_fp8_split_kv_decode(d256, 256));
+  EXPECT_FALSE(attnprof::flash_sm90::fits_fp8_split_kv_decode(d256, 256));
 }
 
 // A cursor of varlen_tiles.h with the tile shape it walks.

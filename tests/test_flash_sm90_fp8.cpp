@@ -9,6 +9,7 @@
 // (fp8_accumulation_slack); and its bad inputs raise, never crash.
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -18,6 +19,7 @@
 #include <iostream>
 #include <limits>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -27,6 +29,7 @@
 #include "fp8_test_inputs.h"
 #include "sm90_test_util.h"
 #include "test_seed.h"
+#include "kernels/common/boundary.h"
 #include "kernels/flash_attention/api.h"
 #include "kernels/flash_attention/flash_kernel_traits.h"
 #include "kernels/flash_sm90/api.h"
@@ -408,12 +411,42 @@ TEST(FlashSm90Fp8Op, WithinTwicePlainFp8OfFloat64) {
   std::cout << "[ sm90 fp8 ] " << cases << " cases, worst error " << worst << " of the bound\n";
 }
 
-// Decode shapes (few query rows per KV head: decode_route.h) take the split-KV
+namespace {
+
+// The e4m3 decode route (decode_route.h) run directly, as the operator runs it once
+// kFp8DecodeRouteOn: its plan, then flash_sm90::run_fp8_decode through flash::run_planned_forward.
+std::tuple<at::Tensor, at::Tensor> call_fp8_decode_route(const Problem& p, const Inputs& in) {
+#ifdef ATTNPROF_HAVE_SM90_KERNELS
+  const at::Tensor &q = in.q, &k = in.k, &v = in.v;
+  at::Tensor out = at::empty(q.sizes(), q.options().dtype(at::kBFloat16));
+  at::Tensor lse = at::empty({q.size(0), q.size(1), q.size(2)}, q.options().dtype(at::kFloat));
+  flash::FwdParams params;
+  static_cast<kernels::AttentionParams&>(params) =
+      kernels::make_attention_params(q, k, v, out, lse, p.causal(), p.softmax_scale());
+  params.is_bf16 = false;
+  params.is_fp8 = true;
+  params.q_descale = in.fp8.q_descale.data_ptr<float>();
+  params.k_descale = in.fp8.k_descale.data_ptr<float>();
+  params.v_descale = in.fp8.v_descale.data_ptr<float>();
+  params.plan = flash::plan_for(q, k, p.causal());
+  c10::cuda::CUDAGuard guard(q.device());
+  flash::run_planned_forward("fp8 decode route", params, q, &flash_sm90::run_fp8_decode);
+  return {out, lse};
+#else
+  (void)p, (void)in;
+  throw std::runtime_error("no sm_90a kernels in this build");
+#endif
+}
+
+}  // namespace
+
+// Decode shapes (few query rows per KV head: decode_route.h) fit the split-KV
 // kernel on e4m3 K and V: GQA groups of 1 to 8 packed into m16 tiles (rows
 // past a group's end, several tiles), 1 to 16 queries, keys from 1 to past a
 // K/V tile and in many splits merged by the combine kernel, both masks, each
 // row under its own head's descale; held to the same rule (its P is fp16, so
-// its error sits below plain FP8's).
+// its error sits below plain FP8's). Run directly: the operator takes the route
+// only once kFp8DecodeRouteOn.
 TEST(FlashSm90Fp8Op, DecodeRouteWithinTwicePlainFp8OfFloat64) {
   const std::string why = why_not_runnable();
   if (!why.empty()) GTEST_SKIP() << why;
@@ -430,13 +463,15 @@ TEST(FlashSm90Fp8Op, DecodeRouteWithinTwicePlainFp8OfFloat64) {
         const at::Tensor q = at::empty({s.b, s.hq, s.sq, d}, at::TensorOptions().device("cuda:0"));
         const at::Tensor k = at::empty({s.b, s.hkv, s.skv, d}, at::TensorOptions().device("cuda:0"));
         const flash::FwdPlan plan = flash::plan_for(q, k, causal);
-        EXPECT_TRUE(flash_sm90::runs_fp8_split_kv_decode(plan, d))
-            << s.b << "x" << s.hq << "/" << s.hkv << "x" << s.sq << "/" << s.skv << " is not on the decode route";
+        EXPECT_TRUE(flash_sm90::fits_fp8_split_kv_decode(plan, d))
+            << s.b << "x" << s.hq << "/" << s.hkv << "x" << s.sq << "/" << s.skv << " does not fit the decode route";
+        EXPECT_EQ(flash_sm90::runs_fp8_split_kv_decode(plan, d), flash_sm90::kFp8DecodeRouteOn);
         if (s.skv == 70001) EXPECT_GT(plan.num_splits, 1) << "the long case must split its keys";
       }
 #endif
     int cases = 0;
-    const double worst = expect_within_twice_plain_fp8(call_fp8, cases, d, /*e4m3_sums=*/false, shapes, true);
+    const double worst =
+        expect_within_twice_plain_fp8(call_fp8_decode_route, cases, d, /*e4m3_sums=*/false, shapes, true);
     std::cout << "[ sm90 fp8 decode route, head_dim " << d << " ] " << cases << " cases, worst error " << worst
               << " of the bound\n";
   }
