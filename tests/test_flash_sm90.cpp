@@ -603,6 +603,14 @@ TEST(FlashSm90DecodeRoute, DecodeShapesOnlyUpToOneTileOfRowsPerKvHead) {
     EXPECT_EQ(attnprof::flash_sm90::runs_fp8_split_kv_decode(plan, c.shape.head_dim),
               c.decode && attnprof::flash_sm90::kFp8DecodeRouteOn);
   }
+  // The route's words for the facts: the e4m3 instance, its bf16 combine, the e4m3 tile.
+  const fl::FwdPlan decode = fl::plan_fwd({8, 32, 8, 1, 32768, 128, true}, 132);
+  ASSERT_GT(decode.num_splits, 1);
+  const std::string words = fl::describe_fwd(128, false, decode, /*e4m3=*/true);
+  EXPECT_NE(words.find("flash_fwd_splitkv_kernel<e4m3, d128>"), std::string::npos) << words;
+  EXPECT_NE(words.find("flash_combine_kernel<bf16, d128>"), std::string::npos) << words;
+  EXPECT_NE(words.find("6-stage"), std::string::npos) << words;
+  EXPECT_NE(words.find("widened to fp16"), std::string::npos) << words;
   // A head dim without the family's tiles (the fp8 operator's 256) plans nothing to run, and does not divide by 0.
   const fl::FwdPlan d256 = fl::plan_fwd({8, 32, 8, 1, 4096, 256, true}, 132);
   EXPECT_EQ(d256.path, fl::FwdPath::kPrefill);
