@@ -280,18 +280,32 @@ def forward_suite(exe, tmp, iters):
             ("unfused", "forward: the unfused pipeline (ratio to inplace)", sm, "inplace")]
 
 
+def decode_points(exe, tmp, variants, iters):
+    """Causal decode, 32 query and 8 K/V heads x 128: 8 sequences of one query against 4K-128K keys, and one
+    sequence of 4 queries (a speculative step) against 128K; gbs: K and V bytes (one a value for an fp8
+    variant, two otherwise) over the event median."""
+    decode = []
+    for (b, sq, skv) in ((8, 1, 4096), (8, 1, 32768), (8, 1, 131072), (1, 4, 131072)):
+        for p in run_variants(exe, tmp, variants, b, 32, 8, sq, skv, 128, True, iters=iters):
+            if p.get("median_us"):
+                kv_bytes = 2 * b * 8 * skv * 128 * (1 if p["variant"].endswith(" fp8") else 2)
+                p["gbs"] = kv_bytes / (p["median_us"] * 1e-6) / 1e9
+            decode.append(p)
+    return decode
+
+
+def share_of_copy(pts, ceiling):
+    """pct_copy: each point's gbs against the copy ceiling of the same run (none without one)."""
+    for p in pts:
+        if p.get("gbs"):
+            p["pct_copy"] = 100 * p["gbs"] / ceiling if ceiling else None
+
+
 def shapes_suite(exe, tmp, iters):
     ceiling = copy_ceiling_gbs()
-    decode = []
-    # 8 sequences of one query against 4K-128K keys, and one sequence of 4 queries (a speculative step) against 128K.
-    for (b, sq, skv) in ((8, 1, 4096), (8, 1, 32768), (8, 1, 131072), (1, 4, 131072)):
-        for p in run_variants(exe, tmp, pick(["custom-flash", "custom-flash-sm90"] + SDPA + ["sdpa-math"], "sdpa-flash"),
-                              b, 32, 8, sq, skv, 128, True, iters=iters):
-            if p.get("median_us"):
-                kv_bytes = 2 * b * 8 * skv * 128 * 2
-                p["gbs"] = kv_bytes / (p["median_us"] * 1e-6) / 1e9
-                p["pct_copy"] = 100 * p["gbs"] / ceiling if ceiling else None
-            decode.append(p)
+    decode = decode_points(exe, tmp, pick(["custom-flash", "custom-flash-sm90"] + SDPA + ["sdpa-math"], "sdpa-flash"),
+                           iters)
+    share_of_copy(decode, ceiling)
     ratio_to(decode, "sdpa-flash")
     prefill = []
     for (b, sq, skv) in [(1, 512, 8192), (1, 512, 32768), (4, 4096, 4096)]:
@@ -413,20 +427,11 @@ def fp8_suite(exe, tmp, iters):
             pts += run_variants(exe, tmp, variants, b, h, h, s, s, d, causal, iters=iters)
     ratio_to(pts, "sdpa-cudnn")
     vs_our_bf16(pts)
-    # Decode (the shapes suite's, causal): K and V bytes read, e4m3 one byte an element, against a copy
-    # (timed only when a decode point ran).
-    decode = []
-    for (b, sq, skv) in ((8, 1, 4096), (8, 1, 32768), (8, 1, 131072), (1, 4, 131072)):
-        for p in run_variants(exe, tmp, pick(["custom-flash-sm90 fp8", "custom-flash-sm90", "sdpa-flash"], "sdpa-flash"),
-                              b, 32, 8, sq, skv, 128, True, iters=iters):
-            if p.get("median_us"):
-                kv_bytes = 2 * b * 8 * skv * 128 * (1 if p["variant"].endswith(" fp8") else 2)
-                p["gbs"] = kv_bytes / (p["median_us"] * 1e-6) / 1e9
-            decode.append(p)
+    # The shapes suite's decode points, against a copy timed only when one of them ran.
+    decode = decode_points(exe, tmp, pick(["custom-flash-sm90 fp8", "custom-flash-sm90", "sdpa-flash"], "sdpa-flash"),
+                           iters)
     ceiling = copy_ceiling_gbs() if decode else None
-    for p in decode:
-        if p.get("gbs") and ceiling:
-            p["pct_copy"] = 100 * p["gbs"] / ceiling
+    share_of_copy(decode, ceiling)
     ratio_to(decode, "sdpa-flash")
     vs_our_bf16(decode)
     RUN_FIELDS["fp8"] = {"copy_ceiling_gbs": ceiling} if ceiling else {}

@@ -1,4 +1,4 @@
-// The split-KV decode kernel's GEMMs on e4m3 Q, K and V (DecodeTileD128Fp8):
+// The split-KV decode kernel's GEMMs on e4m3 Q, K and V (DecodeFp8Tiles):
 // the tiles stay e4m3 in shared memory (half the bytes of a 16-bit tile, the
 // layout and swizzle of tile_ops.cuh with 16 elements per chunk), and each
 // fragment is widened to fp16 in registers (cvt.rn.f16x2.e4m3x2, exact: every

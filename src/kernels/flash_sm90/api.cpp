@@ -373,7 +373,7 @@ std::tuple<at::Tensor, at::Tensor> fp8_forward(const char* op, const at::Tensor&
   params.k_descale = k_descale.data_ptr<float>();
   params.v_descale = v_descale.data_ptr<float>();
   // The operator's own choice: decode on the e4m3 split-KV kernel at its head dims (decode_route.h).
-  if (!config && kernels::has_head_dim(flash::DecodeFp8Tiles{}, q.size(3))) {
+  if (kFp8DecodeRouteOn && !config && kernels::has_head_dim(flash::DecodeFp8Tiles{}, q.size(3))) {
     const flash::FwdPlan plan = flash::plan_for(q, k, causal);
     if (runs_fp8_split_kv_decode(plan, q.size(3))) {
       flash::FwdParams p;
