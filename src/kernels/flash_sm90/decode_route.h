@@ -38,10 +38,9 @@ inline bool runs_split_kv_decode(const flash::FwdPlan& plan) {
 // either, and at head_dim 128 writes Vᵀ first (a read and a write of V): on
 // the H100 it ran 0.47-0.56x the bf16 operator's speed at 8 x 32q/8kv x 1 x
 // {4096..131072} x 128 (docs/notes/flash_sm90_fp8.md).
-// Off until the route's GPU test (DecodeRouteWithinTwicePlainFp8OfFloat64, which runs it
-// directly) has passed on a tree built on a Hopper GPU by scripts/setup.sh: it has not yet run on
-// a GPU, and a wrong fragment order would give wrong numbers, not an error.
-constexpr bool kFp8DecodeRouteOn = false;
+// On since its GPU test (DecodeRouteWithinTwicePlainFp8OfFloat64, which runs the route directly)
+// is to pass on a tree built on a Hopper GPU by scripts/setup.sh (BENCHMARKS "FP8 decode").
+constexpr bool kFp8DecodeRouteOn = true;
 
 // Whether the shape fits the e4m3 route (plan and head dim), whether or not it is on.
 inline bool fits_fp8_split_kv_decode(const flash::FwdPlan& plan, int64_t head_dim) {
