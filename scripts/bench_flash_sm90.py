@@ -20,6 +20,9 @@ from HBM. TFLOP/s count 4*B*H*S^2*D, half for causal. The ratio to cuDNN is last
     beside the bf16 kernel and cuDNN (bf16), head_dim 128 shapes; adds the fp8 / bf16-kernel ratio
     (issue 32's target); with --check, the fp8 errors against float64 and a plain FP8 implementation;
     --fp8-configs A,B: also fp8 configurations by name (alternatives built with -DATTNPROF_KERNEL_CONFIGS)
+  --fp8-decode: causal decode shapes (GQA, 1-4 queries against 4096-131072 keys) at head_dim 128 and 64: the
+    fp8 operator (its decode route) against the bf16 operator and the fp8 Hopper kernel by name, K+V read
+    bandwidth against a device copy timed in the same run, the fp8 error against float64 beside plain FP8's
 """
 import argparse
 import math
@@ -332,6 +335,8 @@ def main():
     ap.add_argument("--fp8-configs", type=lambda t: [c for c in t.split(",") if c], default=[],
                     help="with --fp8: also time these fp8 configurations by name (flash_attention_sm90_fp8_configs() "
                          "lists this build's), each as a column with its ratio to the operator's")
+    ap.add_argument("--fp8-decode", action="store_true",
+                    help="time the fp8 operator's decode route against the bf16 operator and the fp8 Hopper kernel")
     ap.add_argument("--sustain", type=float, metavar="SECONDS",
                     help="time each backend alone for SECONDS per repetition (see above); --reps repetitions")
     bench_records.add_record_flags(ap)
@@ -342,6 +347,8 @@ def main():
         ap.error("--fp8 times back-to-back calls; it does not take --sustain")
     if args.sustain is not None and not 0 < args.sustain <= 60:
         ap.error(f"--sustain {args.sustain}: expected seconds in (0, 60]")
+    if args.fp8_decode and (args.fp8 or args.sustain is not None or args.profile or args.shapes):
+        ap.error("--fp8-decode times its own decode shapes; it takes none of --fp8, --sustain, --profile, --shapes")
     if args.reps < 1:
         ap.error(f"--reps {args.reps}: expected at least 1")
     require_cuda(ap)
@@ -374,6 +381,8 @@ def main():
         torch.cuda.synchronize()
         return 0
 
+    if args.fp8_decode:
+        return fp8_decode_table(args)
     if args.fp8:
         if args.check:
             for c in [None] + args.fp8_configs:
@@ -415,6 +424,64 @@ def main():
         print(f"| {'x'.join(map(str, shape))} | {'causal' if causal else 'full'} | " +
               " | ".join(f"{t:.0f}" for t in tf) + " | " + " | ".join(ratios) + " |")
     return record("op_forward", points, args, commit)
+
+
+DECODE_SHAPES = [(8, 32, 8, 1, 4096), (8, 32, 8, 1, 32768), (8, 32, 8, 1, 131072), (1, 32, 8, 4, 131072),
+                 (16, 32, 8, 1, 8192), (4, 64, 8, 2, 16384)]  # (batch, q heads, kv heads, seq_q, seq_kv)
+
+
+def copy_gbs():
+    """Device-to-device copy of 2 GiB: bytes read + written over the median of 10."""
+    x = torch.empty(1 << 30, dtype=torch.float16, device="cuda")
+    y = torch.empty_like(x)
+    times = []
+    for i in range(13):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        y.copy_(x)
+        b.record()
+        b.synchronize()
+        if i >= 3:
+            times.append(a.elapsed_time(b) * 1e-3)
+    return 2 * x.numel() * x.element_size() / statistics.median(times) / 1e9
+
+
+def fp8_decode_table(args):
+    """--fp8-decode: per decode shape and head dim, the fp8 operator, the bf16 operator and the fp8 operator's
+    Hopper kernel by name (its configuration at that head dim), interleaved; K+V bytes over each median
+    against a copy; the fp8 operator's error on the first two sequences against float64 and plain FP8."""
+    names = list(torch.ops.attnprof.flash_attention_sm90_fp8_configs())
+    ceiling = copy_gbs()
+    print(f"copy ceiling {ceiling:.0f} GB/s")
+    print("| shape (causal) | fp8 route µs | bf16 operator µs | fp8 Hopper kernel µs | vs bf16 | vs Hopper kernel | "
+          "K+V % of copy (fp8 / bf16) | error (plain FP8) |")
+    print("|---|---:|---:|---:|---:|---:|---|---|")
+    ok = True
+    for d in (128, 64):
+        hopper = next((n for n in names if n.startswith(f"sm90_fwd_hdim{d}_")), None)
+        for b, hq, hkv, sq, skv in DECODE_SHAPES:
+            scale = d ** -0.5
+            kv_bytes = 2 * b * hkv * skv * d  # K and V, one byte a value
+            sets = [fp8_set(*(torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+                              for h, s in ((hq, sq), (hkv, skv), (hkv, skv))))
+                    for _ in range(max(1, min(6, math.ceil(150e6 / (2 * kv_bytes)))))]
+            fns = [ours_fp8(True, scale), bf16_of(ours("attnprof", True, scale))]
+            if hopper:
+                fns.append(ours_fp8(True, scale, hopper))
+            us = time_fns(fns, sets, args.calls, args.reps, 3) + ([] if hopper else [math.nan])
+            q8, k8, v8, qd, kd, vd = (t[:2] for t in sets[0][3:])
+            out = fp8_op()(q8, k8, v8, qd, kd, vd, True, scale)[0]
+            ref, _ = reference(*(x.float() * s_[..., None, None] for x, s_ in ((q8, qd), (k8, kd), (v8, vd))), True, scale)
+            err = ((out.double() - ref).norm() / ref.norm()).item()
+            perr = ((plain_fp8(q8, k8, v8, qd, kd, vd, True, scale).double() - ref).norm() / ref.norm()).item()
+            ok &= err <= 2 * perr
+            pct = [100 * n * kv_bytes / (t * 1e-6) / 1e9 / ceiling for n, t in ((1, us[0]), (2, us[1]))]
+            by_name = (f"{us[2]:.1f}", f"{us[2] / us[0]:.2f}x") if hopper else ("—", "—")
+            print(f"| {b}x{hq}/{hkv}x{sq}/{skv}x{d} | {us[0]:.1f} | {us[1]:.1f} | {by_name[0]} | {us[1] / us[0]:.2f}x | "
+                  f"{by_name[1]} | {pct[0]:.0f} / {pct[1]:.0f} | {err:.2g} ({perr:.2g}){'' if err <= 2 * perr else ' FAIL'} |")
+            del sets
+            torch.cuda.empty_cache()
+    return 0 if ok else 1
 
 
 def fp8_table(args, prop, commit):
