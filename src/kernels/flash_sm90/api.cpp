@@ -66,8 +66,8 @@ TORCH_LIBRARY_FRAGMENT(attnprof, m) {
   // P scaled by 2^8 and rounded to e4m3; V transposed in the kernel, or at
   // head dims whose configuration reads a copy (FwdWorkspace::fp8_vt) first
   // by one pass of fp8_vt_kernel over v per call, in the trace. Decode shapes
-  // are to run the split-KV kernel on e4m3 K and V instead (fp16 mma.sync, P
-  // in fp16; decode_route.h: off until run on a GPU). out: bf16 like q's shape; lse as
+  // run the split-KV kernel on e4m3 K and V instead (fp16 mma.sync, P in
+  // fp16; decode_route.h). out: bf16 like q's shape; lse as
   // flash_attention_sm90's, of the descaled scores. Forward only.
   m.def("flash_attention_sm90_fp8(Tensor q, Tensor k, Tensor v, Tensor q_descale, Tensor k_descale, Tensor v_descale, bool causal, float scale) -> (Tensor out, Tensor lse)");
   // The gradients of flash_attention (flash_attention/api.cpp) from the Hopper
