@@ -37,6 +37,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_records  # noqa: E402
+from bench_kernels import copy_ceiling_gbs  # noqa: E402
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -430,28 +431,12 @@ DECODE_SHAPES = [(8, 32, 8, 1, 4096), (8, 32, 8, 1, 32768), (8, 32, 8, 1, 131072
                  (16, 32, 8, 1, 8192), (4, 64, 8, 2, 16384)]  # (batch, q heads, kv heads, seq_q, seq_kv)
 
 
-def copy_gbs():
-    """Device-to-device copy of 2 GiB: bytes read + written over the median of 10."""
-    x = torch.empty(1 << 30, dtype=torch.float16, device="cuda")
-    y = torch.empty_like(x)
-    times = []
-    for i in range(13):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        y.copy_(x)
-        b.record()
-        b.synchronize()
-        if i >= 3:
-            times.append(a.elapsed_time(b) * 1e-3)
-    return 2 * x.numel() * x.element_size() / statistics.median(times) / 1e9
-
-
 def fp8_decode_table(args):
     """--fp8-decode: per decode shape and head dim, the fp8 operator, the bf16 operator and the fp8 operator's
     Hopper kernel by name (its configuration at that head dim), interleaved; K+V bytes over each median
     against a copy; the fp8 operator's error on the first two sequences against float64 and plain FP8."""
     names = list(torch.ops.attnprof.flash_attention_sm90_fp8_configs())
-    ceiling = copy_gbs()
+    ceiling = copy_ceiling_gbs()
     print(f"copy ceiling {ceiling:.0f} GB/s")
     print("| shape (causal) | fp8 route µs | bf16 operator µs | fp8 Hopper kernel µs | vs bf16 | vs Hopper kernel | "
           "K+V % of copy (fp8 / bf16) | error (plain FP8) |")

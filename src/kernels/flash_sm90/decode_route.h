@@ -32,11 +32,11 @@ inline bool runs_split_kv_decode(const flash::FwdPlan& plan) {
   return plan.path == flash::FwdPath::kDecode && plan.group * plan.seqlen_q <= kDecodeMaxRowsPerKvHead;
 }
 
-// attnprof::flash_attention_sm90_fp8 is to route the same shapes, at the head
+// attnprof::flash_attention_sm90_fp8 routes the same shapes, at the head
 // dims of flash::DecodeFp8Tiles, to the split-KV kernel reading K and V as
 // e4m3 (half the bytes of the 16-bit route). Why: its own kernel has no decode path
 // either, and at head_dim 128 writes Vᵀ first (a read and a write of V): on
-// the H100 it ran 0.47-0.56x the bf16 operator's speed at 8 x 32q/8kv x 1 x
+// the H100 that kernel ran 0.47-0.56x the bf16 operator's speed at 8 x 32q/8kv x 1 x
 // {4096..131072} x 128 (docs/notes/flash_sm90_fp8.md).
 // On since its GPU test (DecodeRouteWithinTwicePlainFp8OfFloat64) passed on a tree built on the
 // H100 by scripts/setup.sh (6940aca): 1.56-1.95x the bf16 operator at head_dim 128 there, 94-101%
