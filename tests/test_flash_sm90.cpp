@@ -617,6 +617,51 @@ TEST(FlashSm90DecodeRoute, DecodeShapesOnlyUpToOneTileOfRowsPerKvHead) {
   EXPECT_FALSE(attnprof::flash_sm90::fits_fp8_split_kv_decode(d256, 256));
 }
 
+// The split planner's contract on decode shapes (flash_fwd_plan.h), for every
+// GPU size: no empty split, every key in one, and a split grid that keeps the
+// resident-block slots at least kDecodeSplitShareOfBest as full as the best
+// split count could (whole waves; at most 128 splits of at least 4 key tiles).
+// Before the rule judged counts as they run, 1x32q/8kv x 4 x 131072 on 132 SMs
+// took 29 splits (232 of 264 slots) where 32 fill 256.
+TEST(FlashFwdPlan, DecodeSplitsFillTheSlotsWithoutAnEmptySplit) {
+  namespace fl = attnprof::flash;
+  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  int checked_splits = 0;
+  for (int sms : {1, 78, 114, 132, 144})
+    for (int64_t batch : {1, 2, 3, 8})
+      for (int64_t heads_kv : {1, 2, 8})
+        for (int64_t group : {1, 4, 8})
+          for (int64_t seq_q : {1, 4})
+            for (int64_t seq_k : {1, 63, 64, 300, 4096, 8191, 32768, 70001, 131072, 1 << 20})
+              for (int64_t head_dim : {64, 128}) {
+                const fl::FwdShape shape{batch, heads_kv * group, heads_kv, seq_q, seq_k, head_dim, true};
+                const fl::FwdPlan plan = fl::plan_fwd(shape, sms);
+                if (plan.path != fl::FwdPath::kDecode) continue;
+                SCOPED_TRACE(std::to_string(batch) + "x" + std::to_string(heads_kv * group) + "/" +
+                             std::to_string(heads_kv) + "x" + std::to_string(seq_q) + "x" + std::to_string(seq_k) +
+                             "x" + std::to_string(head_dim) + " on " + std::to_string(sms) + " SMs");
+                constexpr int64_t kBlockN = 64, kSlotsPerSm = 2;  // the decode tiles' (flash_kernel_traits.h)
+                ASSERT_EQ(plan.keys_per_split % kBlockN, 0);
+                ASSERT_GE(int64_t{plan.num_splits} * plan.keys_per_split, seq_k) << "keys left out";
+                ASSERT_LT(int64_t{plan.num_splits - 1} * plan.keys_per_split, std::max<int64_t>(seq_k, 1))
+                    << "an empty split";
+                if (plan.num_splits == 1) continue;
+                ++checked_splits;
+                const int64_t blocks = batch * heads_kv * plan.row_tiles, slots = sms * kSlotsPerSm;
+                const int64_t n_tiles = ceil_div(seq_k, kBlockN);
+                auto fill = [&](int64_t splits) {  // blocks over slots in whole waves
+                  const double waves = static_cast<double>(blocks * splits) / static_cast<double>(slots);
+                  return waves / std::ceil(waves);
+                };
+                double best = 0;
+                for (int64_t s = 1; s <= std::clamp<int64_t>(n_tiles / 4, 1, 128); ++s)
+                  best = std::max(best, fill(ceil_div(n_tiles, ceil_div(n_tiles, s))));
+                EXPECT_GE(fill(plan.num_splits), fl::kDecodeSplitShareOfBest * best - 1e-12)
+                    << plan.num_splits << " splits of " << plan.keys_per_split << " keys";
+              }
+  EXPECT_GT(checked_splits, 100) << "the sweep must reach split grids";
+}
+
 // A cursor of varlen_tiles.h with the tile shape it walks.
 template <int kRows_, int kKeys_>
 struct VarlenWalk {

@@ -44,23 +44,25 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Splits of the keys for `blocks` blocks of `n_tiles` key tiles each on
 // `slots` resident-block slots. A grid that fills ~0.8 of a wave keeps its
 // keys whole (a split costs a combine pass); otherwise the fewest splits whose
-// wave efficiency (blocks / slots over the waves it takes) is >= 85% of the
-// best, with at least kMinTilesPerSplit tiles each (the ring's prologue and
-// the merge are per block).
-int choose_splits(int64_t blocks, int64_t slots, int64_t n_tiles) {
+// wave efficiency (blocks / slots over the waves it takes) is >= `share` of
+// the best, with at least kMinTilesPerSplit tiles each (the ring's prologue
+// and the merge are per block). A count is judged as it runs: s splits of
+// ⌈n_tiles / s⌉ tiles leave no empty split, which can mean fewer than s.
+int choose_splits(int64_t blocks, int64_t slots, int64_t n_tiles, double share) {
   constexpr int kMaxSplits = 128;
   constexpr int64_t kMinTilesPerSplit = 4;
   if (blocks * 5 >= slots * 4) return 1;
   const int max_splits =
       static_cast<int>(std::clamp<int64_t>(n_tiles / kMinTilesPerSplit, 1, kMaxSplits));
+  auto runs_as = [&](int s) { return static_cast<int>(ceil_div(n_tiles, ceil_div(n_tiles, s))); };
   auto efficiency = [&](int s) {
-    const double waves = static_cast<double>(blocks * s) / static_cast<double>(slots);
+    const double waves = static_cast<double>(blocks * runs_as(s)) / static_cast<double>(slots);
     return waves / std::ceil(waves);
   };
   double best = 0;
   for (int s = 1; s <= max_splits; ++s) best = std::max(best, efficiency(s));
   for (int s = 1; s <= max_splits; ++s)
-    if (efficiency(s) >= 0.85 * best) return s;
+    if (efficiency(s) >= share * best) return runs_as(s);
   return 1;
 }
 
@@ -119,7 +121,8 @@ FwdPlan plan_fwd(const FwdShape& s, int num_sms) {
   }
   const int64_t n_tiles = std::max<int64_t>(1, ceil_div(s.seqlen_k, tile.block_n));
   const int64_t slots = static_cast<int64_t>(std::max(num_sms, 1)) * tile.blocks_per_sm;
-  int splits = choose_splits(blocks, slots, n_tiles);
+  int splits = choose_splits(blocks, slots, n_tiles,
+                             plan.path == FwdPath::kDecode ? kDecodeSplitShareOfBest : kPrefillSplitShareOfBest);
   splits = static_cast<int>(std::clamp<int64_t>(splits, 1, n_tiles));
   const int64_t tiles_per_split = ceil_div(n_tiles, splits);
   plan.num_splits = static_cast<int>(ceil_div(n_tiles, tiles_per_split));  // no empty split
