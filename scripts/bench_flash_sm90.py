@@ -231,6 +231,17 @@ def plain_fp8(q8, k8, v8, qd, kd, vd, causal, scale):
     return torch.where(l > 0, out, torch.zeros_like(out))
 
 
+def fp8_errors(out, q8, k8, v8, qd, kd, vd, causal, scale):
+    """(out's relative Frobenius error, the plain FP8 implementation's, the reference lse), both errors against
+    float64 attention of the dequantised inputs: attnprof's pass rule holds the first to twice the second."""
+    deq = [x.float() * s_[..., None, None] for x, s_ in ((q8, qd), (k8, kd), (v8, vd))]
+    ref, lse_ref = reference(*deq, causal, scale)
+    plain = plain_fp8(q8, k8, v8, qd, kd, vd, causal, scale)
+    err = ((out.double() - ref).norm() / ref.norm()).item()
+    perr = ((plain.double() - ref).norm() / ref.norm()).item()
+    return err, perr, lse_ref
+
+
 def check_fp8(config=None):
     """fp8 errors against float64 of the dequantised inputs, beside the plain FP8 implementation's
     (attnprof's pass rule: at most twice it), and the lse; of the operator's configuration or `config`."""
@@ -246,12 +257,7 @@ def check_fp8(config=None):
             _, _, _, q8, k8, v8, qd, kd, vd = fp8_set(*t)
             scale = d ** -0.5
             out, lse = op(q8, k8, v8, qd, kd, vd, causal, scale)
-            torch.cuda.synchronize()
-            deq = [x.float() * s_[..., None, None] for x, s_ in ((q8, qd), (k8, kd), (v8, vd))]
-            ref, lse_ref = reference(*deq, causal, scale)
-            plain = plain_fp8(q8, k8, v8, qd, kd, vd, causal, scale)
-            err = ((out.double() - ref).norm() / ref.norm()).item()
-            perr = ((plain.double() - ref).norm() / ref.norm()).item()
+            err, perr, lse_ref = fp8_errors(out, q8, k8, v8, qd, kd, vd, causal, scale)
             fin = torch.isfinite(lse_ref)
             lerr = (lse.double()[fin] - lse_ref[fin]).abs().max().item() if fin.any() else 0.0
             good = math.isfinite(err) and err <= 2 * perr + 1e-6 and lerr < 1e-2
@@ -427,8 +433,8 @@ def main():
     return record("op_forward", points, args, commit)
 
 
-DECODE_SHAPES = [(8, 32, 8, 1, 4096), (8, 32, 8, 1, 32768), (8, 32, 8, 1, 131072), (1, 32, 8, 4, 131072),
-                 (16, 32, 8, 1, 8192), (4, 64, 8, 2, 16384)]  # (batch, q heads, kv heads, seq_q, seq_kv)
+# Issue 30's decode points and two beside them: (batch, q heads, kv heads, seq_q, seq_kv).
+DECODE_SHAPES = bench_records.DECODE_SHAPES + [(16, 32, 8, 1, 8192), (4, 64, 8, 2, 16384)]
 
 
 def fp8_decode_table(args):
@@ -456,9 +462,7 @@ def fp8_decode_table(args):
             us = time_fns(fns, sets, args.calls, args.reps, 3) + ([] if hopper else [math.nan])
             q8, k8, v8, qd, kd, vd = (t[:2] for t in sets[0][3:])
             out = fp8_op()(q8, k8, v8, qd, kd, vd, True, scale)[0]
-            ref, _ = reference(*(x.float() * s_[..., None, None] for x, s_ in ((q8, qd), (k8, kd), (v8, vd))), True, scale)
-            err = ((out.double() - ref).norm() / ref.norm()).item()
-            perr = ((plain_fp8(q8, k8, v8, qd, kd, vd, True, scale).double() - ref).norm() / ref.norm()).item()
+            err, perr, _ = fp8_errors(out, q8, k8, v8, qd, kd, vd, True, scale)
             ok &= err <= 2 * perr
             pct = [100 * n * kv_bytes / (t * 1e-6) / 1e9 / ceiling for n, t in ((1, us[0]), (2, us[1]))]
             by_name = (f"{us[2]:.1f}", f"{us[2] / us[0]:.2f}x") if hopper else ("—", "—")

@@ -285,10 +285,10 @@ def decode_points(exe, tmp, variants, iters):
     sequence of 4 queries (a speculative step) against 128K; gbs: K and V bytes (one a value for an fp8
     variant, two otherwise) over the event median."""
     decode = []
-    for (b, sq, skv) in ((8, 1, 4096), (8, 1, 32768), (8, 1, 131072), (1, 4, 131072)):
-        for p in run_variants(exe, tmp, variants, b, 32, 8, sq, skv, 128, True, iters=iters):
+    for (b, hq, hkv, sq, skv) in bench_records.DECODE_SHAPES:
+        for p in run_variants(exe, tmp, variants, b, hq, hkv, sq, skv, 128, True, iters=iters):
             if p.get("median_us"):
-                kv_bytes = 2 * b * 8 * skv * 128 * (1 if p["variant"].endswith(" fp8") else 2)
+                kv_bytes = 2 * b * hkv * skv * 128 * (1 if p["variant"].endswith(" fp8") else 2)
                 p["gbs"] = kv_bytes / (p["median_us"] * 1e-6) / 1e9
             decode.append(p)
     return decode

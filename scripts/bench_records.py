@@ -340,6 +340,11 @@ def shape_label(b, hq, hkv, sq, skv, d):
     return f"{b}x{hq}" + (f"/{hkv}" if hkv != hq else "") + (f"x{sq}" if sq == skv else f"x{sq}/{skv}") + f"x{d}"
 
 
+# Issue 30's causal decode points, (batch, q heads, kv heads, seq_q, seq_kv) at head_dim 128: one query per
+# sequence against 4K-128K keys, and 4 queries (a speculative step) against 128K.
+DECODE_SHAPES = [(8, 32, 8, 1, 4096), (8, 32, 8, 1, 32768), (8, 32, 8, 1, 131072), (1, 32, 8, 4, 131072)]
+
+
 def add_record_flags(ap):
     ap.add_argument("--record", metavar="DIR",
                     help="also record this run in DIR/<suite>.json (docs/bench: what BENCHMARKS.md is made from)")
