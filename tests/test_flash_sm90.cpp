@@ -640,15 +640,19 @@ TEST(FlashFwdPlan, DecodeSplitsFillTheSlotsWithoutAnEmptySplit) {
                 SCOPED_TRACE(std::to_string(batch) + "x" + std::to_string(heads_kv * group) + "/" +
                              std::to_string(heads_kv) + "x" + std::to_string(seq_q) + "x" + std::to_string(seq_k) +
                              "x" + std::to_string(head_dim) + " on " + std::to_string(sms) + " SMs");
-                constexpr int64_t kBlockN = 64, kSlotsPerSm = 2;  // the decode tiles' (flash_kernel_traits.h)
-                ASSERT_EQ(plan.keys_per_split % kBlockN, 0);
+                using D64 = fl::DecodeKernelTraits<fl::DecodeTileD64, short>;
+                using D128 = fl::DecodeKernelTraits<fl::DecodeTileD128, short>;
+                const int64_t block_n = head_dim == 64 ? D64::kBlockN : D128::kBlockN;
+                const int64_t slots_per_sm =
+                    head_dim == 64 ? fl::DecodeTileD64::kBlocksPerSm : fl::DecodeTileD128::kBlocksPerSm;
+                ASSERT_EQ(plan.keys_per_split % block_n, 0);
                 ASSERT_GE(int64_t{plan.num_splits} * plan.keys_per_split, seq_k) << "keys left out";
                 ASSERT_LT(int64_t{plan.num_splits - 1} * plan.keys_per_split, std::max<int64_t>(seq_k, 1))
                     << "an empty split";
                 if (plan.num_splits == 1) continue;
                 ++checked_splits;
-                const int64_t blocks = batch * heads_kv * plan.row_tiles, slots = sms * kSlotsPerSm;
-                const int64_t n_tiles = ceil_div(seq_k, kBlockN);
+                const int64_t blocks = batch * heads_kv * plan.row_tiles, slots = sms * slots_per_sm;
+                const int64_t n_tiles = ceil_div(seq_k, block_n);
                 auto fill = [&](int64_t splits) {  // blocks over slots in whole waves
                   const double waves = static_cast<double>(blocks * splits) / static_cast<double>(slots);
                   return waves / std::ceil(waves);

@@ -54,7 +54,8 @@ constexpr int64_t kDecodeTilesPerPrefillBlock = 3;
 // Decode only reads K and V, and a slot left empty is bandwidth left unread:
 // at 0.85 1x32q/8kv x 4 x 131072 x 128 took 29 splits (232 of 264 slots); 0.95,
 // counts judged as they run, took 32 and ran 2.3% (bf16) / 4.5% (fp8) faster
-// on the H100, 1.1-7.3% at 8 other re-planned shapes, -1.2% at one (notes).
+// on the H100; 0.5-7.3% at 8 other re-planned shapes, but fp8 -1.2% at one
+// with 4 blocks (docs/notes/flash_sm90_forward.md).
 constexpr double kPrefillSplitShareOfBest = 0.85;
 constexpr double kDecodeSplitShareOfBest = 0.95;
 
