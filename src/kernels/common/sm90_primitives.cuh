@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/grid_dependency.cuh"  // programmatic dependent launch
 #include "kernels/common/packed_halves.cuh"
 
 namespace attnprof::kernels {
@@ -185,19 +186,6 @@ __device__ __forceinline__ void named_bar_arrive(int id, int threads) {
 template <typename T>
 __device__ __forceinline__ T warp_uniform(T x) {
   return __shfl_sync(0xffffffffu, x, 0);
-}
-
-// ---- programmatic dependent launch ---------------------------------------------
-
-// For kernels launched with programmatic stream serialization: the kernel may
-// start while the previous kernel on its stream still runs. Wait blocks until
-// that kernel has completed and its memory operations are visible; call it
-// before the first global memory access. Launch-dependents lets the next such
-// kernel on the stream start its blocks once every block of this one has
-// called it (or exited); they still wait for this kernel's completion.
-__device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
-__device__ __forceinline__ void grid_launch_dependents() {
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 }
 
 // ---- wgmma ordering ------------------------------------------------------------

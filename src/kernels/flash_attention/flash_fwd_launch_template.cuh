@@ -4,6 +4,7 @@
 // instantiate the operator's tiles from this one definition.
 #pragma once
 
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime.h>
@@ -110,8 +111,21 @@ template <typename Element, int kHeadDim>
 void launch_flash_combine(const FwdParams& p, cudaStream_t stream) {
   constexpr int kRowsPerBlock = 128 / (kHeadDim / 4);  // as in flash_combine_kernel
   const int64_t rows = static_cast<int64_t>(p.batch) * p.heads_q * p.seqlen_q;
-  const dim3 grid(static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock));
-  flash_combine_kernel<Element, kHeadDim><<<grid, 128, 0, stream>>>(p);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock));
+  config.blockDim = dim3(128);
+  config.stream = stream;
+  // Programmatic dependent launch (compute capability 9.0 on): the grid is
+  // set up while the kernel before it (split-KV or split prefill) drains, and
+  // waits in the kernel for that one's completion. Neither lets it in early
+  // (no launch_dependents), so the two overlap by the launch only and each
+  // one's profiled time stays its own.
+  cudaLaunchAttribute pdl[1];
+  pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  pdl[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = pdl;
+  config.numAttrs = at::cuda::getCurrentDeviceProperties()->major >= 9 ? 1 : 0;
+  C10_CUDA_CHECK(cudaLaunchKernelEx(&config, &flash_combine_kernel<Element, kHeadDim>, p));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/grid_dependency.cuh"
 #include "kernels/common/packed_halves.cuh"
 #include "kernels/common/sm80_primitives.cuh"
 #include "kernels/flash_attention/epilogue_fwd.cuh"
@@ -212,6 +213,9 @@ __global__ void __launch_bounds__(128) flash_combine_kernel(const __grid_constan
   if (row >= rows_total) return;
   const int c = (threadIdx.x % kThreadsPerRow) * 4;
   const int splits = p.plan.num_splits;
+  // Launched with programmatic stream serialization (launch_flash_combine):
+  // the partials are read only once the kernel that wrote them has completed.
+  kernels::grid_dependency_wait();
 
   float m = -INFINITY;
   for (int s = 0; s < splits; ++s) m = fmaxf(m, p.lse_accum[s * rows_total + row]);
