@@ -119,7 +119,8 @@ void launch_flash_combine(const FwdParams& p, cudaStream_t stream) {
   // set up while the kernel before it (split-KV or split prefill) drains, and
   // waits in the kernel for that one's completion. Neither lets it in early
   // (no launch_dependents), so the two overlap by the launch only and each
-  // one's profiled time stays its own.
+  // one's profiled time stays its own (combine 2.3 us either way). H100, one
+  // process: +2.1-4.1% at 4096-8192 keys, +0.1-1.7% from 32768 (notes).
   cudaLaunchAttribute pdl[1];
   pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   pdl[0].val.programmaticStreamSerializationAllowed = 1;
