@@ -5,7 +5,21 @@
 // for and no one to let in early).
 #pragma once
 
+#include <cuda_runtime.h>
+
 namespace attnprof::kernels {
+
+// Host: lets the kernel launched with `config` start under programmatic stream
+// serialization when `on` (compute capability 9.0 and later), i.e. set up
+// while the previous kernel on the stream drains; the kernel must call
+// grid_dependency_wait() before its first global memory access. `attr` holds
+// the attribute and must outlive the cudaLaunchKernelEx call.
+inline void allow_programmatic_launch(cudaLaunchConfig_t& config, cudaLaunchAttribute& attr, bool on) {
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attr;
+  config.numAttrs = on ? 1 : 0;
+}
 
 // For kernels launched with programmatic stream serialization: the kernel may
 // start while the previous kernel on its stream still runs. Wait blocks until

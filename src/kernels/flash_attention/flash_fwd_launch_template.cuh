@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/common/grid_dependency.cuh"
 #include "kernels/common/static_switch.h"
 #include "kernels/flash_attention/flash_fwd_kernel.cuh"
 #include "kernels/flash_attention/flash_fwd_splitkv_kernel.cuh"
@@ -121,11 +122,8 @@ void launch_flash_combine(const FwdParams& p, cudaStream_t stream) {
   // (no launch_dependents), so the two overlap by the launch only and each
   // one's profiled time stays its own (combine 2.3 us either way). H100, one
   // process: +2.1-4.1% at 4096-8192 keys, +0.1-1.7% from 32768 (notes).
-  cudaLaunchAttribute pdl[1];
-  pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  pdl[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = pdl;
-  config.numAttrs = at::cuda::getCurrentDeviceProperties()->major >= 9 ? 1 : 0;
+  cudaLaunchAttribute pdl;
+  kernels::allow_programmatic_launch(config, pdl, at::cuda::getCurrentDeviceProperties()->major >= 9);
   C10_CUDA_CHECK(cudaLaunchKernelEx(&config, &flash_combine_kernel<Element, kHeadDim>, p));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }

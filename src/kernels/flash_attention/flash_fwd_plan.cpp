@@ -41,6 +41,12 @@ TileFacts tile_facts(FwdPath path, int64_t head_dim) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// How `s` splits of `n_tiles` key tiles run: ⌈n_tiles / s⌉ tiles each, which
+// leaves no empty split and can mean fewer than s (1 <= s; never more than n_tiles).
+int splits_as_run(int64_t n_tiles, int64_t s) {
+  return static_cast<int>(ceil_div(n_tiles, ceil_div(n_tiles, std::max<int64_t>(s, 1))));
+}
+
 // Splits of the keys for `blocks` blocks of `n_tiles` key tiles each on
 // `slots` resident-block slots. A grid that fills ~0.8 of a wave keeps its
 // keys whole (a split costs a combine pass); otherwise the fewest splits whose
@@ -54,15 +60,14 @@ int choose_splits(int64_t blocks, int64_t slots, int64_t n_tiles, double share) 
   if (blocks * 5 >= slots * 4) return 1;
   const int max_splits =
       static_cast<int>(std::clamp<int64_t>(n_tiles / kMinTilesPerSplit, 1, kMaxSplits));
-  auto runs_as = [&](int s) { return static_cast<int>(ceil_div(n_tiles, ceil_div(n_tiles, s))); };
   auto efficiency = [&](int s) {
-    const double waves = static_cast<double>(blocks * runs_as(s)) / static_cast<double>(slots);
+    const double waves = static_cast<double>(blocks * splits_as_run(n_tiles, s)) / static_cast<double>(slots);
     return waves / std::ceil(waves);
   };
   double best = 0;
   for (int s = 1; s <= max_splits; ++s) best = std::max(best, efficiency(s));
   for (int s = 1; s <= max_splits; ++s)
-    if (efficiency(s) >= share * best) return runs_as(s);
+    if (efficiency(s) >= share * best) return splits_as_run(n_tiles, s);
   return 1;
 }
 
@@ -121,12 +126,10 @@ FwdPlan plan_fwd(const FwdShape& s, int num_sms) {
   }
   const int64_t n_tiles = std::max<int64_t>(1, ceil_div(s.seqlen_k, tile.block_n));
   const int64_t slots = static_cast<int64_t>(std::max(num_sms, 1)) * tile.blocks_per_sm;
-  int splits = choose_splits(blocks, slots, n_tiles,
-                             plan.path == FwdPath::kDecode ? kDecodeSplitShareOfBest : kPrefillSplitShareOfBest);
-  splits = static_cast<int>(std::clamp<int64_t>(splits, 1, n_tiles));
-  const int64_t tiles_per_split = ceil_div(n_tiles, splits);
-  plan.num_splits = static_cast<int>(ceil_div(n_tiles, tiles_per_split));  // no empty split
-  plan.keys_per_split = static_cast<int>(tiles_per_split * tile.block_n);
+  // choose_splits returns a count as it runs (splits_as_run): every split non-empty, all keys covered.
+  plan.num_splits = choose_splits(blocks, slots, n_tiles,
+                                  plan.path == FwdPath::kDecode ? kDecodeSplitShareOfBest : kPrefillSplitShareOfBest);
+  plan.keys_per_split = static_cast<int>(ceil_div(n_tiles, plan.num_splits) * tile.block_n);
   return plan;
 }
 

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "kernels/common/grid_dependency.cuh"
 #include "kernels/flash_sm90/flash_fwd_sm90_kernel.cuh"
 #include "kernels/flash_sm90/flash_sm90_params.h"
 #include "kernels/flash_sm90/flash_sm90_traits.h"
@@ -173,11 +174,8 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   // barriers, in the tail of the kernel before (the kernel waits for it
   // before touching global memory). Back to back on the H200: -1.3% to +7%
   // over the 8 benchmark points, +1.5% on average (run-to-run noise ±2%).
-  cudaLaunchAttribute pdl[1];
-  pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  pdl[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = pdl;
-  config.numAttrs = 1;
+  cudaLaunchAttribute pdl;
+  kernels::allow_programmatic_launch(config, pdl, true);
   C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
