@@ -76,10 +76,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   const uint32_t base = (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023) & ~1023u;
   const Smem<Traits> sm = Smem<Traits>::at(base);
 
-  // The key block is the fast index, so the blocks resident at once share
-  // their heads' Q and dO in L2.
-  const int n_block = static_cast<int>(blockIdx.x % a.num_n_blocks);
-  const int bkv = static_cast<int>(blockIdx.x / a.num_n_blocks);  // batch · heads_kv + KV head
+  // Which (slab, key block) this block runs, in the launch's order
+  // (tile_order.h): causal key blocks longest first within sections of
+  // slabs; without a mask slab by slab, so the blocks resident at once share
+  // a few heads' Q and dO in L2.
+  const BwdBlock blk = bwd_block(a.order, static_cast<int>(blockIdx.x));
+  const int bkv = blk.slab;  // batch · heads_kv + KV head
+  const int n_block = blk.n_block;
   const int b = bkv / a.heads_kv, hkv = bkv % a.heads_kv;
   const int n0 = n_block * kBN;
   // The first query block with a row that sees key n0.
