@@ -2,8 +2,8 @@
 // (device code only).
 //
 // One block per (kBlockN = 128 keys, batch, KV head), two MMA warpgroups of
-// 64 keys each; the key block is the fast index of the 1-D grid, so the blocks
-// resident at once read the same heads' Q and dO and keep them in L2. K and V are loaded
+// 64 keys each, in the order of bwd_block (tile_order.h): the blocks resident
+// at once read a few heads' Q and dO and keep them in L2. K and V are loaded
 // once. The block walks over every query block that sees one of its keys, for
 // every query head of its KV head's group; one thread issues the TMA copies of
 // Q, dO, lse·log2 e and D into kStages buffers, refilling one once all eight

@@ -118,13 +118,14 @@ inline TileOrder plan_tile_order(int batch_heads, int group, int num_m_blocks, i
 // query blocks that see its keys. Under causal masking key block n sees the
 // query blocks from about n on, so its work falls with n: the same order as
 // the forward's tiles with slabs for heads and key block r for rank r (the
-// costliest first), sections sized by the slab's Q and dO (the group's query
-// heads, seqlen_q rows of head_dim 16-bit values each). Without a mask a
-// section is one slab, its key blocks in order.
+// costliest first), sections sized by what a slab's blocks share in L2: Q and
+// dO (16-bit) and the fp32 dQ sums of the group's query heads, 8 bytes per
+// query row and head_dim column. Without a mask a section is one slab, its key
+// blocks in order.
 inline TileOrder plan_bwd_block_order(int slabs, int group, int num_n_blocks, int seqlen_q, int head_dim,
                                       int64_t l2_bytes, int num_sms, bool causal) {
-  const int64_t q_do_bytes = int64_t{2} * 2 * std::max(group, 1) * std::max(seqlen_q, 0) * std::max(head_dim, 0);
-  return plan_tile_order(slabs, 1, num_n_blocks, q_do_bytes, l2_bytes, num_sms, causal, false);
+  const int64_t slab_bytes = int64_t{8} * std::max(group, 1) * std::max(seqlen_q, 0) * std::max(head_dim, 0);
+  return plan_tile_order(slabs, 1, num_n_blocks, slab_bytes, l2_bytes, num_sms, causal, false);
 }
 
 struct BwdBlock {
