@@ -60,7 +60,7 @@ void launch_bwd(const flash::BwdParams& p, cudaStream_t stream) {
   // The blocks' order (plan_bwd_block_order): causal key blocks longest
   // first within sections of slabs. Modelled with each block handed to the
   // first free SM (one block per SM), slab by slab left the busiest SM 6.9%
-  // past the average at 4x16x4096x128, 14% at 4x32q/8kv x 4096 x 128 and 12%
+  // past the average at 4x16x4096x128, 14% at 4x32q/8kv x 4096 x 128 and 11%
   // at 8x16x1024x64 (causal; test FlashSm90BwdOrder).
   {
     const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
