@@ -505,18 +505,24 @@ using attnprof::flash_sm90::TileOrder;
 
 namespace order {
 
-// Finish time of the busiest of `sms` SMs over the average, tiles handed to
-// whichever is free first; a tile of query block m costs m + 1 key blocks
-// (causal, square) plus one block of fixed cost.
-double tail_ratio(const std::vector<int>& m_blocks, int sms) {
+// Finish time of the busiest of `sms` SMs over the average, work items of
+// these costs handed in order to whichever SM is free first.
+double busiest_over_average(const std::vector<double>& costs, int sms) {
   std::vector<double> busy(static_cast<size_t>(sms), 0.0);
   double total = 0;
-  for (int m : m_blocks) {
-    auto it = std::min_element(busy.begin(), busy.end());
-    *it += m + 2.0;
-    total += m + 2.0;
+  for (double c : costs) {
+    *std::min_element(busy.begin(), busy.end()) += c;
+    total += c;
   }
   return *std::max_element(busy.begin(), busy.end()) / (total / sms);
+}
+
+// The forward's tiles: a tile of query block m costs m + 1 key blocks
+// (causal, square) plus one block of fixed cost.
+double tail_ratio(const std::vector<int>& m_blocks, int sms) {
+  std::vector<double> costs;
+  for (int m : m_blocks) costs.push_back(m + 2.0);
+  return busiest_over_average(costs, sms);
 }
 
 }  // namespace order
@@ -907,14 +913,9 @@ TEST(FlashSm90BwdOrder, CausalTailNearTheAverageOnAnH100) {
     // each query head of the group, plus two of fixed cost (K, V in; dK, dV out).
     auto cost = [&](int n) { return 2.0 + group * (m_blocks - n * block_n / block_m); };
     auto busiest = [&](auto n_of) {
-      std::vector<double> busy(kSms, 0.0);
-      double total = 0;
-      for (int blk = 0; blk < slabs * n_blocks; ++blk) {
-        auto it = std::min_element(busy.begin(), busy.end());
-        *it += cost(n_of(blk));
-        total += cost(n_of(blk));
-      }
-      return *std::max_element(busy.begin(), busy.end()) / (total / kSms);
+      std::vector<double> costs;
+      for (int blk = 0; blk < slabs * n_blocks; ++blk) costs.push_back(cost(n_of(blk)));
+      return order::busiest_over_average(costs, kSms);
     };
     const TileOrder o = plan_bwd_block_order(slabs, group, n_blocks, c.seq, c.head_dim, kL2, kSms, true);
     const double ours = busiest([&](int blk) { return bwd_block(o, blk).n_block; });

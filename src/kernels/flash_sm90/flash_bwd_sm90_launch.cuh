@@ -56,7 +56,6 @@ void launch_bwd(const flash::BwdParams& p, cudaStream_t stream) {
   a.seqlen_q_pad = p.seqlen_q_pad;
   a.causal_offset = p.seqlen_k - p.seqlen_q;
   a.num_m_blocks = (p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM;
-  a.num_n_blocks = static_cast<int>(key_blocks);
   // The blocks' order (plan_bwd_block_order): causal key blocks longest
   // first within sections of slabs. Modelled with each block handed to the
   // first free SM (one block per SM), slab by slab left the busiest SM 6.9%
@@ -64,8 +63,9 @@ void launch_bwd(const flash::BwdParams& p, cudaStream_t stream) {
   // at 8x16x1024x64 (causal; test FlashSm90BwdOrder).
   {
     const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
-    a.order = plan_bwd_block_order(static_cast<int>(p.batch * p.heads_kv), p.heads_q / p.heads_kv, a.num_n_blocks,
-                                   p.seqlen_q, kHeadDim, prop->l2CacheSize, prop->multiProcessorCount, p.causal);
+    a.order = plan_bwd_block_order(static_cast<int>(p.batch * p.heads_kv), p.heads_q / p.heads_kv,
+                                   static_cast<int>(key_blocks), p.seqlen_q, kHeadDim, prop->l2CacheSize,
+                                   prop->multiProcessorCount, p.causal);
   }
   a.scale = p.scale;
   a.scale_log2 = p.scale * 1.4426950408889634f;  // log2(e)

@@ -32,7 +32,6 @@ struct BwdKernelArgs {
   int seqlen_q_pad;
   int causal_offset;  // seqlen_k - seqlen_q: key j visible to query i iff j <= i + offset
   int num_m_blocks;   // query blocks per head
-  int num_n_blocks;   // key blocks per KV head (slab)
   TileOrder order;    // blockIdx.x → (slab, key block): bwd_block (tile_order.h)
   float scale;
   float scale_log2;
