@@ -206,10 +206,11 @@ struct BwdCase {
   int64_t sq, sk, hq, hkv, d;
   at::ScalarType dtype;
   bool causal;
+  int64_t b = 2;
 };
 
 std::string describe(const BwdCase& c, uint64_t seed) {
-  return "b2 hq" + std::to_string(c.hq) + " hkv" + std::to_string(c.hkv) + " sq" + std::to_string(c.sq) +
+  return "b" + std::to_string(c.b) + " hq" + std::to_string(c.hq) + " hkv" + std::to_string(c.hkv) + " sq" + std::to_string(c.sq) +
          " sk" + std::to_string(c.sk) + " d" + std::to_string(c.d) +
          (c.dtype == at::kBFloat16 ? " bf16" : " fp16") + (c.causal ? " causal" : " full") +
          " seed " + std::to_string(seed);
@@ -219,10 +220,42 @@ using BwdCall = std::function<std::tuple<at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
     const at::Tensor& lse, bool causal, double scale)>;
 
-// A backward operator on its own: out and lse come from the float64
-// reference (rounded to the dtype / float32), so the cases need no forward
-// support for grouped heads or seq_q != seq_k. `call` runs it; head_dims: the
-// ones it takes.
+// One case of a backward operator on its own: out and lse come from the
+// float64 reference (rounded to the dtype / float32), so the case needs no
+// forward support for grouped heads or seq_q != seq_k.
+void check_backward_case(const BwdCall& call, const BwdCase& c) {
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(describe(c, seed));
+  const auto opts = at::TensorOptions().device(at::kCUDA).dtype(c.dtype);
+  const at::Tensor q = at::randn({c.b, c.hq, c.sq, c.d}, opts);
+  const at::Tensor k = at::randn({c.b, c.hkv, c.sk, c.d}, opts);
+  const at::Tensor v = at::randn({c.b, c.hkv, c.sk, c.d}, opts);
+  const at::Tensor dout = at::randn({c.b, c.hq, c.sq, c.d}, opts);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+  const AttentionGrads ref = attention_autograd(q.to(at::kDouble), k.to(at::kDouble), v.to(at::kDouble),
+                                                dout.to(at::kDouble), c.causal, scale);
+  const AttentionGrads plain = attention_autograd(q, k, v, dout, c.causal, scale);
+  const at::Tensor out = ref.out.to(c.dtype), lse = ref.lse.to(at::kFloat);
+
+  const int64_t sq_pad = (c.sq + 127) / 128 * 128;
+  poison_next_allocations({{{c.b, c.hq, c.sq, c.d}, c.dtype},
+                           {{c.b, c.hkv, c.sk, c.d}, c.dtype},
+                           {{c.b, c.hkv, c.sk, c.d}, c.dtype},
+                           {{c.b, c.hq, sq_pad, c.d}, at::kFloat},
+                           {{2, c.b, c.hq, sq_pad}, at::kFloat}});
+  auto [dq, dk, dv] = call(dout, q, k, v, out, lse, c.causal, scale);
+  ASSERT_EQ(dq.sizes(), q.sizes());
+  ASSERT_EQ(dk.sizes(), k.sizes());
+  ASSERT_EQ(dv.sizes(), v.sizes());
+  ASSERT_EQ(dq.scalar_type(), c.dtype);
+  expect_grad("dq", dq, plain.dq, ref.dq);
+  expect_grad("dk", dk, plain.dk, ref.dk);
+  expect_grad("dv", dv, plain.dv, ref.dv);
+}
+
+// A backward operator on its own over seq_q / seq_k pairs, grouped heads,
+// dtypes and masks (check_backward_case). `call` runs it; head_dims: the ones
+// it takes.
 void check_backward_op(const BwdCall& call, const std::vector<int64_t>& head_dims = {64, 128}) {
   const std::vector<std::pair<int64_t, int64_t>> seqs = {
       {1, 1},    {17, 17},   {65, 65},    {1000, 1000}, {1025, 1025},
@@ -234,34 +267,7 @@ void check_backward_op(const BwdCall& call, const std::vector<int64_t>& head_dim
       for (int64_t d : head_dims)
         for (auto dt : {at::kBFloat16, at::kHalf})
           for (bool causal : {false, true}) {
-            const BwdCase c{sq, sk, hq, hkv, d, dt, causal};
-            const uint64_t seed = fresh_seed();
-            SCOPED_TRACE(describe(c, seed));
-            const auto opts = at::TensorOptions().device(at::kCUDA).dtype(dt);
-            const at::Tensor q = at::randn({2, hq, sq, d}, opts);
-            const at::Tensor k = at::randn({2, hkv, sk, d}, opts);
-            const at::Tensor v = at::randn({2, hkv, sk, d}, opts);
-            const at::Tensor dout = at::randn({2, hq, sq, d}, opts);
-            const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-            const AttentionGrads ref = attention_autograd(q.to(at::kDouble), k.to(at::kDouble),
-                                                          v.to(at::kDouble), dout.to(at::kDouble), causal, scale);
-            const AttentionGrads plain = attention_autograd(q, k, v, dout, causal, scale);
-            const at::Tensor out = ref.out.to(dt), lse = ref.lse.to(at::kFloat);
-
-            const int64_t sq_pad = (sq + 127) / 128 * 128;
-            poison_next_allocations({{{2, hq, sq, d}, dt},
-                                     {{2, hkv, sk, d}, dt},
-                                     {{2, hkv, sk, d}, dt},
-                                     {{2, hq, sq_pad, d}, at::kFloat},
-                                     {{2, 2, hq, sq_pad}, at::kFloat}});
-            auto [dq, dk, dv] = call(dout, q, k, v, out, lse, causal, scale);
-            ASSERT_EQ(dq.sizes(), q.sizes());
-            ASSERT_EQ(dk.sizes(), k.sizes());
-            ASSERT_EQ(dv.sizes(), v.sizes());
-            ASSERT_EQ(dq.scalar_type(), dt);
-            expect_grad("dq", dq, plain.dq, ref.dq);
-            expect_grad("dk", dk, plain.dk, ref.dk);
-            expect_grad("dv", dv, plain.dv, ref.dv);
+            check_backward_case(call, BwdCase{sq, sk, hq, hkv, d, dt, causal});
             if (budget.exhausted()) return;
           }
 }
@@ -383,6 +389,30 @@ TEST(FlashAttentionBackwardSm90Op, EachBuiltConfigurationByNameMatchesFloat64Aut
                            by_name.call(q, q, q, q, q, lse, true, 0.125, "sm90_bwd_hdim128");
                          }}},
                        kConfigOp);
+}
+
+// Without a mask the head_dim-128 Hopper backward runs one block per SM, each
+// walking several tiles (tile_scheduler_bwd_sm90.cuh): shapes of at least 3
+// tiles per SM on this GPU, so that every hand-over between a block's tiles
+// (K and V, the Q/dO stages, the dS buffers, the dQ writer) is crossed, with
+// tiles of 1 step (fewer than the stages), of many, partial key blocks,
+// grouped heads and seq_q != seq_k; and one causal case (a block per tile).
+TEST(FlashAttentionBackwardSm90Op, PersistentBlocksOverManyTilesMatchFloat64Autograd) {
+  REQUIRE_SM90_BACKWARD();
+  const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  const auto batch_for = [&](int64_t hkv, int64_t sk) {
+    const int64_t tiles_per_batch = hkv * ((sk + 127) / 128);
+    return (3 * sms + tiles_per_batch - 1) / tiles_per_batch;
+  };
+  const auto op = bwd_op("attnprof::flash_attention_backward_sm90");
+  for (BwdCase c : {BwdCase{1000, 1000, 16, 16, 128, at::kBFloat16, false},
+                    BwdCase{333, 1500, 12, 4, 128, at::kHalf, false},
+                    BwdCase{65, 4100, 4, 1, 128, at::kBFloat16, false},
+                    BwdCase{17, 2000, 8, 8, 128, at::kHalf, false},
+                    BwdCase{1000, 1000, 16, 16, 128, at::kBFloat16, true}}) {
+    c.b = batch_for(c.hkv, c.sk);
+    check_backward_case(op, c);
+  }
 }
 
 // Both Hopper-capable forward operators record an autograd node whose

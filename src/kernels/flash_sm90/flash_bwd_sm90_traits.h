@@ -45,6 +45,12 @@ struct BwdTraits : Config {
   // dQ reductions; the MMA warpgroups get kMmaRegs (setmaxnreg).
   static constexpr bool kProducerWarpgroup = Config::kProducerWarpgroup;
   static constexpr bool kDqWriter = Config::kDqWriter;
+  // kPersistent: without a causal mask one block per SM walks the tiles (tile_scheduler_bwd_sm90.cuh);
+  // the producer loads a tile's K and V once the MMA warps have released the last one's (kv_empty).
+  static constexpr bool kPersistent = Config::kPersistent;
+  // kTmaEpilogue: a warpgroup's dV and dK go through shared memory (its rows of V and K) to global memory by
+  // TMA stores, instead of from registers by 4-byte stores (epilogue_bwd_sm90.cuh).
+  static constexpr bool kTmaEpilogue = Config::kTmaEpilogue;
   static constexpr int kThreads = kMmaThreads + (kProducerWarpgroup ? 128 : 0);
   static constexpr int kProducerRegs = 24, kMmaRegs = 240;
   static constexpr int kWarps = 4 * kWarpgroups;  // MMA warps: each releases a Q/dO stage
@@ -84,8 +90,10 @@ struct BwdTraits : Config {
   static constexpr int kOffLse = kOffDQ + kWarpgroups * kDqBytes;
   static constexpr int kOffDsum = kOffLse + kStages * kRowStatBytes;
   static constexpr int kOffBarriers = kOffDsum + kStages * kRowStatBytes;
-  // kv_full, then q_full, do_full, empty per stage.
-  static constexpr int kNumBarriers = 1 + 3 * kStages;
+  // kv_full, then q_full, do_full, empty per stage, then kv_empty: every MMA warp's last read of K and V,
+  // or (kTmaEpilogue) each warpgroup's TMA stores of dV and dK from them.
+  static constexpr int kKvReleases = kTmaEpilogue ? kWarpgroups : kWarps;
+  static constexpr int kNumBarriers = 2 + 3 * kStages;
   // + 1024: the dynamic shared-memory base is rounded up to the swizzle atom.
   static constexpr int kSmemBytes = kOffBarriers + 8 * kNumBarriers + 1024;
 
@@ -105,6 +113,11 @@ struct BwdTraits : Config {
   static ATTNPROF_HOST_DEVICE constexpr int ds_empty_barrier(int w, int b) { return 9 + 2 * w + b; }
   // kPingPong: warpgroup w may issue its Sᵀ and dPᵀ GEMMs (13, 14).
   static ATTNPROF_HOST_DEVICE constexpr int issue_barrier(int w) { return 13 + w; }
+  // kTmaEpilogue: warpgroup w's dV and dK are in shared memory (the ids of issue_barrier).
+  static ATTNPROF_HOST_DEVICE constexpr int epilogue_barrier(int w) { return 13 + w; }
+  // Both MMA warpgroups are done with a tile's K (kTmaEpilogue: before either writes dK over it) and dS
+  // (kPersistent: before either writes the next tile's) (15).
+  static constexpr int kTileBarrier = 15;
   // kDqWriter: warpgroup w's dQ is in its buffer (dq_full, the ids of kDqBarrier) and the writer warp's
   // reduction has read it (dq_empty, the ids of kDsBarrier, which a deferred dQ does not use); each over
   // the warpgroup and its writer warp.
@@ -120,6 +133,10 @@ struct BwdTraits : Config {
   static_assert(!Config::kPingPong || Config::kDeferDq, "ping-pong needs the warpgroups free to drift (kDeferDq)");
   static_assert(!kDqWriter || (kProducerWarpgroup && Config::kDeferDq),
                 "the dQ writer warps are in the producer warpgroup and use the barrier ids a deferred dQ frees");
+  static_assert(!kPersistent || kDqWriter, "a persistent block's roles: the producer and the dQ writer warps");
+  static_assert(!kPersistent || 2 * kSmemBytes > 228 * 1024, "a persistent grid has one block per SM");
+  static_assert(!kTmaEpilogue || (kProducerWarpgroup && !Config::kPingPong),
+                "the TMA epilogue: the producer reloads K and V after it; barrier ids of the ping-pong");
   static_assert(!kProducerWarpgroup || 128 * kProducerRegs + kMmaThreads * kMmaRegs <= 65536,
                 "the register file: producer and MMA warpgroups");
   static_assert(kQColBytes % 1024 == 0 && kKVColBytes % 1024 == 0 && kDSColBytes % 1024 == 0,
@@ -145,6 +162,8 @@ struct Sm90BwdHdim64 {
   static constexpr bool kDeferDq = false;
   static constexpr bool kPingPong = false;
   static constexpr bool kProducerWarpgroup = false, kDqWriter = false;
+  static constexpr bool kPersistent = false;
+  static constexpr bool kTmaEpilogue = false;
 };
 
 // dQ of a step computed a step later: a warpgroup writes its dS, signals it (named barrier arrive, no
@@ -167,6 +186,8 @@ struct Sm90BwdHdim128 {
   static constexpr bool kDeferDq = true;
   static constexpr bool kPingPong = false;  // see Sm90BwdHdim128PingPong
   static constexpr bool kProducerWarpgroup = true, kDqWriter = true;  // see Sm90BwdHdim128NoProducer
+  static constexpr bool kPersistent = true;  // see Sm90BwdHdim128TilePerBlock
+  static constexpr bool kTmaEpilogue = true;  // see Sm90BwdHdim128RegisterEpilogue
 };
 
 // The configurations the operator is built with, one per head dim. CMake
@@ -181,6 +202,17 @@ using Sm90BwdConfigs = kernels::ConfigList<Sm90BwdHdim64, Sm90BwdHdim128>;
 struct Sm90BwdHdim128NoProducer : Sm90BwdHdim128 {
   static constexpr const char* kName = "sm90_bwd_hdim128_no_producer";
   static constexpr bool kProducerWarpgroup = false, kDqWriter = false;
+  static constexpr bool kPersistent = false, kTmaEpilogue = false;
+};
+// A block per tile whatever the mask (the hardware hands the blocks out).
+struct Sm90BwdHdim128TilePerBlock : Sm90BwdHdim128 {
+  static constexpr const char* kName = "sm90_bwd_hdim128_tile_per_block";
+  static constexpr bool kPersistent = false;
+};
+// dV and dK stored from the accumulators, two 16-bit elements per thread and instruction.
+struct Sm90BwdHdim128RegisterEpilogue : Sm90BwdHdim128 {
+  static constexpr const char* kName = "sm90_bwd_hdim128_register_epilogue";
+  static constexpr bool kTmaEpilogue = false;
 };
 // Every warpgroup computing dQ over its own keys only (no barrier between them, twice the dQ
 // reductions) ran 1.00x/1.01x at 4x16x4096x128 causal/full, 1.06x/1.06x slower at 1x16x16384x128
@@ -201,6 +233,6 @@ struct Sm90BwdHdim128PingPong : Sm90BwdHdim128NoProducer {
   static constexpr const char* kName = "sm90_bwd_hdim128_ping_pong";
   static constexpr bool kPingPong = true;
 };
-using Sm90BwdAlternatives = kernels::ConfigList<Sm90BwdHdim128NoProducer, Sm90BwdHdim128DqByKeys, Sm90BwdHdim128StepBarrier, Sm90BwdHdim128PingPong>;
+using Sm90BwdAlternatives = kernels::ConfigList<Sm90BwdHdim128TilePerBlock, Sm90BwdHdim128RegisterEpilogue, Sm90BwdHdim128NoProducer, Sm90BwdHdim128DqByKeys, Sm90BwdHdim128StepBarrier, Sm90BwdHdim128PingPong>;
 
 }  // namespace attnprof::flash_sm90

@@ -18,6 +18,8 @@ struct BwdKernelArgs {
   CUtensorMap tma_k;   // [B·Hkv][Sk][D], box kBlockN rows × 64 columns
   CUtensorMap tma_v;
   CUtensorMap tma_dq;     // dq_accum as [B·Hq][Sq_pad][D] float32, box 64 rows × 32 columns
+  CUtensorMap tma_dk;     // kTmaEpilogue: dk, dv as [B·Hkv][Sk][D], box 64 rows × 64 columns
+  CUtensorMap tma_dv;
   const float* lse_log2;  // [B·Hq][Sq_pad]: +inf where a row sees no key or is padding
   const float* d_sum;     // [B·Hq][Sq_pad]
   float* dq_accum;        // [B·Hq][Sq_pad][D], zeroed
@@ -32,7 +34,8 @@ struct BwdKernelArgs {
   int seqlen_q_pad;
   int causal_offset;  // seqlen_k - seqlen_q: key j visible to query i iff j <= i + offset
   int num_m_blocks;   // query blocks per head
-  TileOrder order;    // blockIdx.x → (slab, key block): bwd_block (tile_order.h)
+  int tiles;          // key blocks of all slabs: batch · heads_kv · key blocks
+  TileOrder order;    // tile → (slab, key block): bwd_block (tile_order.h)
   float scale;
   float scale_log2;
   bool causal;

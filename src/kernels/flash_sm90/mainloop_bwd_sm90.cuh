@@ -16,6 +16,7 @@
 #include "kernels/common/sm90_wgmma.cuh"
 #include "kernels/flash_sm90/flash_bwd_sm90_traits.h"
 #include "kernels/flash_sm90/kernel_args_bwd_sm90.h"
+#include "kernels/flash_sm90/tile_scheduler_bwd_sm90.cuh"
 
 namespace attnprof::flash_sm90::bwd_detail {
 
@@ -43,6 +44,7 @@ struct Smem {
   __device__ uint32_t q_full(int s) const { return bar + 8 * (1 + s); }
   __device__ uint32_t do_full(int s) const { return bar + 8 * (1 + Traits::kStages + s); }
   __device__ uint32_t empty(int s) const { return bar + 8 * (1 + 2 * Traits::kStages + s); }
+  __device__ uint32_t kv_empty() const { return bar + 8 * (1 + 3 * Traits::kStages); }
 };
 
 // Step `it` of a block's walk: query heads of the group outer, query blocks
@@ -97,22 +99,31 @@ __device__ __forceinline__ void for_each_column(uint32_t stats, int c2, F&& f) {
   }
 }
 
-// K and V of the block (loaded once) and the first kStages steps; thread 0.
+// K and V of a tile, completing on kv_full.
 template <typename Traits>
-__device__ __forceinline__ void load_prologue(const BwdKernelArgs& a, const Smem<Traits>& sm, int n0, int bkv, int b,
-                                              int hkv, int m_begin, int m_count, int iters) {
+__device__ __forceinline__ void load_kv(const BwdKernelArgs& a, const Smem<Traits>& sm, const BwdTileWork& w) {
+  mbar_arrive_expect_tx(sm.kv_full(), 2 * Traits::kKVBytes);
+#pragma unroll
+  for (int cb = 0; cb < Traits::kColBlocks; ++cb) {
+    tma_load_3d(sm.k + cb * Traits::kKVColBytes, &a.tma_k, sm.kv_full(), cb * Traits::kColElems, w.n0, w.bkv);
+    tma_load_3d(sm.v + cb * Traits::kKVColBytes, &a.tma_v, sm.kv_full(), cb * Traits::kColElems, w.n0, w.bkv);
+  }
+}
+
+__device__ __forceinline__ void prefetch_bwd_tensor_maps(const BwdKernelArgs& a) {
   prefetch_tensor_map(&a.tma_q);
   prefetch_tensor_map(&a.tma_do);
   prefetch_tensor_map(&a.tma_k);
   prefetch_tensor_map(&a.tma_v);
-  mbar_arrive_expect_tx(sm.kv_full(), 2 * Traits::kKVBytes);
-#pragma unroll
-  for (int cb = 0; cb < Traits::kColBlocks; ++cb) {
-    tma_load_3d(sm.k + cb * Traits::kKVColBytes, &a.tma_k, sm.kv_full(), cb * Traits::kColElems, n0, bkv);
-    tma_load_3d(sm.v + cb * Traits::kKVColBytes, &a.tma_v, sm.kv_full(), cb * Traits::kColElems, n0, bkv);
-  }
-  for (int s = 0; s < Traits::kStages && s < iters; ++s)
-    load_step<Traits>(a, sm, step_of(a, b, hkv, m_begin, m_count, s), s);
+}
+
+// K and V of the block's tile (loaded once) and the first kStages steps; thread 0.
+template <typename Traits>
+__device__ __forceinline__ void load_prologue(const BwdKernelArgs& a, const Smem<Traits>& sm, const BwdTileWork& w) {
+  prefetch_bwd_tensor_maps(a);
+  load_kv<Traits>(a, sm, w);
+  for (int s = 0; s < Traits::kStages && s < w.iters; ++s)
+    load_step<Traits>(a, sm, step_of(a, w.b, w.hkv, w.m_begin, w.m_count, s), s);
 }
 
 // A warpgroup's operand descriptors (sm90_primitives.cuh). K-major: this
@@ -182,16 +193,54 @@ __device__ __forceinline__ void issue_s_dp(const BwdOperands<Traits>& d, uint64_
   wgmma_commit();
 }
 
-// kProducerWarpgroup: the producer's thread 0 loads K, V and the first stages, then each step's Q, dO and
-// statistics as soon as both MMA warpgroups have released that stage's step kStages before.
+// A tile's steps in step_of's order, one at a time (without step_of's
+// divisions, whose registers the producer warpgroup's 24 do not have).
+struct StepCursor {
+  Step st;
+  int m_begin, m_end;
+  __device__ __forceinline__ StepCursor(const BwdKernelArgs& a, const BwdTileWork& w)
+      : st{w.b * a.heads_q + w.hkv * (a.heads_q / a.heads_kv), w.m_begin},
+        m_begin(w.m_begin),
+        m_end(w.m_begin + w.m_count) {}
+  __device__ __forceinline__ void advance() {
+    if (++st.m_block == m_end) {
+      st.m_block = m_begin;
+      ++st.q_slab;
+    }
+  }
+};
+
+// Step st into its stage once both MMA warpgroups have released that stage's step kStages before; g: the
+// step's number over the block's tiles (its stage and the stage's phase).
 template <typename Traits>
-__device__ __forceinline__ void produce(const BwdKernelArgs& a, const Smem<Traits>& sm, int n0, int bkv, int b,
-                                        int hkv, int m_begin, int m_count, int iters) {
-  load_prologue<Traits>(a, sm, n0, bkv, b, hkv, m_begin, m_count, iters);
-  for (int it = Traits::kStages; it < iters; ++it) {
-    const int s = it % Traits::kStages;
-    mbar_wait(sm.empty(s), (it / Traits::kStages - 1) & 1);
-    load_step<Traits>(a, sm, step_of(a, b, hkv, m_begin, m_count, it), s);
+__device__ __forceinline__ void load_step_when_free(const BwdKernelArgs& a, const Smem<Traits>& sm, Step st, int g) {
+  const int s = g % Traits::kStages;
+  if (g >= Traits::kStages) mbar_wait(sm.empty(s), (g / Traits::kStages - 1) & 1);
+  load_step<Traits>(a, sm, st, s);
+}
+
+// kProducerWarpgroup: the producer's thread 0 walks the block's tiles, loading each one's K and V and
+// every step's Q, dO and statistics as soon as its stage is free. A tile after the first loads its first
+// stages before its K and V: those free as the last tile's final steps end, K and V (kv_empty) only once
+// its last dQ has read K.
+template <typename Traits>
+__device__ __forceinline__ void produce(const BwdKernelArgs& a, const Smem<Traits>& sm) {
+  prefetch_bwd_tensor_maps(a);
+  int steps_before = 0, kv_round = 0;
+  for (int tile = first_bwd_tile(); tile < a.tiles; tile = next_bwd_tile(tile)) {
+    const BwdTileWork w = bwd_tile_work<Traits>(a, tile);
+    if (w.iters == 0) continue;
+    const int first = min(Traits::kStages, w.iters);
+    StepCursor c(a, w);
+    if (kv_round == 0) load_kv<Traits>(a, sm, w);
+    for (int it = 0; it < first; ++it, c.advance()) load_step_when_free<Traits>(a, sm, c.st, steps_before + it);
+    if (kv_round > 0) {
+      mbar_wait(sm.kv_empty(), (kv_round - 1) & 1);
+      load_kv<Traits>(a, sm, w);
+    }
+    for (int it = first; it < w.iters; ++it, c.advance()) load_step_when_free<Traits>(a, sm, c.st, steps_before + it);
+    steps_before += w.iters;
+    ++kv_round;
   }
 }
 
@@ -200,12 +249,13 @@ __device__ __forceinline__ void produce(const BwdKernelArgs& a, const Smem<Trait
 // GEMMs, the wait rarely blocks: the other warpgroup has long finished that
 // step.
 template <typename Traits>
-__device__ __forceinline__ void refill_previous_stage(const BwdKernelArgs& a, const Smem<Traits>& sm, int it, int iters,
-                                                      int b, int hkv, int m_begin, int m_count) {
+__device__ __forceinline__ void refill_previous_stage(const BwdKernelArgs& a, const Smem<Traits>& sm, int it,
+                                                      const BwdTileWork& w) {
   const int prev = it - 1;
-  if (threadIdx.x == 0 && prev >= 0 && prev + Traits::kStages < iters) {
+  if (threadIdx.x == 0 && prev >= 0 && prev + Traits::kStages < w.iters) {
     mbar_wait(sm.empty(prev % Traits::kStages), (prev / Traits::kStages) & 1);
-    load_step<Traits>(a, sm, step_of(a, b, hkv, m_begin, m_count, prev + Traits::kStages), prev % Traits::kStages);
+    load_step<Traits>(a, sm, step_of(a, w.b, w.hkv, w.m_begin, w.m_count, prev + Traits::kStages),
+                      prev % Traits::kStages);
   }
   __syncwarp();  // warp 0 whole again before the next wgmma instructions
 }
@@ -344,27 +394,38 @@ __device__ __forceinline__ void hand_dq_to_writer(const Smem<Traits>& sm, int wg
 }
 
 // kDqWriter: the producer's warp 1 + w issues MMA warpgroup w's dQ reductions,
-// one a step in step order, and frees the buffer once the reduction has read
-// it (the first time before any: the warpgroup waits on it for every dQ).
+// one a step in step order over the block's tiles, and frees the buffer once
+// the reduction has read it: before the first, after every one (the
+// warpgroup takes the last freeing at its end, finish_dq_hand_over).
 template <typename Traits>
-__device__ __forceinline__ void write_dq_reductions(const BwdKernelArgs& a, const Smem<Traits>& sm, int w, int lane,
-                                                    int b, int hkv, int m_begin, int m_count, int iters) {
+__device__ __forceinline__ void write_dq_reductions(const BwdKernelArgs& a, const Smem<Traits>& sm, int w, int lane) {
   constexpr DqSplit kSplit = Traits::kDqSplit;
   const int dq_row_off = kSplit == DqSplit::kRows ? 64 * w : 0;
   const int dq_col_off = kSplit == DqSplit::kCols ? 64 * w : 0;
   const uint32_t dq_buf = sm.dq + w * Traits::kDqBytes;
+  if (bwd_tile_with_steps<Traits>(a, first_bwd_tile()) >= a.tiles) return;  // no step: no hand-over
   named_bar_arrive(Traits::dq_empty_barrier(w), Traits::kDqWriterThreads);
-  for (int it = 0; it < iters; ++it) {
-    named_bar_sync(Traits::dq_full_barrier(w), Traits::kDqWriterThreads);
-    if (lane == 0) {
-      const Step st = step_of(a, b, hkv, m_begin, m_count, it);
-      issue_dq_reduction<Traits>(a, dq_buf, dq_row_off, dq_col_off, st.m_block * Traits::kBlockM, st.q_slab);
-      bulk_wait_group_read<0>();
+  for (int tile = first_bwd_tile(); tile < a.tiles; tile = next_bwd_tile(tile)) {
+    const BwdTileWork t = bwd_tile_work<Traits>(a, tile);
+    StepCursor c(a, t);
+    for (int it = 0; it < t.iters; ++it, c.advance()) {
+      named_bar_sync(Traits::dq_full_barrier(w), Traits::kDqWriterThreads);
+      if (lane == 0) {
+        issue_dq_reduction<Traits>(a, dq_buf, dq_row_off, dq_col_off, c.st.m_block * Traits::kBlockM, c.st.q_slab);
+        bulk_wait_group_read<0>();
+      }
+      __syncwarp();
+      named_bar_arrive(Traits::dq_empty_barrier(w), Traits::kDqWriterThreads);
     }
-    __syncwarp();
-    if (it + 1 < iters) named_bar_arrive(Traits::dq_empty_barrier(w), Traits::kDqWriterThreads);
   }
   if (lane == 0) bulk_wait_group<0>();  // the reductions done before the block exits
+}
+
+// kDqWriter: an MMA warpgroup that handed its writer warp any dQ takes the
+// writer's last freeing of the buffer (no arrival is left pending at exit).
+template <typename Traits>
+__device__ __forceinline__ void finish_dq_hand_over(int wg) {
+  named_bar_sync(Traits::dq_empty_barrier(wg), Traits::kDqWriterThreads);
 }
 
 // dQ through shared memory to the fp32 workspace: the warpgroup writes its
