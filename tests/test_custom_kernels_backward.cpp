@@ -391,27 +391,46 @@ TEST(FlashAttentionBackwardSm90Op, EachBuiltConfigurationByNameMatchesFloat64Aut
                        kConfigOp);
 }
 
-// Without a mask the head_dim-128 Hopper backward runs one block per SM, each
-// walking several tiles (tile_scheduler_bwd_sm90.cuh): shapes of at least 3
-// tiles per SM on this GPU, so that every hand-over between a block's tiles
-// (K and V, the Q/dO stages, the dS buffers, the dQ writer) is crossed, with
-// tiles of 1 step (fewer than the stages), of many, partial key blocks,
-// grouped heads and seq_q != seq_k; and one causal case (a block per tile).
-TEST(FlashAttentionBackwardSm90Op, PersistentBlocksOverManyTilesMatchFloat64Autograd) {
+// Shapes of at least 3 tiles per SM on this GPU through the Hopper backward
+// operator and every head_dim-128 configuration built by name: with the
+// persistent one (sm90_bwd_hdim128_persistent, one block per SM walking the
+// tiles without a mask, tile_scheduler_bwd_sm90.cuh) every hand-over between
+// a block's tiles (K and V, the Q/dO stages, the dS buffers, the dQ writer) is
+// crossed; tiles of 1 step (fewer than the stages) and of many, partial key
+// blocks, grouped heads, seq_q != seq_k, and one causal case.
+TEST(FlashAttentionBackwardSm90Op, ManyTilesPerSmMatchFloat64Autograd) {
   REQUIRE_SM90_BACKWARD();
   const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const auto batch_for = [&](int64_t hkv, int64_t sk) {
     const int64_t tiles_per_batch = hkv * ((sk + 127) / 128);
     return (3 * sms + tiles_per_batch - 1) / tiles_per_batch;
   };
-  const auto op = bwd_op("attnprof::flash_attention_backward_sm90");
-  for (BwdCase c : {BwdCase{1000, 1000, 16, 16, 128, at::kBFloat16, false},
-                    BwdCase{333, 1500, 12, 4, 128, at::kHalf, false},
-                    BwdCase{65, 4100, 4, 1, 128, at::kBFloat16, false},
-                    BwdCase{17, 2000, 8, 8, 128, at::kHalf, false},
-                    BwdCase{1000, 1000, 16, 16, 128, at::kBFloat16, true}}) {
-    c.b = batch_for(c.hkv, c.sk);
-    check_backward_case(op, c);
+  using ConfigBwdFn = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
+      const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+      const at::Tensor&, bool, double, c10::string_view);
+  const auto by_name = op_handle<ConfigBwdFn>("attnprof::flash_attention_backward_sm90_config");
+  std::vector<std::pair<std::string, BwdCall>> calls = {
+      {"the operator", bwd_op("attnprof::flash_attention_backward_sm90")}};
+  for (const std::string& name :
+       op_handle<std::vector<std::string>(bool)>("attnprof::flash_attention_sm90_configs").call(true)) {
+    const auto* entry = attnprof::flash_sm90::find_bwd_config(name, /*is_bf16=*/true);
+    if (entry == nullptr || entry->head_dim != 128) continue;
+    calls.push_back({name, [&by_name, name](const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k,
+                                            const at::Tensor& v, const at::Tensor& out, const at::Tensor& lse,
+                                            bool causal, double scale) {
+                       return by_name.call(dout, q, k, v, out, lse, causal, scale, name);
+                     }});
+  }
+  for (const auto& [what, call] : calls) {
+    SCOPED_TRACE(what);
+    for (BwdCase c : {BwdCase{1000, 1000, 16, 16, 128, at::kBFloat16, false},
+                      BwdCase{333, 1500, 12, 4, 128, at::kHalf, false},
+                      BwdCase{65, 4100, 4, 1, 128, at::kBFloat16, false},
+                      BwdCase{17, 2000, 8, 8, 128, at::kHalf, false},
+                      BwdCase{1000, 1000, 16, 16, 128, at::kBFloat16, true}}) {
+      c.b = batch_for(c.hkv, c.sk);
+      check_backward_case(call, c);
+    }
   }
 }
 

@@ -20,14 +20,16 @@
 //   between them, or (kDeferDq) a step later, each having signalled its dS
 //   and waiting only for the other's of the step before. dQ goes through
 //   shared memory to the fp32 workspace by TMA reduction (cp.reduce.async.bulk).
-// dK (times the softmax scale) and dV are stored from registers at the end.
+// At a tile's end dK (times the softmax scale) and dV are stored: from
+// registers, or (kTmaEpilogue) over the warpgroup's rows of K and V in shared
+// memory and from there by TMA.
 // The preprocessing (D, lse·log2 e, zeroed workspace) and the dQ conversion
 // are the portable kernels of flash_attention/flash_bwd_launch.cu.
 //
 // Registers (ptxas, sm_90a): with a producer warpgroup 168 at launch, the
 // MMA warpgroups raised to 240 and the producer lowered to 24 (setmaxnreg),
 // head_dim 128 (dV and dK 64 each, Sᵀ and dPᵀ 32 each, the packed Pᵀ/dSᵀ, dQ
-// 32); without one (255 at most with 256 threads) 236 at head_dim 128 and 252
+// 32); without one (255 at most with 256 threads) 244 at head_dim 128 and 250
 // at head_dim 64 with 128-row query blocks (dV, dK 32 each, Sᵀ, dPᵀ 64 each);
 // no spills. Design and measurements: docs/notes/flash_sm90_backward.md.
 //

@@ -76,11 +76,11 @@ void launch_bwd(const flash::BwdParams& p, cudaStream_t stream) {
   a.order = plan_bwd_block_order(static_cast<int>(p.batch * p.heads_kv), p.heads_q / p.heads_kv,
                                  static_cast<int>(key_blocks), p.seqlen_q, kHeadDim, prop->l2CacheSize,
                                  prop->multiProcessorCount, p.causal);
-  // kPersistent without a mask: a block per SM walks the tiles, all of one
-  // cost, so the static hand-out balances them (under causal masking the
-  // hardware's hand-out of a block per tile, longest first, does: a static
-  // one, every other round backwards, modelled the busiest SM 16% past the
-  // average at 4x16x4096x128 and 17% at 8x16x1024x64).
+  // kPersistent (an alternative) without a mask: a block per SM walks the
+  // tiles, all of one cost, so the static hand-out balances them. Under causal
+  // masking the hardware's hand-out of a block per tile, longest first, does
+  // (a static one, every other round backwards, modelled the busiest SM 16%
+  // past the average at 4x16x4096x128 and 17% at 8x16x1024x64).
   const bool persistent = Traits::kPersistent && !p.causal;
   const int64_t blocks = persistent ? std::min<int64_t>(tiles, prop->multiProcessorCount) : tiles;
   a.scale = p.scale;

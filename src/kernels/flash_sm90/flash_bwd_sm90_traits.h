@@ -186,8 +186,8 @@ struct Sm90BwdHdim128 {
   static constexpr bool kDeferDq = true;
   static constexpr bool kPingPong = false;  // see Sm90BwdHdim128PingPong
   static constexpr bool kProducerWarpgroup = true, kDqWriter = true;  // see Sm90BwdHdim128NoProducer
-  static constexpr bool kPersistent = true;  // see Sm90BwdHdim128TilePerBlock
-  static constexpr bool kTmaEpilogue = true;  // see Sm90BwdHdim128RegisterEpilogue
+  static constexpr bool kPersistent = false;  // see Sm90BwdHdim128Persistent
+  static constexpr bool kTmaEpilogue = true;   // see Sm90BwdHdim128RegisterEpilogue
 };
 
 // The configurations the operator is built with, one per head dim. CMake
@@ -204,12 +204,19 @@ struct Sm90BwdHdim128NoProducer : Sm90BwdHdim128 {
   static constexpr bool kProducerWarpgroup = false, kDqWriter = false;
   static constexpr bool kPersistent = false, kTmaEpilogue = false;
 };
-// A block per tile whatever the mask (the hardware hands the blocks out).
-struct Sm90BwdHdim128TilePerBlock : Sm90BwdHdim128 {
-  static constexpr const char* kName = "sm90_bwd_hdim128_tile_per_block";
-  static constexpr bool kPersistent = false;
+// Without a mask one block per SM walking the tiles (the static hand-out), the next tile's first Q/dO
+// stages loaded as the last one ends: against a block per tile, H100, three runs at 4x16x4096x128,
+// 1x16x16384x128, 2x16x8192x128, 16x16x1024x128, 8x16x2048x128 and 4x32/8x4096x128 (full): 0.979-1.025x,
+// mean 1.004x (1x16x16384x128 0.979-1.008x: blocks drift apart over 15 rounds, a wider working set).
+struct Sm90BwdHdim128Persistent : Sm90BwdHdim128 {
+  static constexpr const char* kName = "sm90_bwd_hdim128_persistent";
+  static constexpr bool kPersistent = true;
 };
-// dV and dK stored from the accumulators, two 16-bit elements per thread and instruction.
+// dV and dK stored from the accumulators, two 16-bit elements per thread and instruction (2048 4-byte
+// stores a warp, 8 rows apiece). The TMA epilogue against it, H100, one run, both persistent (d609fa7):
+// 1.056x / 1.131x at 16x16x1024x128 full / causal, 1.028x at 8x16x2048x128 full, 0.997x / 1.020x at
+// 4x16x4096x128, 0.985x / 0.981x at 4x32/8x4096x128, 1.011x / 0.999x at 1x16x16384x128, 1.014x at
+// 2x16x8192x128 full: the shorter the tile, the more its stores weigh.
 struct Sm90BwdHdim128RegisterEpilogue : Sm90BwdHdim128 {
   static constexpr const char* kName = "sm90_bwd_hdim128_register_epilogue";
   static constexpr bool kTmaEpilogue = false;
@@ -233,6 +240,6 @@ struct Sm90BwdHdim128PingPong : Sm90BwdHdim128NoProducer {
   static constexpr const char* kName = "sm90_bwd_hdim128_ping_pong";
   static constexpr bool kPingPong = true;
 };
-using Sm90BwdAlternatives = kernels::ConfigList<Sm90BwdHdim128TilePerBlock, Sm90BwdHdim128RegisterEpilogue, Sm90BwdHdim128NoProducer, Sm90BwdHdim128DqByKeys, Sm90BwdHdim128StepBarrier, Sm90BwdHdim128PingPong>;
+using Sm90BwdAlternatives = kernels::ConfigList<Sm90BwdHdim128Persistent, Sm90BwdHdim128RegisterEpilogue, Sm90BwdHdim128NoProducer, Sm90BwdHdim128DqByKeys, Sm90BwdHdim128StepBarrier, Sm90BwdHdim128PingPong>;
 
 }  // namespace attnprof::flash_sm90
