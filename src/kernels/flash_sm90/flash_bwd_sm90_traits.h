@@ -207,7 +207,7 @@ struct Sm90BwdHdim128NoProducer : Sm90BwdHdim128 {
 // Without a mask one block per SM walking the tiles (the static hand-out), the next tile's first Q/dO
 // stages loaded as the last one ends: against a block per tile, H100, three runs at 4x16x4096x128,
 // 1x16x16384x128, 2x16x8192x128, 16x16x1024x128, 8x16x2048x128 and 4x32/8x4096x128 (full): 0.979-1.025x,
-// mean 1.004x (1x16x16384x128 0.979-1.008x: blocks drift apart over 15 rounds, a wider working set).
+// mean 1.004x (1x16x16384x128 0.979-1.008x).
 struct Sm90BwdHdim128Persistent : Sm90BwdHdim128 {
   static constexpr const char* kName = "sm90_bwd_hdim128_persistent";
   static constexpr bool kPersistent = true;
