@@ -210,8 +210,8 @@ struct BwdCase {
 };
 
 std::string describe(const BwdCase& c, uint64_t seed) {
-  return "b" + std::to_string(c.b) + " hq" + std::to_string(c.hq) + " hkv" + std::to_string(c.hkv) + " sq" + std::to_string(c.sq) +
-         " sk" + std::to_string(c.sk) + " d" + std::to_string(c.d) +
+  return "b" + std::to_string(c.b) + " hq" + std::to_string(c.hq) + " hkv" + std::to_string(c.hkv) +
+         " sq" + std::to_string(c.sq) + " sk" + std::to_string(c.sk) + " d" + std::to_string(c.d) +
          (c.dtype == at::kBFloat16 ? " bf16" : " fp16") + (c.causal ? " causal" : " full") +
          " seed " + std::to_string(seed);
 }
@@ -336,6 +336,26 @@ BwdCall bwd_op(const char* op_name) {
   };
 }
 
+// The Hopper backward's by-name operator, and one of its configurations
+// called through it; the names of those built.
+using ConfigBwdFn = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
+    const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+    bool, double, c10::string_view);
+constexpr const char* kConfigBwdOp = "attnprof::flash_attention_backward_sm90_config";
+
+BwdCall bwd_config_op(const std::string& name) {
+  return [handle = op_handle<ConfigBwdFn>(kConfigBwdOp), name](const at::Tensor& dout, const at::Tensor& q,
+                                                                const at::Tensor& k, const at::Tensor& v,
+                                                                const at::Tensor& out, const at::Tensor& lse,
+                                                                bool causal, double scale) {
+    return handle.call(dout, q, k, v, out, lse, causal, scale, name);
+  };
+}
+
+std::vector<std::string> built_bwd_configs() {
+  return op_handle<std::vector<std::string>(bool)>("attnprof::flash_attention_sm90_configs").call(true);
+}
+
 TEST(FlashAttentionBackwardOp, MatchesFloat64Autograd) {
   REQUIRE_CUDA_BACKWARD();
   check_backward_op(bwd_op("attnprof::flash_attention_backward"));
@@ -365,22 +385,14 @@ TEST(FlashAttentionBackwardSm90Op, MatchesFloat64Autograd) {
 // a name that is not built, or is for another head dim, is refused.
 TEST(FlashAttentionBackwardSm90Op, EachBuiltConfigurationByNameMatchesFloat64Autograd) {
   REQUIRE_SM90_BACKWARD();
-  using ConfigBwdFn = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
-      const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-      const at::Tensor&, bool, double, c10::string_view);
-  constexpr const char* kConfigOp = "attnprof::flash_attention_backward_sm90_config";
-  const auto by_name = op_handle<ConfigBwdFn>(kConfigOp);
-  const auto names = op_handle<std::vector<std::string>(bool)>("attnprof::flash_attention_sm90_configs").call(true);
+  const auto by_name = op_handle<ConfigBwdFn>(kConfigBwdOp);
+  const auto names = built_bwd_configs();
   ASSERT_FALSE(names.empty());
   for (const std::string& name : names) {
     SCOPED_TRACE(name);
     const auto* entry = attnprof::flash_sm90::find_bwd_config(name, /*is_bf16=*/true);
     ASSERT_NE(entry, nullptr);
-    const int64_t d = entry->head_dim;
-    check_backward_op([&](const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                          const at::Tensor& out, const at::Tensor& lse, bool causal, double scale) {
-      return by_name.call(dout, q, k, v, out, lse, causal, scale, name);
-    }, {d});
+    check_backward_op(bwd_config_op(name), {entry->head_dim});
   }
   const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
   const at::Tensor q = at::randn({1, 4, 32, 64}, bf16), lse = at::zeros({1, 4, 32}, bf16.dtype(at::kFloat));
@@ -388,7 +400,7 @@ TEST(FlashAttentionBackwardSm90Op, EachBuiltConfigurationByNameMatchesFloat64Aut
                         {"a configuration for head_dim 128", [&] {
                            by_name.call(q, q, q, q, q, lse, true, 0.125, "sm90_bwd_hdim128");
                          }}},
-                       kConfigOp);
+                       kConfigBwdOp);
 }
 
 // Shapes of at least 3 tiles per SM on this GPU through the Hopper backward
@@ -405,21 +417,11 @@ TEST(FlashAttentionBackwardSm90Op, ManyTilesPerSmMatchFloat64Autograd) {
     const int64_t tiles_per_batch = hkv * ((sk + 127) / 128);
     return (3 * sms + tiles_per_batch - 1) / tiles_per_batch;
   };
-  using ConfigBwdFn = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
-      const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-      const at::Tensor&, bool, double, c10::string_view);
-  const auto by_name = op_handle<ConfigBwdFn>("attnprof::flash_attention_backward_sm90_config");
   std::vector<std::pair<std::string, BwdCall>> calls = {
       {"the operator", bwd_op("attnprof::flash_attention_backward_sm90")}};
-  for (const std::string& name :
-       op_handle<std::vector<std::string>(bool)>("attnprof::flash_attention_sm90_configs").call(true)) {
+  for (const std::string& name : built_bwd_configs()) {
     const auto* entry = attnprof::flash_sm90::find_bwd_config(name, /*is_bf16=*/true);
-    if (entry == nullptr || entry->head_dim != 128) continue;
-    calls.push_back({name, [&by_name, name](const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k,
-                                            const at::Tensor& v, const at::Tensor& out, const at::Tensor& lse,
-                                            bool causal, double scale) {
-                       return by_name.call(dout, q, k, v, out, lse, causal, scale, name);
-                     }});
+    if (entry != nullptr && entry->head_dim == 128) calls.push_back({name, bwd_config_op(name)});
   }
   for (const auto& [what, call] : calls) {
     SCOPED_TRACE(what);
