@@ -86,11 +86,12 @@ __device__ __forceinline__ void tile_steps(const BwdKernelArgs& a, const bwd_det
   if constexpr (Traits::kPingPong) {  // warpgroup 0 issues first
     if (wg == 1) named_bar_arrive(Traits::issue_barrier(0), Traits::kMmaThreads);
   }
-  for (int it = 0; it < iters; ++it) {
+  StepCursor cursor(a, w);
+  for (int it = 0; it < iters; ++it, cursor.advance()) {
     const int g = steps_before + it;  // the step's number over the block's tiles
     const int stage = g % Traits::kStages;
     const uint32_t phase = (g / Traits::kStages) & 1;
-    const Step st = step_of(a, w.b, w.hkv, w.m_begin, w.m_count, it);
+    const Step st = cursor.st;
     const int q0 = st.m_block * kBM;
     const uint64_t q_off = (stage * Traits::kQBytes) >> 4;
     float s[Traits::kSRegs], dp[Traits::kSRegs];
@@ -236,7 +237,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // first within sections of slabs; without a mask slab by slab, so the blocks
   // resident at once share a few heads' Q and dO in L2.
   int steps_before = 0, kv_round = 0;  // the block's steps and K/V loads in earlier tiles
-  for (int tile = first_bwd_tile(); tile < a.tiles; tile = next_bwd_tile(tile)) {
+  for (int tile = first_bwd_tile(); tile < a.tiles; tile = next_bwd_tile<Traits>(a, tile)) {
     const BwdTileWork w = bwd_tile_work<Traits>(a, tile);
     if constexpr (!Traits::kProducerWarpgroup) {
       if (threadIdx.x == 0 && w.iters > 0) load_prologue<Traits>(a, sm, w);

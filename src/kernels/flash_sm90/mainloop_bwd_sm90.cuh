@@ -227,7 +227,7 @@ template <typename Traits>
 __device__ __forceinline__ void produce(const BwdKernelArgs& a, const Smem<Traits>& sm) {
   prefetch_bwd_tensor_maps(a);
   int steps_before = 0, kv_round = 0;
-  for (int tile = first_bwd_tile(); tile < a.tiles; tile = next_bwd_tile(tile)) {
+  for (int tile = first_bwd_tile(); tile < a.tiles; tile = next_bwd_tile<Traits>(a, tile)) {
     const BwdTileWork w = bwd_tile_work<Traits>(a, tile);
     if (w.iters == 0) continue;
     const int first = min(Traits::kStages, w.iters);
@@ -403,9 +403,9 @@ __device__ __forceinline__ void write_dq_reductions(const BwdKernelArgs& a, cons
   const int dq_row_off = kSplit == DqSplit::kRows ? 64 * w : 0;
   const int dq_col_off = kSplit == DqSplit::kCols ? 64 * w : 0;
   const uint32_t dq_buf = sm.dq + w * Traits::kDqBytes;
-  if (bwd_tile_with_steps<Traits>(a, first_bwd_tile()) >= a.tiles) return;  // no step: no hand-over
+  if (!bwd_block_has_steps<Traits>(a)) return;  // no step: no hand-over
   named_bar_arrive(Traits::dq_empty_barrier(w), Traits::kDqWriterThreads);
-  for (int tile = first_bwd_tile(); tile < a.tiles; tile = next_bwd_tile(tile)) {
+  for (int tile = first_bwd_tile(); tile < a.tiles; tile = next_bwd_tile<Traits>(a, tile)) {
     const BwdTileWork t = bwd_tile_work<Traits>(a, tile);
     StepCursor c(a, t);
     for (int it = 0; it < t.iters; ++it, c.advance()) {

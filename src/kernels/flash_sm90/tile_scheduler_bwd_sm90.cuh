@@ -38,18 +38,22 @@ __device__ __forceinline__ BwdTileWork bwd_tile_work(const BwdKernelArgs& a, int
   return w;
 }
 
-// This block's tiles: blockIdx.x, then every gridDim.x-th (one tile when the
-// grid has a block per tile).
+// This block's tiles: blockIdx.x, then (kPersistent) every gridDim.x-th.
+// With a block per tile the walk ends after the first at compile time, so
+// the counts carried across tiles (steps, K/V loads) fold to constants.
 __device__ __forceinline__ int first_bwd_tile() { return static_cast<int>(blockIdx.x); }
-__device__ __forceinline__ int next_bwd_tile(int tile) { return tile + static_cast<int>(gridDim.x); }
-
-// The first of this block's tiles from `tile` on that has a step (every key
-// block has one when seqlen_q > 0, but the pipelines' hand-overs must not
-// count on it), else a.tiles.
 template <typename Traits>
-__device__ __forceinline__ int bwd_tile_with_steps(const BwdKernelArgs& a, int tile) {
-  while (tile < a.tiles && bwd_tile_work<Traits>(a, tile).iters == 0) tile = next_bwd_tile(tile);
-  return tile < a.tiles ? tile : a.tiles;
+__device__ __forceinline__ int next_bwd_tile(const BwdKernelArgs& a, int tile) {
+  return Traits::kPersistent ? tile + static_cast<int>(gridDim.x) : a.tiles;
+}
+
+// Whether any of this block's tiles has a step (every key block has one when
+// seqlen_q > 0, but the pipelines' hand-overs must not count on it).
+template <typename Traits>
+__device__ __forceinline__ bool bwd_block_has_steps(const BwdKernelArgs& a) {
+  for (int tile = first_bwd_tile(); tile < a.tiles; tile = next_bwd_tile<Traits>(a, tile))
+    if (bwd_tile_work<Traits>(a, tile).iters > 0) return true;
+  return false;
 }
 
 }  // namespace attnprof::flash_sm90::bwd_detail
