@@ -73,8 +73,9 @@ __device__ __forceinline__ void write_acc_rows(uint32_t rows, int warp, int lane
 // shared memory, then to global memory by TMA (rows past seqlen_k are not
 // written: the maps' bounds). dV first: only this warpgroup's GEMMs read its
 // rows of V; the other's dQ GEMMs read all of K, so dK waits for both
-// warpgroups (the tile barrier). Thread 0 releases K and V (kv_empty) once the
-// stores have read them.
+// warpgroups (the tile barrier). With a producer warpgroup, thread 0 releases
+// K and V (kv_empty) once the stores have read them (a persistent block's
+// producer loads the next tile's there).
 template <typename Traits>
 __device__ __forceinline__ void store_dk_dv_tma(const BwdKernelArgs& a, const Smem<Traits>& sm, const BwdTileWork& w,
                                                 int wg, int tid, int warp, int lane,
@@ -92,8 +93,10 @@ __device__ __forceinline__ void store_dk_dv_tma(const BwdKernelArgs& a, const Sm
       tma_store_3d(&a.tma_dk, k_rows + cb * Traits::kKVColBytes, cb * Traits::kColElems, w.n0 + 64 * wg, w.bkv);
     }
     bulk_commit_group();
-    bulk_wait_group_read<0>();
-    mbar_arrive(sm.kv_empty());
+    if constexpr (Traits::kProducerWarpgroup) {
+      bulk_wait_group_read<0>();
+      mbar_arrive(sm.kv_empty());
+    }
   }
 }
 

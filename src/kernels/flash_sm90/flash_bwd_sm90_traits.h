@@ -135,8 +135,7 @@ struct BwdTraits : Config {
                 "the dQ writer warps are in the producer warpgroup and use the barrier ids a deferred dQ frees");
   static_assert(!kPersistent || kDqWriter, "a persistent block's roles: the producer and the dQ writer warps");
   static_assert(!kPersistent || 2 * kSmemBytes > 228 * 1024, "a persistent grid has one block per SM");
-  static_assert(!kTmaEpilogue || (kProducerWarpgroup && !Config::kPingPong),
-                "the TMA epilogue: the producer reloads K and V after it; barrier ids of the ping-pong");
+  static_assert(!kTmaEpilogue || !Config::kPingPong, "the TMA epilogue's barrier ids are the ping-pong's");
   static_assert(!kProducerWarpgroup || 128 * kProducerRegs + kMmaThreads * kMmaRegs <= 65536,
                 "the register file: producer and MMA warpgroups");
   static_assert(kQColBytes % 1024 == 0 && kKVColBytes % 1024 == 0 && kDSColBytes % 1024 == 0,
@@ -163,7 +162,7 @@ struct Sm90BwdHdim64 {
   static constexpr bool kPingPong = false;
   static constexpr bool kProducerWarpgroup = false, kDqWriter = false;
   static constexpr bool kPersistent = false;
-  static constexpr bool kTmaEpilogue = false;
+  static constexpr bool kTmaEpilogue = true;  // see Sm90BwdHdim64RegisterEpilogue
 };
 
 // dQ of a step computed a step later: a warpgroup writes its dS, signals it (named barrier arrive, no
@@ -221,6 +220,12 @@ struct Sm90BwdHdim128RegisterEpilogue : Sm90BwdHdim128 {
   static constexpr const char* kName = "sm90_bwd_hdim128_register_epilogue";
   static constexpr bool kTmaEpilogue = false;
 };
+// Head_dim 64's dV and dK from the accumulators (as Sm90BwdHdim128RegisterEpilogue); 8 steps a tile at
+// 8x16x1024x64, so the tile's end weighs more than at head_dim 128.
+struct Sm90BwdHdim64RegisterEpilogue : Sm90BwdHdim64 {
+  static constexpr const char* kName = "sm90_bwd_hdim64_register_epilogue";
+  static constexpr bool kTmaEpilogue = false;
+};
 // Every warpgroup computing dQ over its own keys only (no barrier between them, twice the dQ
 // reductions) ran 1.00x/1.01x at 4x16x4096x128 causal/full, 1.06x/1.06x slower at 1x16x16384x128
 // (against the step barrier).
@@ -240,6 +245,6 @@ struct Sm90BwdHdim128PingPong : Sm90BwdHdim128NoProducer {
   static constexpr const char* kName = "sm90_bwd_hdim128_ping_pong";
   static constexpr bool kPingPong = true;
 };
-using Sm90BwdAlternatives = kernels::ConfigList<Sm90BwdHdim128Persistent, Sm90BwdHdim128RegisterEpilogue, Sm90BwdHdim128NoProducer, Sm90BwdHdim128DqByKeys, Sm90BwdHdim128StepBarrier, Sm90BwdHdim128PingPong>;
+using Sm90BwdAlternatives = kernels::ConfigList<Sm90BwdHdim128Persistent, Sm90BwdHdim128RegisterEpilogue, Sm90BwdHdim64RegisterEpilogue, Sm90BwdHdim128NoProducer, Sm90BwdHdim128DqByKeys, Sm90BwdHdim128StepBarrier, Sm90BwdHdim128PingPong>;
 
 }  // namespace attnprof::flash_sm90
