@@ -20,9 +20,9 @@
 //   between them, or (kDeferDq) a step later, each having signalled its dS
 //   and waiting only for the other's of the step before. dQ goes through
 //   shared memory to the fp32 workspace by TMA reduction (cp.reduce.async.bulk).
-// At a tile's end dK (times the softmax scale) and dV are stored: from
-// registers, or (kTmaEpilogue) over the warpgroup's rows of K and V in shared
-// memory and from there by TMA.
+// At a tile's end dK (times the softmax scale) and dV are stored: over the
+// warpgroup's rows of K and V in shared memory and from there by TMA
+// (kTmaEpilogue, both head dims), or from registers (alternatives).
 // The preprocessing (D, lse·log2 e, zeroed workspace) and the dQ conversion
 // are the portable kernels of flash_attention/flash_bwd_launch.cu.
 //

@@ -162,7 +162,7 @@ struct Sm90BwdHdim64 {
   static constexpr bool kPingPong = false;
   static constexpr bool kProducerWarpgroup = false, kDqWriter = false;
   static constexpr bool kPersistent = false;
-  static constexpr bool kTmaEpilogue = false;  // see Sm90BwdHdim64TmaEpilogue
+  static constexpr bool kTmaEpilogue = true;  // see Sm90BwdHdim64RegisterEpilogue
 };
 
 // dQ of a step computed a step later: a warpgroup writes its dS, signals it (named barrier arrive, no
@@ -220,12 +220,15 @@ struct Sm90BwdHdim128RegisterEpilogue : Sm90BwdHdim128 {
   static constexpr const char* kName = "sm90_bwd_hdim128_register_epilogue";
   static constexpr bool kTmaEpilogue = false;
 };
-// Head_dim 64's dV and dK through shared memory by TMA, as at head_dim 128 (no producer warpgroup: nothing
-// reloads K and V after it). 8 steps a tile at 8x16x1024x64, so the tile's end weighs more than at 128.
-// Not yet timed against the register stores.
-struct Sm90BwdHdim64TmaEpilogue : Sm90BwdHdim64 {
-  static constexpr const char* kName = "sm90_bwd_hdim64_tma_epilogue";
-  static constexpr bool kTmaEpilogue = true;
+// Head_dim 64's dV and dK stored from the accumulators. The TMA epilogue (no producer warpgroup: nothing
+// reloads K and V after it) against it, H100, two runs in one process, tree built there (80d4313):
+// 1.089-1.091x / 1.049x at 8x16x1024x64 causal / full, 1.097-1.099x / 1.046-1.048x at 16x16x1024x64,
+// 1.021-1.059x / 1.006-1.008x at 4x16x4096x64, 0.995-0.997x / 0.998-1.009x at 8x32/8x2048x64 (full: 8
+// steps a tile at 1024 keys, 32 at 4096, 64 with a group of 4 query heads at 2048; the fewer, the more
+// the tile's end weighs).
+struct Sm90BwdHdim64RegisterEpilogue : Sm90BwdHdim64 {
+  static constexpr const char* kName = "sm90_bwd_hdim64_register_epilogue";
+  static constexpr bool kTmaEpilogue = false;
 };
 // Every warpgroup computing dQ over its own keys only (no barrier between them, twice the dQ
 // reductions) ran 1.00x/1.01x at 4x16x4096x128 causal/full, 1.06x/1.06x slower at 1x16x16384x128
@@ -246,6 +249,6 @@ struct Sm90BwdHdim128PingPong : Sm90BwdHdim128NoProducer {
   static constexpr const char* kName = "sm90_bwd_hdim128_ping_pong";
   static constexpr bool kPingPong = true;
 };
-using Sm90BwdAlternatives = kernels::ConfigList<Sm90BwdHdim128Persistent, Sm90BwdHdim128RegisterEpilogue, Sm90BwdHdim64TmaEpilogue, Sm90BwdHdim128NoProducer, Sm90BwdHdim128DqByKeys, Sm90BwdHdim128StepBarrier, Sm90BwdHdim128PingPong>;
+using Sm90BwdAlternatives = kernels::ConfigList<Sm90BwdHdim128Persistent, Sm90BwdHdim128RegisterEpilogue, Sm90BwdHdim64RegisterEpilogue, Sm90BwdHdim128NoProducer, Sm90BwdHdim128DqByKeys, Sm90BwdHdim128StepBarrier, Sm90BwdHdim128PingPong>;
 
 }  // namespace attnprof::flash_sm90
