@@ -202,7 +202,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& a, const Smem<Traits>
         // (16-bit: the launch's scale itself; read through hs, the short-causal
         // kernel compiled to other SASS.)
         const bool moved = online_softmax<kSN, Traits::kPolyExpEvery, Traits::kRescaleSlack, Traits::kExpOffset,
-                                          !Traits::kSumByGemm, Traits::kIntMax>(
+                                          !Traits::kSumByGemm, Traits::kIntMax, Traits::kPBits>(
             s, st, Traits::kFp8 ? hs.scale_log2 : a.scale_log2, alpha);
         if constexpr (!kFirst) {
           finish_pv<Traits>(o, p, mainloop.warp_leader, sm.v_empty(prev.stage));  // P_{j-1}·V_{j-1}

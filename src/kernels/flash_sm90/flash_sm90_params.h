@@ -111,6 +111,8 @@ struct FwdConfigEntry {
   // Normalises by the sum of the e4m3 probabilities P·V multiplies (kSumByGemm):
   // its log-sum-exp is within e4m3's rounding (2^-4 relative) of the exact one.
   bool e4m3_sums = false;
+  // Its P are linear in the exponent (kPBits): each within 8% of exp2, not 2^-4.
+  bool p_bits = false;
   void (*run)(const FwdParams&, CUstream_st*) = nullptr;
   FwdWorkspace (*workspace)(const FwdParams&) = nullptr;
 };

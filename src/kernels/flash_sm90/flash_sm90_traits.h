@@ -81,6 +81,8 @@ struct FwdTraits : Config {
   static_assert(kVColBlocks * (kFp8 ? kHeadDim * kVColKeys : kKVColBytes) == kKVBytes,
                 "a V stage loads as many bytes as a K stage (one expect_tx size)");
   static_assert(!kSumByGemm || kFp8, "the row sums' ones are rows of Vᵀ (8-bit inputs)");
+  static constexpr bool kPBits = Config::kPBits;
+  static_assert(!kPBits || (kFp8 && kSumByGemm), "P's e4m3 bytes from the scores: 8-bit P, summed by a GEMM");
   // kTransposeV (8-bit only): V comes as it is in memory, kVColKeys keys at a
   // time, by TMA into a ring of kVStaging staging buffers (rows of head_dim
   // bytes, laid out as K's), and kTransposeWarps warps of the producer
@@ -200,6 +202,10 @@ struct Sm90FwdDefaults {
   // kIntMax: each key block's row max on the scores' bits as integers, by
   // 3-input VIMNMX3 (softmax_sm90.cuh), instead of a tree of FMNMX.
   static constexpr bool kIntMax = false;
+  // kPBits (8-bit, with kSumByGemm): P's e4m3 bytes straight from the scores,
+  // linear in the exponent (softmax_sm90.cuh, p_bits_e4m3), by FFMA and PRMT
+  // instead of an exponential (MUFU) and a conversion (F2FP) per score.
+  static constexpr bool kPBits = false;
 };
 
 // 128-row tiles for short causal launches (192 rows waste an eighth of the
@@ -378,6 +384,13 @@ struct Sm90FwdHdim128Fp8N192SumQSmemSplitImax : Sm90FwdHdim128Fp8N192SumQSmemSpl
   static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_split_imax";
   static constexpr bool kIntMax = true;
 };
+// P's bytes from the scores (kPBits) on the operator's head_dim-128 and -64
+// kernels: the exponentials (MUFU: 8 cycles a warp instruction, 21% of the
+// 192-key kernel's samples) and the conversions leave the softmax.
+struct Sm90FwdHdim128Fp8N192SumQSmemSplitImaxPBits : Sm90FwdHdim128Fp8N192SumQSmemSplitImax {
+  static constexpr const char* kName = "sm90_fwd_hdim128_fp8_pbits";
+  static constexpr bool kPBits = true;
+};
 // The split at head_dim 256: 0.99x / 1.01x at 4x16x4096x256 causal / full
 // (H100, one run, 0ce8315); by name.
 struct Sm90FwdHdim256Fp8Split : Sm90FwdHdim256Fp8 {
@@ -408,6 +421,10 @@ struct Sm90FwdHdim64Fp8C3SumTransV : Sm90FwdHdim64Fp8C3Sum {
   static constexpr bool kTransposeV = true;
   static constexpr int kProducerRegs = 32;  // 24 spill; the consumers keep 160
 };
+struct Sm90FwdHdim64Fp8C3SumTransVPBits : Sm90FwdHdim64Fp8C3SumTransV {
+  static constexpr const char* kName = "sm90_fwd_hdim64_fp8_pbits";
+  static constexpr bool kPBits = true;
+};
 struct Sm90FwdHdim128Fp8N192SumQSmemTransV : Sm90FwdHdim128Fp8N192SumQSmem {
   static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_transv";
   static constexpr bool kTransposeV = true;
@@ -422,7 +439,7 @@ using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim64Fp8C3SumTransV, Sm90F
 // (attnprof::flash_attention_sm90_fp8_config, built with
 // -DATTNPROF_KERNEL_CONFIGS; CMake reads this line too): the same tiles
 // summing P by FADD, or reading the Vᵀ pass's copy, among them.
-using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum, Sm90FwdHdim64Fp8C3Sum, Sm90FwdHdim128Fp8N192SumQSmem, Sm90FwdHdim128Fp8N192SumQSmemTransV, Sm90FwdHdim128Fp8N192SumQSmemSplit, Sm90FwdHdim256Fp8Split>;
+using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum, Sm90FwdHdim64Fp8C3Sum, Sm90FwdHdim128Fp8N192SumQSmem, Sm90FwdHdim128Fp8N192SumQSmemTransV, Sm90FwdHdim128Fp8N192SumQSmemSplit, Sm90FwdHdim256Fp8Split, Sm90FwdHdim128Fp8N192SumQSmemSplitImaxPBits, Sm90FwdHdim64Fp8C3SumTransVPBits>;
 
 // Alternatives to time against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS) and run by name through

@@ -372,6 +372,22 @@ __device__ __forceinline__ void pack_p_e4m3(const float (&s)[16 * kSteps], uint3
     }
 }
 
+// P from p_bits_e4m3's floats (softmax_sm90.cuh): byte 1 of each, four keys
+// per register in fp8_p_source's order, three PRMT per register.
+template <int kSteps>
+__device__ __forceinline__ void pack_p_e4m3_bytes(const float (&s)[16 * kSteps], uint32_t (&p)[kSteps][4]) {
+#pragma unroll
+  for (int q = 0; q < kSteps; ++q)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const uint32_t lo = __byte_perm(__float_as_uint(s[fp8_p_source(q, r, 0)]),
+                                      __float_as_uint(s[fp8_p_source(q, r, 1)]), 0x0051u);
+      const uint32_t hi = __byte_perm(__float_as_uint(s[fp8_p_source(q, r, 2)]),
+                                      __float_as_uint(s[fp8_p_source(q, r, 3)]), 0x0051u);
+      p[q][r] = __byte_perm(lo, hi, 0x5410u);
+    }
+}
+
 // P as wgmma A fragments; of a half block (kHalfS) only the computed keys,
 // the rest zero.
 template <typename Traits, bool kHalfS, int kSN>
@@ -379,7 +395,10 @@ __device__ __forceinline__ void pack_p(const float (&s)[kSN / 2], uint32_t (&p)[
   using Element = typename Traits::Element;
   if constexpr (Traits::kFp8) {
     static_assert(!kHalfS, "no half block with 8-bit inputs");
-    pack_p_e4m3<Traits::kPSteps>(s, p);
+    if constexpr (Traits::kPBits)
+      pack_p_e4m3_bytes<Traits::kPSteps>(s, p);
+    else
+      pack_p_e4m3<Traits::kPSteps>(s, p);
   } else if constexpr (kHalfS) {
     uint32_t lower[Traits::kPSteps / 2][4];  // P of the computed keys; the rest is zero
     pack_a_fragments<Element>(s, lower);
