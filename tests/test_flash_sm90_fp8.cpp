@@ -571,6 +571,43 @@ void expect_pairs_bit_for_bit(const std::string& suffix) {
 TEST(FlashSm90Fp8Op, VtInKernelMatchesVtPassBitForBit) { expect_pairs_bit_for_bit("_transv"); }
 TEST(FlashSm90Fp8Op, IntegerRowMaxMatchesFloatRowMaxBitForBit) { expect_pairs_bit_for_bit("_imax"); }
 
+// A NaN in one key's K (e4m3's 0x7F) makes NaN the output and lse of every
+// row that sees that key, and of no other row, for every fp8 configuration by
+// name and the operator: scores, P and the sums carry it as the inputs do
+// (kPBits through its row sums: its P saturates a NaN score to 0).
+TEST(FlashSm90Fp8Op, NanKeyMakesNanExactlyTheRowsThatSeeIt) {
+  const std::string why = why_not_runnable();
+  if (!why.empty()) GTEST_SKIP() << why;
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const auto names = c10::Dispatcher::singleton()
+                         .findSchemaOrThrow("attnprof::flash_attention_sm90_fp8_configs", "")
+                         .typed<std::vector<std::string>()>()
+                         .call();
+  const auto named = named_fp8_op();
+  for (const std::string& name : names) {
+    const flash_sm90::FwdConfigEntry* entry = flash_sm90::find_fwd_config(name, false);
+    ASSERT_NE(entry, nullptr);
+    for (const bool causal : {false, true}) {
+      // 700 keys against 500 queries: bottom-right causal row i sees keys up to i + 200.
+      const Problem p = fp8_problem(1, 4, 2, 500, 700, entry->head_dim, causal, "cuda:0");
+      SCOPED_TRACE(name + " " + p.shape_string() + " " + p.config_string());
+      Inputs in = random_inputs(p);
+      const int64_t key = 450;
+      in.k.select(1, 1).select(1, key).select(1, 5).view(at::kByte).fill_(0x7F);  // KV head 1: query heads 2, 3
+      auto [out, lse] = named.call(in.q, in.k, in.v, in.fp8.q_descale, in.fp8.k_descale, in.fp8.v_descale, causal,
+                                   p.softmax_scale(), name);
+      at::Tensor sees = at::zeros({1, 4, 500}, at::TensorOptions().dtype(at::kBool));
+      for (int64_t h : {2, 3})
+        sees.select(1, h).narrow(0, causal ? key - 200 : 0, causal ? 500 - (key - 200) : 500).fill_(true);
+      const at::Tensor row_nan = out.isnan().all(-1).cpu(), row_finite = out.isfinite().all(-1).cpu();
+      EXPECT_TRUE(at::equal(row_nan, sees)) << "output rows all NaN exactly where the NaN key is seen";
+      EXPECT_TRUE(at::equal(row_finite, sees.logical_not())) << "every other row finite";
+      EXPECT_TRUE(at::equal(lse.isnan().cpu(), sees)) << "lse NaN exactly where the NaN key is seen";
+    }
+  }
+}
+
 // Launch after launch on one stream (the causal tile counter the kernel
 // resets) the same bits; a head of zeros (descale 1) gives zeros.
 TEST(FlashSm90Fp8Op, RepeatsBitForBit) {

@@ -423,7 +423,7 @@ struct Sm90FwdHdim64Fp8C3SumTransV : Sm90FwdHdim64Fp8C3Sum {
 };
 struct Sm90FwdHdim64Fp8C3SumTransVPBits : Sm90FwdHdim64Fp8C3SumTransV {
   static constexpr const char* kName = "sm90_fwd_hdim64_fp8_pbits";
-  static constexpr bool kPBits = true;
+  static constexpr bool kPBits = true, kIntMax = true;  // (kPBits finds NaN scores by the integer max)
 };
 struct Sm90FwdHdim128Fp8N192SumQSmemTransV : Sm90FwdHdim128Fp8N192SumQSmem {
   static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_transv";

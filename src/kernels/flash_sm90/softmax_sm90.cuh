@@ -170,6 +170,16 @@ __device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st,
       mx[i] = fmaxf(st.max[i], v[0]);
     }
   }
+  if constexpr (kPBits) {
+    // P's bytes saturate a NaN score to 0 (p_bits_e4m3), where exp2 made its P
+    // and so the row's output NaN. A NaN from wgmma is the positive canonical
+    // one, which wins the integer max: its row's sum becomes NaN instead, and
+    // with it the output and lse, as before.
+    static_assert(kIntMax, "kPBits finds NaN scores through the integer max");
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+      if (mx[i] != mx[i]) st.sum[i] = mx[i];
+  }
   bool grow[2];
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
