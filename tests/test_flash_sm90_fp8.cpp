@@ -287,15 +287,20 @@ double e4m3_sum_slack(const Problem& p, bool p_bits = false) {
   return -std::log1p(-share);
 }
 
-// Whether the operator's fp8 kernel for head_dim d (the first configuration
-// of its head dim) normalises by its e4m3 sums.
-bool operator_e4m3_sums(int64_t d) {
-  bool found = false, sums = false;
+// The operator's fp8 kernel for head_dim d (the first configuration of its
+// head dim): whether it normalises by its e4m3 sums (kSumByGemm), and whether
+// its P are linear in the exponent (kPBits).
+struct OperatorSums {
+  bool e4m3_sums = false, p_bits = false;
+};
+OperatorSums operator_sums(int64_t d) {
+  bool found = false;
+  OperatorSums r;
   attnprof::kernels::for_each_config(flash_sm90::Sm90FwdFp8Configs{}, [&](auto config) {
     using Config = decltype(config);
-    if (!found && Config::kHeadDim == d) found = true, sums = Config::kSumByGemm;
+    if (!found && Config::kHeadDim == d) found = true, r = {Config::kSumByGemm, Config::kPBits};
   });
-  return sums;
+  return r;
 }
 
 // Scores whose row max climbs at every key block in the order the kernel
@@ -410,7 +415,8 @@ TEST(FlashSm90Fp8Op, WithinTwicePlainFp8OfFloat64) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   int cases = 0;
   const double worst =
-      expect_within_twice_plain_fp8(call_fp8, cases, 128, operator_e4m3_sums(128));
+      expect_within_twice_plain_fp8(call_fp8, cases, 128, operator_sums(128).e4m3_sums, kFp8Shapes, false,
+                                    operator_sums(128).p_bits);
   std::cout << "[ sm90 fp8 ] " << cases << " cases, worst error " << worst << " of the bound\n";
 }
 
@@ -598,8 +604,10 @@ TEST(FlashSm90Fp8Op, NanKeyMakesNanExactlyTheRowsThatSeeIt) {
       auto [out, lse] = named.call(in.q, in.k, in.v, in.fp8.q_descale, in.fp8.k_descale, in.fp8.v_descale, causal,
                                    p.softmax_scale(), name);
       at::Tensor sees = at::zeros({1, 4, 500}, at::TensorOptions().dtype(at::kBool));
-      for (int64_t h : {2, 3})
-        sees.select(1, h).narrow(0, causal ? key - 200 : 0, causal ? 500 - (key - 200) : 500).fill_(true);
+      for (int64_t h : {2, 3}) {
+        const int64_t first = causal ? key - 200 : 0;  // the first row that sees the key
+        sees[0][h].narrow(0, first, 500 - first).fill_(true);
+      }
       const at::Tensor row_nan = out.isnan().all(-1).cpu(), row_finite = out.isfinite().all(-1).cpu();
       EXPECT_TRUE(at::equal(row_nan, sees)) << "output rows all NaN exactly where the NaN key is seen";
       EXPECT_TRUE(at::equal(row_finite, sees.logical_not())) << "every other row finite";

@@ -373,7 +373,7 @@ struct Sm90FwdHdim128Fp8N192SumQSmemSplit : Sm90FwdHdim128Fp8N192SumQSmem {
   static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_split";
   static constexpr bool kTailSplit = true;
 };
-// The operator's at head_dim 128: the split, and the row max by VIMNMX3 on the
+// The operator's at head_dim 128 until kPBits: the split, and the row max by VIMNMX3 on the
 // scores' bits (kIntMax; its FMNMX were 15.6% of the kernel's instructions).
 // Against Sm90FwdHdim128Fp8N192SumQSmem by name (H100, two runs, 0ce8315):
 // 0.99-1.06x at the three shapes above, causal and full (mean 1.02x), and
@@ -384,9 +384,14 @@ struct Sm90FwdHdim128Fp8N192SumQSmemSplitImax : Sm90FwdHdim128Fp8N192SumQSmemSpl
   static constexpr const char* kName = "sm90_fwd_hdim128_fp8_n192_sum_qsmem_split_imax";
   static constexpr bool kIntMax = true;
 };
-// P's bytes from the scores (kPBits) on the operator's head_dim-128 and -64
-// kernels: the exponentials (MUFU: 8 cycles a warp instruction, 21% of the
-// 192-key kernel's samples) and the conversions leave the softmax.
+// P's bytes from the scores (kPBits): the exponentials (MUFU: 8 cycles a warp
+// instruction, 21% of the 192-key kernel's samples) and the conversions leave
+// the softmax. The operator's at head_dim 128 and 64 (there with the integer
+// max, below): against the kernels it ran before by name in one process, H100,
+// two runs (6f63ae9):
+// 1.13-1.18x at 4x16x4096x128, 1.10-1.14x at 4x16x8192x128 and 1x16x16384x128,
+// causal and full; 1.16x / 1.19x at 8x16x1024x64 causal / full, 1.14-1.17x at
+// 4x16x4096x64; O's error 1.1-1.2x the other kernels' (within the plain FP8 rule).
 struct Sm90FwdHdim128Fp8N192SumQSmemSplitImaxPBits : Sm90FwdHdim128Fp8N192SumQSmemSplitImax {
   static constexpr const char* kName = "sm90_fwd_hdim128_fp8_pbits";
   static constexpr bool kPBits = true;
@@ -407,7 +412,7 @@ struct Sm90FwdHdim64Fp8C3Sum : Sm90FwdHdim64Fp8C3 {
 // forward through the CLI, full / causal; and B·Hkv·S·D bytes of memory): two
 // warps of the producer warpgroup, per 32 keys × 16 head-dim bytes one
 // ldmatrix.trans, 4 byte permutes and one stmatrix. The operator's at head_dim
-// 64: against the same tiles reading the pass's Vᵀ, by name in one process
+// 64 (with kPBits since 6f63ae9's measurement, below): against the same tiles reading the pass's Vᵀ, by name in one process
 // (H100, 2294faf): 1.13x / 1.08x at 8x16x1024x64 causal / full, 1.03x / 1.00x
 // at 4x16x4096x64 (a first version on three warps, e983828: 1.10x / 1.05x,
 // 0.99x / 0.97x). At head_dim 128 by name only: 0.94-1.03x in two runs
@@ -433,13 +438,13 @@ struct Sm90FwdHdim128Fp8N192SumQSmemTransV : Sm90FwdHdim128Fp8N192SumQSmem {
 
 // The fp8 configurations, built for __nv_fp8_e4m3 only; a launch of fp8
 // inputs runs the first one of its head dim (CMake reads this line too).
-using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim64Fp8C3SumTransV, Sm90FwdHdim128Fp8N192SumQSmemSplitImax, Sm90FwdHdim256Fp8>;
+using Sm90FwdFp8Configs = kernels::ConfigList<Sm90FwdHdim64Fp8C3SumTransVPBits, Sm90FwdHdim128Fp8N192SumQSmemSplitImaxPBits, Sm90FwdHdim256Fp8>;
 
 // fp8 alternatives to time or check by name
 // (attnprof::flash_attention_sm90_fp8_config, built with
 // -DATTNPROF_KERNEL_CONFIGS; CMake reads this line too): the same tiles
 // summing P by FADD, or reading the Vᵀ pass's copy, among them.
-using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum, Sm90FwdHdim64Fp8C3Sum, Sm90FwdHdim128Fp8N192SumQSmem, Sm90FwdHdim128Fp8N192SumQSmemTransV, Sm90FwdHdim128Fp8N192SumQSmemSplit, Sm90FwdHdim256Fp8Split, Sm90FwdHdim128Fp8N192SumQSmemSplitImaxPBits, Sm90FwdHdim64Fp8C3SumTransVPBits>;
+using Sm90FwdFp8Alternatives = kernels::ConfigList<Sm90FwdHdim128Fp8, Sm90FwdHdim64Fp8, Sm90FwdHdim64Fp8N192, Sm90FwdHdim64Fp8C3, Sm90FwdHdim128Fp8N192, Sm90FwdHdim128Fp8N192S4, Sm90FwdHdim128Fp8N192Sum, Sm90FwdHdim64Fp8C3Sum, Sm90FwdHdim128Fp8N192SumQSmem, Sm90FwdHdim128Fp8N192SumQSmemTransV, Sm90FwdHdim128Fp8N192SumQSmemSplit, Sm90FwdHdim256Fp8Split, Sm90FwdHdim128Fp8N192SumQSmemSplitImax, Sm90FwdHdim64Fp8C3SumTransV>;
 
 // Alternatives to time against the above, built on request
 // (-DATTNPROF_KERNEL_CONFIGS) and run by name through
