@@ -141,12 +141,21 @@ class CustomFlashSm90 final : public CustomOpVariant {
                                  "; no Vᵀ pass (attnprof::flash_attention_sm90_fp8's decode route)"});
     } else if (fp8_) {
       // Where V is transposed (Vᵀ, keys contiguous, as 8-bit wgmma reads its B operand), per head dim.
-      std::string in_kernel, by_pass, split;
+      std::string in_kernel, by_pass, split, p_bits, p_rounded;
       kernels::for_each_config(flash_sm90::Sm90FwdFp8Configs{}, [&](auto c) {
-        std::string& dims = decltype(c)::kTransposeV ? in_kernel : by_pass;
-        dims += (dims.empty() ? "" : ", ") + std::to_string(decltype(c)::kHeadDim);
-        if (decltype(c)::kTailSplit) split += (split.empty() ? "" : ", ") + std::to_string(decltype(c)::kHeadDim);
+        const auto add = [](std::string& dims, int d) { dims += (dims.empty() ? "" : ", ") + std::to_string(d); };
+        add(decltype(c)::kTransposeV ? in_kernel : by_pass, decltype(c)::kHeadDim);
+        add(decltype(c)::kPBits ? p_bits : p_rounded, decltype(c)::kHeadDim);
+        if (decltype(c)::kTailSplit) add(split, decltype(c)::kHeadDim);
       });
+      // How P (scaled by 2^8) becomes e4m3, per head dim (softmax_sm90.cuh).
+      std::string p_e4m3 = "P scaled by 2^8 as e4m3 in registers";
+      if (!p_bits.empty())
+        p_e4m3 += " (at head_dim " + p_bits +
+                  " its bytes straight from the scores, linear in the exponent: within 8% of exp2, no exponential";
+      if (!p_rounded.empty())
+        p_e4m3 += std::string(p_bits.empty() ? " (at head_dim " : "; at head_dim ") + p_rounded + " exp2 rounded";
+      p_e4m3 += ")";
       std::string vt = "V transposed (Vᵀ, keys contiguous, as 8-bit wgmma reads its B operand)";
       if (!in_kernel.empty())
         vt += " at head_dim " + in_kernel +
@@ -157,8 +166,10 @@ class CustomFlashSm90 final : public CustomOpVariant {
               "forward and in the trace";
       f.push_back({"kernel", "attnprof::flash_sm90::flash_fwd_sm90_kernel on e4m3 inputs "
                              "(attnprof::flash_attention_sm90_fp8): Q·Kᵀ and P·V on e4m3 wgmma (k32) with fp32 "
-                             "accumulators, P scaled by 2^8 and rounded to e4m3 in registers, q's and k's descales "
-                             "folded into the softmax scale and v's into the output's normalisation, bf16 output; " +
+                             "accumulators, " +
+                             p_e4m3 +
+                             ", q's and k's descales folded into the softmax scale and v's into the output's "
+                             "normalisation, bf16 output; " +
                              vt +
                              (split.empty() ? std::string()
                                             : "; at head_dim " + split +

@@ -63,7 +63,8 @@ TORCH_LIBRARY_FRAGMENT(attnprof, m) {
   // v_descale [batch, heads_kv], on q's device, finite and positive (checked
   // once per version of the tensors, as the varlen offsets: a sync the first
   // time; none during graph capture). Q·Kᵀ and P·V run on e4m3 tensor cores,
-  // P scaled by 2^8 and rounded to e4m3; V transposed in the kernel, or at
+  // P scaled by 2^8 as e4m3 (at head_dim 64 and 128 its bytes straight from
+  // the scores, within 8% of exp2: softmax_sm90.cuh); V transposed in the kernel, or at
   // head dims whose configuration reads a copy (FwdWorkspace::fp8_vt) first
   // by one pass of fp8_vt_kernel over v per call, in the trace. Decode shapes
   // run the split-KV kernel on e4m3 K and V instead (fp16 mma.sync, P in
