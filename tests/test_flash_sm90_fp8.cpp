@@ -578,9 +578,9 @@ TEST(FlashSm90Fp8Op, VtInKernelMatchesVtPassBitForBit) { expect_pairs_bit_for_bi
 TEST(FlashSm90Fp8Op, IntegerRowMaxMatchesFloatRowMaxBitForBit) { expect_pairs_bit_for_bit("_imax"); }
 
 // A NaN in one key's K (e4m3's 0x7F) makes NaN the output and lse of every
-// row that sees that key, and of no other row, for every fp8 configuration by
-// name and the operator: scores, P and the sums carry it as the inputs do
-// (kPBits through its row sums: its P saturates a NaN score to 0).
+// row that sees that key, and of no other row, for every fp8 configuration
+// built (the operator's among them), by name: scores, P and the sums carry it
+// as the inputs do (kPBits through its row sums: its P saturates a NaN score to 0).
 TEST(FlashSm90Fp8Op, NanKeyMakesNanExactlyTheRowsThatSeeIt) {
   const std::string why = why_not_runnable();
   if (!why.empty()) GTEST_SKIP() << why;

@@ -206,7 +206,7 @@ __device__ __forceinline__ bool online_softmax(float (&s)[kN / 2], RowState& st,
     m_scaled[i] = (st.max[i] == -INFINITY ? 0.f : st.max[i] * scale_log2) - static_cast<float>(kExpOffset);
   }
   static_assert(!(kPBits && kSums), "P's bytes are summed by a GEMM");
-  static_assert(!kPBits || kExpOffset == 8, "P's bytes: x at most 8, so at most 120 (256), below e4m3's NaN");
+  static_assert(!kPBits || kExpOffset == 8, "P's bytes: x <= 8, so at most 120 (256), below e4m3's NaN");
   if constexpr (kPBits) {
     p_bits_e4m3<kN>(s, m_scaled, scale_log2);
     return move;
