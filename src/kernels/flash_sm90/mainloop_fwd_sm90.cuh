@@ -356,35 +356,27 @@ __device__ __forceinline__ void mask_scores(const KernelArgs& a, const Tile& t, 
 }
 
 // P (at most 2^8 here) as e4m3 k32 A fragments, four keys per register,
-// straight from the accumulator (fp8_layout.h: Vᵀ's key order matches),
-// rounded to nearest and saturated at 448 by cvt (two values per instruction).
-template <int kSteps>
+// straight from the accumulator (fp8_layout.h: Vᵀ's key order matches): by
+// default rounded to nearest and saturated at 448 by cvt (two values per
+// instruction); kBytes: s holds p_bits_e4m3's floats (softmax_sm90.cuh), whose
+// byte 1 is P's byte, gathered by three PRMT per register.
+template <int kSteps, bool kBytes = false>
 __device__ __forceinline__ void pack_p_e4m3(const float (&s)[16 * kSteps], uint32_t (&p)[kSteps][4]) {
 #pragma unroll
   for (int q = 0; q < kSteps; ++q)
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-      const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(s[fp8_p_source(q, r, 0)], s[fp8_p_source(q, r, 1)]),
-                                                   __NV_SATFINITE, __NV_E4M3);
-      const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(s[fp8_p_source(q, r, 2)], s[fp8_p_source(q, r, 3)]),
-                                                   __NV_SATFINITE, __NV_E4M3);
-      p[q][r] = lo | (hi << 16);  // byte b of the register: value b (float2's x goes to the low byte)
-    }
-}
-
-// P from p_bits_e4m3's floats (softmax_sm90.cuh): byte 1 of each, four keys
-// per register in fp8_p_source's order, three PRMT per register.
-template <int kSteps>
-__device__ __forceinline__ void pack_p_e4m3_bytes(const float (&s)[16 * kSteps], uint32_t (&p)[kSteps][4]) {
-#pragma unroll
-  for (int q = 0; q < kSteps; ++q)
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const uint32_t lo = __byte_perm(__float_as_uint(s[fp8_p_source(q, r, 0)]),
-                                      __float_as_uint(s[fp8_p_source(q, r, 1)]), 0x0051u);
-      const uint32_t hi = __byte_perm(__float_as_uint(s[fp8_p_source(q, r, 2)]),
-                                      __float_as_uint(s[fp8_p_source(q, r, 3)]), 0x0051u);
-      p[q][r] = __byte_perm(lo, hi, 0x5410u);
+      const float v0 = s[fp8_p_source(q, r, 0)], v1 = s[fp8_p_source(q, r, 1)];
+      const float v2 = s[fp8_p_source(q, r, 2)], v3 = s[fp8_p_source(q, r, 3)];
+      if constexpr (kBytes) {
+        const uint32_t lo = __byte_perm(__float_as_uint(v0), __float_as_uint(v1), 0x0051u);
+        const uint32_t hi = __byte_perm(__float_as_uint(v2), __float_as_uint(v3), 0x0051u);
+        p[q][r] = __byte_perm(lo, hi, 0x5410u);
+      } else {
+        const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(v0, v1), __NV_SATFINITE, __NV_E4M3);
+        const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(v2, v3), __NV_SATFINITE, __NV_E4M3);
+        p[q][r] = lo | (hi << 16);  // byte b of the register: value b (float2's x goes to the low byte)
+      }
     }
 }
 
@@ -395,10 +387,7 @@ __device__ __forceinline__ void pack_p(const float (&s)[kSN / 2], uint32_t (&p)[
   using Element = typename Traits::Element;
   if constexpr (Traits::kFp8) {
     static_assert(!kHalfS, "no half block with 8-bit inputs");
-    if constexpr (Traits::kPBits)
-      pack_p_e4m3_bytes<Traits::kPSteps>(s, p);
-    else
-      pack_p_e4m3<Traits::kPSteps>(s, p);
+    pack_p_e4m3<Traits::kPSteps, Traits::kPBits>(s, p);
   } else if constexpr (kHalfS) {
     uint32_t lower[Traits::kPSteps / 2][4];  // P of the computed keys; the rest is zero
     pack_a_fragments<Element>(s, lower);
