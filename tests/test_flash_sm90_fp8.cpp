@@ -66,6 +66,14 @@ c10::TypedOperatorHandle<NamedFp8Fn> named_fp8_op() {
       .typed<NamedFp8Fn>();
 }
 
+// The fp8 configurations of this build by name (attnprof::flash_attention_sm90_fp8_configs).
+std::vector<std::string> built_fp8_configs() {
+  return c10::Dispatcher::singleton()
+      .findSchemaOrThrow("attnprof::flash_attention_sm90_fp8_configs", "")
+      .typed<std::vector<std::string>()>()
+      .call();
+}
+
 bool fp8_kernel_registered() {
   return c10::Dispatcher::singleton().findSchemaOrThrow(kFp8Op, "").hasKernelForDispatchKey(c10::DispatchKey::CUDA);
 }
@@ -495,10 +503,7 @@ TEST(FlashSm90Fp8Op, EveryConfigurationByName) {
   if (!why.empty()) GTEST_SKIP() << why;
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
-  const auto names = c10::Dispatcher::singleton()
-                         .findSchemaOrThrow("attnprof::flash_attention_sm90_fp8_configs", "")
-                         .typed<std::vector<std::string>()>()
-                         .call();
+  const std::vector<std::string> names = built_fp8_configs();
   ASSERT_FALSE(names.empty());
   const auto named = named_fp8_op();
   for (const std::string& name : names) {
@@ -586,10 +591,7 @@ TEST(FlashSm90Fp8Op, NanKeyMakesNanExactlyTheRowsThatSeeIt) {
   if (!why.empty()) GTEST_SKIP() << why;
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
-  const auto names = c10::Dispatcher::singleton()
-                         .findSchemaOrThrow("attnprof::flash_attention_sm90_fp8_configs", "")
-                         .typed<std::vector<std::string>()>()
-                         .call();
+  const std::vector<std::string> names = built_fp8_configs();
   const auto named = named_fp8_op();
   for (const std::string& name : names) {
     const flash_sm90::FwdConfigEntry* entry = flash_sm90::find_fwd_config(name, false);
